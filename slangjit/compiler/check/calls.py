@@ -1,0 +1,579 @@
+"""Calls: implicit conversions and their costs, generic argument inference, overload
+resolution, and instantiation of functions."""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from .. import ast
+from ..ir import nodes as ir
+from ..source import CompileError, Loc
+from .. import types as T
+from .scope import Env, FuncSym, TypeSym, ValueSym
+
+_uid = itertools.count(100000)
+
+# Costs of implicit conversions (lower is better); the numbers only order the choices.
+COST_PROMOTE = 10          # int -> int64, float -> double, half -> float
+COST_SIGN = 20             # int <-> uint of the same or larger size
+COST_INT_TO_FLOAT = 40
+COST_NARROW = 80           # double -> float, int64 -> int
+COST_FLOAT_TO_INT = 100
+COST_BOOL = 90
+COST_SPLAT = 1
+COST_TRUNCATE = 200
+COST_INIT_LIST = 50
+COST_GENERIC = 1           # prefer a non-generic overload on ties
+COST_INTERFACE = 5
+
+
+@dataclass
+class InitListArg:
+    """An argument written as `{...}`: typed only once the parameter type is known."""
+    node: ast.InitList
+    type: Any = None
+    loc: Loc = None
+
+
+@dataclass
+class Match:
+    cost: int
+    sym: Any
+    type_args: list
+    param_types: list
+    directions: list
+    has_this: bool
+
+
+class CallsMixin:
+    # ------------------------------------------------------------------ conversions
+
+    def scalar_cost(self, s: T.ScalarType, d: T.ScalarType) -> Optional[int]:
+        if s == d:
+            return 0
+        if s.kind == "void" or d.kind == "void":
+            return None
+        if s.kind == "bool" or d.kind == "bool":
+            return COST_BOOL
+        if s.kind == d.kind:
+            return COST_PROMOTE if d.bits > s.bits else COST_NARROW
+        if d.kind == "float":
+            return COST_INT_TO_FLOAT + (0 if d.bits >= 32 else 5)
+        if s.kind == "float":
+            return COST_FLOAT_TO_INT
+        # int <-> uint
+        return COST_SIGN + (0 if d.bits >= s.bits else COST_NARROW)
+
+    def conv_cost(self, src: T.Type, dst: T.Type) -> Optional[int]:
+        if src is dst or src == dst:
+            return 0
+        if isinstance(src, T.EnumType):
+            if isinstance(dst, T.ScalarType) and dst.kind in ("int", "uint"):
+                return COST_SIGN
+            return None
+        if isinstance(dst, T.EnumType):
+            return None
+        if isinstance(dst, T.InterfaceType):
+            return COST_INTERFACE if self.conforms(src, dst) else None
+        if isinstance(src, T.ScalarType):
+            if isinstance(dst, T.ScalarType):
+                return self.scalar_cost(src, dst)
+            if isinstance(dst, (T.VectorType, T.MatrixType)) and isinstance(dst.elem, T.ScalarType):
+                c = self.scalar_cost(src, dst.elem)
+                return None if c is None else c + COST_SPLAT
+            return None
+        if isinstance(src, T.VectorType):
+            if isinstance(dst, T.VectorType) and isinstance(src.n, int) and isinstance(dst.n, int):
+                c = self.scalar_cost(src.elem, dst.elem)
+                if c is None:
+                    return None
+                if src.n == dst.n:
+                    return c
+                if src.n > dst.n:
+                    return c + COST_TRUNCATE
+                return None
+            if isinstance(dst, T.ScalarType):
+                c = self.scalar_cost(src.elem, dst)
+                if c is None:
+                    return None
+                return c + (2 if src.n == 1 else COST_TRUNCATE)
+            return None
+        if isinstance(src, T.MatrixType) and isinstance(dst, T.MatrixType):
+            if (src.rows, src.cols) == (dst.rows, dst.cols):
+                return self.scalar_cost(src.elem, dst.elem)
+            return None
+        if isinstance(src, T.ArrayType) and isinstance(dst, T.ArrayType):
+            if types_eq(src.elem, dst.elem) and (dst.n is None or dst.n == src.n):
+                return 0
+            return None
+        if isinstance(src, T.PointerType) and isinstance(dst, T.PointerType):
+            return 0 if types_eq(src.elem, dst.elem) else None
+        if isinstance(src, T.BufferType) and isinstance(dst, T.BufferType):
+            if src.elem == dst.elem and (src.kind == dst.kind or
+                                         (src.kind.replace("RW", "") == dst.kind and not dst.writable)):
+                return 1
+            return None
+        if isinstance(src, T.TupleType) and isinstance(dst, T.TupleType) and len(src.elems) == len(dst.elems):
+            total = 0
+            for a, b in zip(src.elems, dst.elems):
+                c = self.conv_cost(a, b)
+                if c is None:
+                    return None
+                total += c
+            return total
+        if isinstance(dst, T.OptionalType):
+            c = self.conv_cost(src, dst.elem)
+            return None if c is None else c + 1
+        return None
+
+    def coerce(self, e: ir.Expr, dst: T.Type, loc: Loc, explicit: bool = False) -> ir.Expr:
+        src = e.type
+        if src is dst or src == dst:
+            return e
+        if isinstance(dst, T.InterfaceType):
+            if self.conforms(src, dst):
+                return e
+        if isinstance(dst, T.OptionalType):
+            if isinstance(e, NoneExpr):
+                return ir.Construct(dst, [], loc=loc)
+            return ir.Construct(dst, [self.coerce(e, dst.elem, loc, explicit)], loc=loc)
+        if isinstance(src, T.EnumType) or isinstance(dst, T.EnumType):
+            if explicit or isinstance(dst, T.ScalarType):
+                s_under = src.underlying if isinstance(src, T.EnumType) else src
+                d_under = dst.underlying if isinstance(dst, T.EnumType) else dst
+                if isinstance(s_under, T.ScalarType) and isinstance(d_under, T.ScalarType):
+                    return ir.Convert(dst, e, loc=loc)
+            raise self.err("E3001", f"cannot convert '{src}' to '{dst}'", loc)
+        cost = self.conv_cost(src, dst)
+        if cost is None and not explicit:
+            raise self.err("E3001", f"cannot convert '{src}' to '{dst}'", loc)
+        if isinstance(src, T.ScalarType) and isinstance(dst, T.ScalarType):
+            if src.kind == "void" or dst.kind == "void":
+                raise self.err("E3001", f"cannot convert '{src}' to '{dst}'", loc)
+            return fold_convert(e, dst, loc)
+        if isinstance(src, T.ScalarType) and isinstance(dst, (T.VectorType, T.MatrixType)):
+            return ir.Construct(dst, [self.coerce(e, dst.elem, loc, explicit)], splat=True, loc=loc)
+        if isinstance(src, T.VectorType) and isinstance(dst, T.VectorType):
+            if src.n > dst.n:
+                if not explicit:
+                    self.warn("W3002", f"implicit truncation of '{src}' to '{dst}'", loc)
+                e = ir.Swizzle(T.VectorType(src.elem, dst.n), e, tuple(range(dst.n)), loc=loc)
+                return self.coerce(e, dst, loc, explicit)
+            if src.n == dst.n:
+                return ir.Convert(dst, e, loc=loc)
+        if isinstance(src, T.VectorType) and isinstance(dst, T.ScalarType):
+            e = ir.Swizzle(src.elem, e, (0,), loc=loc)
+            return self.coerce(e, dst, loc, explicit)
+        if isinstance(src, T.MatrixType) and isinstance(dst, T.MatrixType) and \
+                (src.rows, src.cols) == (dst.rows, dst.cols):
+            return ir.Convert(dst, e, loc=loc)
+        if isinstance(src, T.ArrayType) and isinstance(dst, T.ArrayType) and cost is not None:
+            return e
+        if isinstance(src, T.PointerType) and isinstance(dst, T.PointerType):
+            return ir.Convert(dst, e, loc=loc)
+        if explicit and isinstance(dst, T.PointerType) and isinstance(src, T.ScalarType) and src.kind in ("int", "uint"):
+            return ir.Convert(dst, e, loc=loc)
+        if explicit and isinstance(src, T.PointerType) and isinstance(dst, T.ScalarType):
+            return ir.Convert(dst, e, loc=loc)
+        if isinstance(src, T.BufferType) and cost is not None:
+            return ir.Convert(dst, e, loc=loc)
+        if isinstance(src, T.TupleType) and isinstance(dst, T.TupleType) and cost is not None:
+            return ir.Construct(dst, [self.coerce(ir.Field(a, e, f"_{i}", loc=loc), b, loc)
+                                      for i, (a, b) in enumerate(zip(src.elems, dst.elems))], loc=loc)
+        raise self.err("E3001", f"cannot convert '{src}' to '{dst}'", loc)
+
+    def coerce_arg(self, a, dst: T.Type, ctx) -> ir.Expr:
+        if isinstance(a, InitListArg):
+            return self.init_list(a.node, dst, ctx)
+        return self.coerce(a, dst, a.loc)
+
+    def arg_cost(self, a, dst: T.Type) -> Optional[int]:
+        if isinstance(a, InitListArg):
+            if isinstance(dst, (T.StructType, T.ArrayType, T.VectorType, T.MatrixType, T.TupleType)):
+                return COST_INIT_LIST
+            return COST_INIT_LIST if not a.node.items else None
+        if isinstance(a, NoneExpr):
+            return 1 if isinstance(dst, T.OptionalType) else None
+        return self.conv_cost(a.type, dst)
+
+    # ------------------------------------------------------------------ inference
+
+    def unify(self, pat: Any, act: Any, b: dict) -> bool:
+        if isinstance(pat, T.TypeVar):
+            if isinstance(act, (T.TypeVar,)):
+                return True
+            prev = b.get(pat)
+            if prev is None:
+                b[pat] = act
+                return True
+            if prev == act or prev is act:
+                return True
+            j = join_types(prev, act)
+            if j is None:
+                return False
+            b[pat] = j
+            return True
+        if isinstance(pat, T.ValueVar):
+            if isinstance(act, T.ValueVar):
+                return True
+            prev = b.get(pat)
+            if prev is None:
+                b[pat] = act
+                return True
+            return prev == act
+        if isinstance(pat, T.VectorType):
+            if isinstance(act, T.VectorType):
+                return self.unify(pat.elem, act.elem, b) and self.unify(pat.n, act.n, b)
+            if isinstance(act, T.ScalarType):          # scalar argument to a vector parameter
+                return self.unify(pat.elem, act, b)
+            return False
+        if isinstance(pat, T.MatrixType):
+            if isinstance(act, T.MatrixType):
+                return self.unify(pat.elem, act.elem, b) and self.unify(pat.rows, act.rows, b) \
+                    and self.unify(pat.cols, act.cols, b)
+            if isinstance(act, T.ScalarType):
+                return self.unify(pat.elem, act, b)
+            return False
+        if isinstance(pat, T.ArrayType):
+            if isinstance(act, T.ArrayType):
+                return self.unify(pat.elem, act.elem, b) and (pat.n is None or act.n is None or self.unify(pat.n, act.n, b))
+            return False
+        if isinstance(pat, (T.PointerType, T.AtomicType, T.OptionalType)):
+            return type(act) is type(pat) and self.unify(pat.elem, act.elem, b)
+        if isinstance(pat, T.BufferType):
+            return isinstance(act, T.BufferType) and (pat.elem is None or act.elem is None or self.unify(pat.elem, act.elem, b))
+        if isinstance(pat, T.StructType):
+            if isinstance(act, T.StructType) and pat.info is not None and act.info is not None and \
+                    pat.info.sym is act.info.sym:
+                return all(self.unify(p, a, b) for p, a in zip(pat.args, act.args))
+            return pat is act or not T.contains_vars(pat)
+        if isinstance(pat, T.TupleType):
+            return isinstance(act, T.TupleType) and len(pat.elems) == len(act.elems) and \
+                all(self.unify(p, a, b) for p, a in zip(pat.elems, act.elems))
+        return True
+
+    # ------------------------------------------------------------------ overload resolution
+
+    def fresh_generic_env(self, sym: FuncSym, explicit: list, loc: Loc):
+        """An environment binding each generic parameter to an explicit argument or a fresh
+        inference variable; returns (env, [(param, var-or-value)])."""
+        d: ast.FuncDecl = sym.decl
+        genv = Env(sym.env, "generic")
+        slots = []
+        if len(explicit) > len(d.generic_params):
+            return None, None
+        for i, p in enumerate(d.generic_params):
+            if i < len(explicit):
+                a = explicit[i]
+            elif p.kind == "value":
+                a = T.ValueVar(p.name, next(_uid))
+            else:
+                a = T.TypeVar(p.name, next(_uid))
+            if p.kind == "value":
+                from .checker import const_expr
+                genv.add(p.name, ValueSym(p.name, const_expr(a, loc)))
+            else:
+                genv.add(p.name, TypeSym(p.name, a))
+            slots.append((p, a))
+        return genv, slots
+
+    def func_env(self, sym: FuncSym, genv: Env) -> Env:
+        """Methods see their struct's members; the struct env is sym.env already."""
+        return genv
+
+    def param_types(self, sym: FuncSym, env: Env) -> list[T.Type]:
+        ctx = self.ctx_for_env(env)
+        out = []
+        for p in sym.decl.params:
+            out.append(self.resolve_type(p.type, ctx))
+        return out
+
+    def match_candidate(self, sym, ores, args: list, loc: Loc) -> Optional[Match]:
+        d: ast.FuncDecl = sym.decl
+        params = d.params
+        if len(args) > len(params):
+            return None
+        n_required = sum(1 for p in params if p.default is None)
+        if len(args) < n_required:
+            return None
+        explicit = ores.type_args or []
+        try:
+            if d.generic_params or any(True for _ in ()):
+                genv, slots = self.fresh_generic_env(sym, explicit, loc)
+                if genv is None:
+                    return None
+            else:
+                if explicit:
+                    return None
+                genv, slots = Env(sym.env, "generic"), []
+            ptypes = self.param_types(sym, genv)
+        except CompileError:
+            return None
+        # Interface-typed parameters are implicit generics: infer the concrete type.
+        implicit = []
+        for i, pt in enumerate(ptypes):
+            if isinstance(pt, T.InterfaceType) and i < len(args):
+                v = T.TypeVar(f"__impl{i}", next(_uid))
+                implicit.append((i, pt, v))
+                ptypes[i] = v
+        binding: dict = {}
+        for pt, a in zip(ptypes, args):
+            if isinstance(a, (InitListArg, NoneExpr)):
+                continue
+            if not self.unify(pt, a.type, binding):
+                return None
+        type_args = []
+        cost = 0
+        if slots:
+            cost += COST_GENERIC
+            from .checker import BuiltinIfaceRes
+            for p, a in slots:
+                if isinstance(a, (T.TypeVar, T.ValueVar)):
+                    if a in binding:
+                        a = binding[a]
+                    elif p.default is not None:
+                        try:
+                            a = self.generic_args([p.default], self.ctx_for_env(genv))[0]
+                        except CompileError:
+                            return None
+                    else:
+                        return None
+                type_args.append(a)
+            # Constraints; an integer argument to a floating-point generic becomes float (as
+            # Slang does for `sin(1)`).
+            try:
+                cenv = self.bind_generics(d.generic_params, type_args, sym.env, loc, None)
+                cctx = self.ctx_for_env(cenv)
+                for i, p in enumerate(d.generic_params):
+                    if p.kind == "type" and p.type is not None:
+                        c = self.resolve_base(p.type, cctx)
+                        if not self.conforms(type_args[i], c):
+                            fixed = self.repair_for_constraint(type_args[i], c)
+                            if fixed is None:
+                                return None
+                            type_args[i] = fixed
+                for w in d.where:
+                    cenv2 = self.bind_generics(d.generic_params, type_args, sym.env, loc, None)
+                    c2 = self.ctx_for_env(cenv2)
+                    if not self.conforms(self.resolve_type(w.subject, c2), self.resolve_base(w.constraint, c2)):
+                        return None
+                cenv = self.bind_generics(d.generic_params, type_args, sym.env, loc, None)
+                ptypes2 = self.param_types(sym, cenv)
+            except CompileError:
+                return None
+        else:
+            ptypes2 = list(ptypes)
+        for i, pt, v in implicit:
+            conc = binding.get(v)
+            if conc is None or not self.conforms(conc, pt):
+                return None
+            ptypes2[i] = conc
+            type_args.append(("impl", i, conc))
+            cost += COST_INTERFACE
+        dirs = [p.direction for p in params]
+        for pt, a, dr in zip(ptypes2, args, dirs):
+            if dr in ("out", "inout", "ref"):
+                if isinstance(a, InitListArg) or not types_eq(a.type, pt):
+                    c = None if isinstance(a, InitListArg) else self.conv_cost(a.type, pt)
+                    if c is None:
+                        return None
+                    cost += c + 1
+                continue
+            c = self.arg_cost(a, pt)
+            if c is None:
+                return None
+            cost += c
+        return Match(cost, sym, type_args, ptypes2, dirs, ores.this is not None and not sym.is_static)
+
+    def repair_for_constraint(self, t: T.Type, c) -> Optional[T.Type]:
+        s = T.scalar_of(t)
+        if s is not None and s.kind in ("int", "uint", "bool"):
+            cand = T.with_scalar(t, T.FLOAT)
+            if self.conforms(cand, c):
+                return cand
+        return None
+
+    def resolve_overload(self, ores, args: list, loc: Loc, ctx) -> ir.Expr:
+        matches = []
+        for cand in ores.cands:
+            if isinstance(cand, FuncSym):
+                if ores.this is None and not cand.is_static and cand.owner is not None and \
+                        ores.static_owner is None and not getattr(ctx, "allow_unbound_method", False):
+                    pass
+                m = self.match_candidate(cand, ores, args, loc)
+                if m is not None:
+                    matches.append(m)
+        if not matches:
+            arg_desc = ", ".join("{...}" if isinstance(a, InitListArg) else str(a.type) for a in args)
+            raise self.err("E3010", f"no overload of '{ores.name}' matches arguments ({arg_desc})", loc)
+        matches.sort(key=lambda m: m.cost)
+        best = matches[0]
+        # Prefer the innermost / most specific: on an exact cost tie keep declaration order.
+        fn = self.instantiate_function(best.sym, best.type_args, loc)
+        call_args = []
+        if not best.sym.is_static and best.sym.owner is not None:
+            if ores.this is None:
+                this = ctx.implicit_this(loc) if ctx is not None else None
+                if this is None:
+                    raise self.err("E3011", f"'{ores.name}' needs an object (it is not static)", loc)
+            else:
+                this = ores.this
+            if fn.params and fn.params[0].direction == "inout":
+                self.require_lvalue(this, loc, "mutating method's `this`")
+            call_args.append(self.coerce_this(this, fn.params[0].type, loc))
+        for i, a in enumerate(args):
+            p = fn.params[i + len(call_args)] if False else None
+        offset = len(call_args)
+        for i, a in enumerate(args):
+            pv = fn.params[offset + i]
+            if pv.direction in ("out", "inout", "ref"):
+                self.require_lvalue(a, a.loc, f"argument '{pv.name}' (an {pv.direction} parameter)")
+                call_args.append(self.out_arg(a, pv.type, loc))
+            else:
+                call_args.append(self.coerce_arg(a, pv.type, ctx))
+        # Default arguments are evaluated in the callee's scope.
+        d = best.sym.decl
+        for j in range(len(args), len(d.params)):
+            pv = fn.params[offset + j]
+            denv = fn.attrs.get("env") or best.sym.env
+            dctx = self.ctx_for_env(denv)
+            call_args.append(self.coerce(self.expr(d.params[j].default, dctx), pv.type, loc))
+        if fn.attrs.get("is_init"):
+            call_args = call_args
+        return self.make_call(fn, call_args, loc)
+
+    def coerce_this(self, this: ir.Expr, t: T.Type, loc):
+        if types_eq(this.type, t):
+            return this
+        if isinstance(this.type, T.PointerType) and types_eq(this.type.elem, t):
+            return ir.Deref(t, this, loc=loc)
+        return self.coerce(this, t, loc)
+
+    def out_arg(self, a: ir.Expr, t: T.Type, loc) -> ir.Expr:
+        if types_eq(a.type, t) and not (isinstance(a, ir.Swizzle) and len(a.indices) > 1):
+            return a
+        # Different types: copy in, call, convert back (an explicit temporary).
+        return OutConvert(t, a, loc=loc)
+
+    def make_call(self, fn: ir.Function, args: list, loc) -> ir.Expr:
+        if fn.intrinsic is not None:
+            outs = tuple(i for i, p in enumerate(fn.params) if p.direction in ("out", "inout", "ref"))
+            return ir.Intrinsic(fn.ret, fn.intrinsic, args, outs, loc=loc)
+        return ir.Call(fn.ret, fn, args, loc=loc)
+
+    # ------------------------------------------------------------------ instantiation
+
+    def instantiate_function(self, sym: FuncSym, type_args: list, loc: Loc) -> ir.Function:
+        d: ast.FuncDecl = sym.decl
+        gargs = [a for a in type_args if not (isinstance(a, tuple) and a and a[0] == "impl")]
+        impl = [a for a in type_args if isinstance(a, tuple) and a and a[0] == "impl"]
+        key = self.generic_key(gargs) + tuple((i, id(t) if isinstance(t, T.NominalType) else t) for _, i, t in impl)
+        if key in sym.cache:
+            return sym.cache[key]
+        if d.generic_params:
+            genv = self.bind_generics(d.generic_params, gargs, sym.env, loc, None)
+        else:
+            genv = Env(sym.env, "generic")
+        fenv = Env(genv, "function")
+        ctx = self.ctx_for_env(fenv)
+        params = []
+        owner = sym.owner
+        mutating = any(a.name == "mutating" for a in d.attrs) or "mutating" in d.mods
+        is_init = d.name == "__init"
+        if owner is not None and not sym.is_static and not is_init:
+            this_dir = "inout" if mutating else "in"
+            params.append(ir.Var("this", owner, this_dir, loc=d.loc))
+        impl_map = {i: t for _, i, t in impl}
+        for i, p in enumerate(d.params):
+            pt = impl_map.get(i) or self.resolve_type(p.type, ctx)
+            if isinstance(pt, T.ArrayType) and pt.n is None and p.direction == "in":
+                pass
+            params.append(ir.Var(p.name, pt, p.direction if p.direction != "ref" else "inout", loc=p.loc))
+        if is_init:
+            ret = owner
+        elif d.return_type is None:
+            ret = T.VOID
+        else:
+            ret = self.resolve_type(d.return_type, ctx)
+        label = d.name if owner is None else f"{owner}_{d.name}"
+        fn = ir.Function(self.unique(label.replace("operator", "op")), params, ret, loc=d.loc)
+        fn.slang_name = d.name
+        fn.attrs["env"] = genv
+        fn.attrs["decl"] = d
+        fn.attrs["is_init"] = is_init
+        fn.attrs["attrs"] = {a.name: a for a in d.attrs}
+        sym.cache[key] = fn
+        if d.body is None:
+            cpp = next((a for a in d.attrs if a.name == "__cpp"), None)
+            if cpp is not None and cpp.args and isinstance(cpp.args[0], ast.StringLit):
+                fn.intrinsic = cpp.args[0].value
+            elif getattr(sym, "is_core", False) or sym.env.module is not None and sym.env.module == "core":
+                fn.intrinsic = "sj::" + d.name
+            else:
+                raise self.err("E3020", f"function '{d.name}' is declared but has no body", loc)
+            return fn
+        self.functions.append(fn)
+        self.pending_bodies.append((fn, sym, fenv))
+        return fn
+
+
+class NoneExpr(ir.Expr):
+    """The `none` literal of Optional<T>."""
+    pass
+
+
+class OutConvert(ir.Expr):
+    """An out/inout argument whose type differs from the parameter: the emitter passes a
+    temporary of `type` and converts back after the call."""
+    def __init__(self, type_, lvalue, loc=None):
+        super().__init__(type_)
+        self.lvalue = lvalue
+        if loc is not None:
+            self.loc = loc
+
+
+def types_eq(a, b) -> bool:
+    return a is b or a == b
+
+
+def join_types(a: T.Type, b: T.Type) -> Optional[T.Type]:
+    """The common type two inferred arguments unify to (int and float -> float, ...)."""
+    sa, sb = T.scalar_of(a), T.scalar_of(b)
+    if sa is None or sb is None or isinstance(a, T.EnumType) or isinstance(b, T.EnumType):
+        return None
+    s = T.join_scalars(sa, sb)
+    if isinstance(a, T.ScalarType) and isinstance(b, T.ScalarType):
+        return s
+    if isinstance(a, T.VectorType) and isinstance(b, T.VectorType):
+        return T.VectorType(s, min(a.n, b.n)) if isinstance(a.n, int) and isinstance(b.n, int) else None
+    if isinstance(a, T.VectorType) and isinstance(b, T.ScalarType):
+        return T.VectorType(s, a.n)
+    if isinstance(b, T.VectorType) and isinstance(a, T.ScalarType):
+        return T.VectorType(s, b.n)
+    if isinstance(a, T.MatrixType) and isinstance(b, T.MatrixType) and (a.rows, a.cols) == (b.rows, b.cols):
+        return T.MatrixType(s, a.rows, a.cols)
+    return None
+
+
+def fold_convert(e: ir.Expr, dst: T.ScalarType, loc) -> ir.Expr:
+    """Convert a constant at compile time (keeps literal arithmetic exact), else emit Convert."""
+    if isinstance(e, ir.Const) and isinstance(e.type, T.ScalarType):
+        v = e.value
+        try:
+            if dst.kind == "float":
+                return ir.Const(dst, float(v), loc=loc)
+            if dst.kind == "bool":
+                return ir.Const(dst, bool(v), loc=loc)
+            if dst.kind in ("int", "uint"):
+                if isinstance(v, float):
+                    if v != v or v in (float("inf"), float("-inf")):
+                        return ir.Convert(dst, e, loc=loc)
+                    v = int(v)
+                v = int(v) & ((1 << dst.bits) - 1)
+                if dst.kind == "int" and v >= 1 << (dst.bits - 1):
+                    v -= 1 << dst.bits
+                return ir.Const(dst, v, loc=loc)
+        except (OverflowError, ValueError):
+            pass
+    return ir.Convert(dst, e, loc=loc)

@@ -1,0 +1,619 @@
+"""The checker: name lookup, types, instantiation of generics, and lowering to the IR.
+
+`Checker` is assembled from mixins, one concern per file:
+  checker.py   declarations, type expressions, struct / function instantiation, conformance
+  members.py   member lookup on every kind of type (fields, methods, swizzles, buffers ...)
+  calls.py     overload resolution, implicit conversions and generic argument inference
+  exprs.py     expressions
+  stmts.py     statements and function bodies
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Any, Optional
+
+from .. import ast
+from ..ir import nodes as ir
+from ..source import CompileError, Diagnostic, Loc, NO_LOC, error
+from .. import types as T
+from .scope import (AliasSym, AssocTypeSym, DeclSym, EnumSym, Env, FieldSym, FuncSym, GlobalSym,
+                    InterfaceSym, NamespaceSym, PropertySym, StructSym, SubscriptSym, Sym, TypeSym,
+                    ValueSym)
+from .calls import CallsMixin
+from .exprs import ExprsMixin
+from .members import MembersMixin
+from .stmts import StmtsMixin
+
+_uid = itertools.count(1)
+
+BUFFER_KINDS = {"StructuredBuffer", "RWStructuredBuffer", "ByteAddressBuffer", "RWByteAddressBuffer",
+                "Buffer", "RWBuffer", "AppendStructuredBuffer", "ConsumeStructuredBuffer",
+                "RasterizerOrderedStructuredBuffer", "RasterizerOrderedBuffer", "RasterizerOrderedByteAddressBuffer"}
+
+
+class StructInstance:
+    """One concrete struct type: fields in order plus the member environment."""
+
+    def __init__(self, sym: StructSym, args: tuple, env: Env, type_: T.StructType):
+        self.sym = sym
+        self.args = args
+        self.env = env                 # binds generic params, `This`, and every member name
+        self.type = type_
+        self.fields: list[tuple[str, T.Type, Optional[ast.Expr], Env]] = []
+        self.bases: list[Any] = []     # interface types it declares
+        self.c_name = ""
+        self.has_init = False
+        self.ready = False
+
+    def field_list(self):
+        return [(n, t) for n, t, _, _ in self.fields]
+
+    def field_type(self, name: str) -> Optional[T.Type]:
+        for n, t, _, _ in self.fields:
+            if n == name:
+                return t
+        return None
+
+
+class InterfaceInstance:
+    def __init__(self, sym: InterfaceSym, args: tuple, env: Env):
+        self.sym, self.args, self.env = sym, args, env
+        self.bases: list[T.InterfaceType] = []
+
+
+class Checker(MembersMixin, CallsMixin, ExprsMixin, StmtsMixin):
+    def __init__(self):
+        self.core_env = Env(kind="module")
+        self.extensions: list[tuple[ast.ExtensionDecl, Env]] = []
+        self.functions: list[ir.Function] = []     # instantiated, in creation order
+        self.structs: list[StructInstance] = []
+        self.globals: list[ir.GlobalVar] = []
+        self.pending_bodies: list = []
+        self.warnings: list[Diagnostic] = []
+        self.names_used: set[str] = set()
+        self.modules_loaded: dict[str, Env] = {}
+        self.module_loader = None                 # callable(name, is_path, loc, from_path) -> ast.Module
+        self._ext_cache: dict = {}
+        self._depth = 0
+
+    # ------------------------------------------------------------------ diagnostics
+
+    def err(self, code: str, msg: str, loc: Loc) -> CompileError:
+        return error(code, msg, loc)
+
+    def warn(self, code: str, msg: str, loc: Loc):
+        self.warnings.append(Diagnostic(code, msg, loc, "warning"))
+
+    def unique(self, base: str) -> str:
+        base = "".join(c if c.isalnum() or c == "_" else "_" for c in base)
+        name = f"{base}_{next(_uid)}"
+        return name
+
+    # ------------------------------------------------------------------ declarations
+
+    def declare_module(self, mod: ast.Module, env: Env):
+        for d in mod.decls:
+            self.declare(d, env)
+
+    def declare(self, d: ast.Decl, env: Env, owner: Optional[T.Type] = None):
+        if isinstance(d, ast.FuncDecl):
+            env.add(d.name, FuncSym(d, env, owner))
+        elif isinstance(d, ast.StructDecl):
+            env.add(d.name, StructSym(d, env, owner))
+        elif isinstance(d, ast.InterfaceDecl):
+            env.add(d.name, InterfaceSym(d, env, owner))
+        elif isinstance(d, ast.TypeAliasDecl):
+            env.add(d.name, AliasSym(d, env, owner))
+        elif isinstance(d, ast.EnumDecl):
+            sym = EnumSym(d, env, owner)
+            env.add(d.name, sym)
+            if not d.is_class:      # plain enums put their cases in the enclosing scope too
+                for c in d.cases:
+                    env.add(c.name, sym)
+        elif isinstance(d, ast.VarDecl):
+            env.add(d.name, GlobalSym(d, env, owner))
+        elif isinstance(d, ast.NamespaceDecl):
+            parts = d.name.replace("::", ".").split(".")
+            target = env
+            for p in parts:
+                existing = [s for s in target.lookup_local(p) if isinstance(s, NamespaceSym)]
+                if existing:
+                    target = existing[0].env
+                else:
+                    ns_env = Env(target, "namespace")
+                    target.add(p, NamespaceSym(p, ns_env))
+                    target = ns_env
+            for m in d.members:
+                self.declare(m, target)
+        elif isinstance(d, ast.UsingDecl):
+            res = self.resolve(d.target, self.ctx_for_env(env))
+            if not isinstance(res, NamespaceRes):
+                raise self.err("E2001", "`using` needs a namespace", d.loc)
+            env.usings.append(res.env)
+        elif isinstance(d, ast.ExtensionDecl):
+            self.extensions.append((d, env))
+            self._ext_cache.clear()
+        elif isinstance(d, ast.CBufferDecl):
+            sym = GlobalSym(d, env, owner)
+            env.add(d.name, sym)
+            for m in d.members:
+                if isinstance(m, ast.VarDecl):
+                    env.add(m.name, CBufferMemberSym(m, env, sym))
+        elif isinstance(d, ast.ImportDecl):
+            if d.kind == "module" or d.kind == "implementing":
+                return
+            if self.module_loader is None:
+                raise self.err("E2002", f"cannot import '{d.module}'", d.loc)
+            key, mod = self.module_loader(d.module, d.is_path, d.loc)
+            if key in self.modules_loaded:
+                menv = self.modules_loaded[key]
+            else:
+                menv = Env(self.core_env, "module")
+                self.modules_loaded[key] = menv
+                self.declare_module(mod, menv)
+            if menv not in env.usings:
+                env.usings.append(menv)
+        elif isinstance(d, (ast.PropertyDecl,)):
+            env.add(d.name, PropertySym(d, env, owner))
+        elif isinstance(d, ast.SubscriptDecl):
+            env.add("__subscript", SubscriptSym(d, env, owner))
+        elif isinstance(d, ast.AssocTypeDecl):
+            env.add(d.name, AssocTypeSym(d, env, owner))
+        else:
+            raise self.err("E2003", f"unsupported declaration {type(d).__name__}", d.loc)
+
+    # ------------------------------------------------------------------ type expressions
+
+    def resolve_type(self, e: ast.Expr, ctx) -> T.Type:
+        res = self.resolve(e, ctx)
+        if isinstance(res, TypeRes):
+            return res.type
+        if isinstance(res, GenericRes) and isinstance(res.sym, StructSym):
+            # A generic used without arguments: all parameters must have defaults.
+            return self.instantiate_struct(res.sym, [], e.loc, ctx)
+        raise self.err("E2010", f"'{describe(e)}' is not a type", e.loc)
+
+    def builtin_type(self, name: str) -> Optional[T.Type]:
+        s = T.SCALAR_NAMES.get(name)
+        if s is not None:
+            return s
+        # floatN / floatNxM / int64_t3 ...
+        for prefix in sorted(T.VECTOR_PREFIXES, key=len, reverse=True):
+            if name.startswith(prefix) and len(name) > len(prefix):
+                rest = name[len(prefix):]
+                if len(rest) == 1 and rest in "1234":
+                    return T.VectorType(T.VECTOR_PREFIXES[prefix], int(rest))
+                if len(rest) == 3 and rest[0] in "1234" and rest[1] == "x" and rest[2] in "1234":
+                    return T.MatrixType(T.VECTOR_PREFIXES[prefix], int(rest[0]), int(rest[2]))
+        if name == "String" or name == "string":
+            return T.StringType()
+        return None
+
+    def builtin_generic_type(self, name: str, args: list, loc: Loc) -> Optional[T.Type]:
+        def need(n):
+            if len(args) != n:
+                raise self.err("E2011", f"'{name}' takes {n} generic argument(s), got {len(args)}", loc)
+        if name == "vector":
+            need(2)
+            return T.VectorType(self.as_type_arg(args[0], loc), self.as_count(args[1], loc))
+        if name == "matrix":
+            if len(args) == 4:
+                args = args[:3]
+            need(3)
+            return T.MatrixType(self.as_type_arg(args[0], loc), self.as_count(args[1], loc), self.as_count(args[2], loc))
+        if name in BUFFER_KINDS:
+            if "ByteAddress" in name:
+                return T.BufferType(name, None)
+            need(1)
+            kind = name
+            if name == "Buffer":
+                kind = "StructuredBuffer"
+            elif name == "RWBuffer":
+                kind = "RWStructuredBuffer"
+            return T.BufferType(kind, self.as_type_arg(args[0], loc))
+        if name == "Atomic":
+            need(1)
+            et = self.as_type_arg(args[0], loc)
+            if not isinstance(et, (T.ScalarType, T.TypeVar)):
+                raise self.err("E2012", f"Atomic<{et}> needs a scalar type", loc)
+            return T.AtomicType(et)
+        if name == "Ptr":
+            return T.PointerType(self.as_type_arg(args[0], loc))
+        if name in ("ConstantBuffer", "ParameterBlock"):
+            need(1)
+            return self.as_type_arg(args[0], loc)
+        if name == "Tuple":
+            return T.TupleType(tuple(self.as_type_arg(a, loc) for a in args))
+        if name == "Optional":
+            need(1)
+            return T.OptionalType(self.as_type_arg(args[0], loc))
+        if name == "Array":
+            need(2)
+            return T.ArrayType(self.as_type_arg(args[0], loc), self.as_count(args[1], loc))
+        return None
+
+    def as_type_arg(self, a, loc) -> T.Type:
+        if isinstance(a, T.Type):
+            return a
+        raise self.err("E2013", f"expected a type argument, got a value", loc)
+
+    def as_count(self, a, loc):
+        if isinstance(a, T.ValueVar):
+            return a
+        if isinstance(a, bool):
+            return int(a)
+        if isinstance(a, int):
+            return a
+        raise self.err("E2014", "expected a constant integer argument", loc)
+
+    def generic_args(self, args: list[ast.Expr], ctx) -> list:
+        """Generic arguments are types or constant values."""
+        out = []
+        for a in args:
+            res = self.resolve(a, ctx)
+            if isinstance(res, TypeRes):
+                out.append(res.type)
+            elif isinstance(res, GenericRes) and isinstance(res.sym, StructSym):
+                out.append(self.instantiate_struct(res.sym, [], a.loc, ctx))
+            elif isinstance(res, ValueRes):
+                v = self.fold(res.expr)
+                if v is None:
+                    if isinstance(res.expr, ValueVarExpr):
+                        out.append(res.expr.var)
+                        continue
+                    raise self.err("E2015", "generic value argument must be a compile-time constant", a.loc)
+                out.append(v)
+            else:
+                raise self.err("E2016", f"invalid generic argument '{describe(a)}'", a.loc)
+        return out
+
+    # ------------------------------------------------------------------ generic binding
+
+    def bind_generics(self, params: list[ast.GenericParam], args: list, env: Env, loc: Loc, ctx) -> Env:
+        """A child environment binding generic parameters to concrete arguments (or defaults)."""
+        genv = Env(env, "generic")
+        if len(args) > len(params) and not any(p.kind == "pack" for p in params):
+            raise self.err("E2017", f"too many generic arguments: expected {len(params)}, got {len(args)}", loc)
+        for i, p in enumerate(params):
+            if i < len(args):
+                a = args[i]
+            elif p.default is not None:
+                dctx = self.ctx_for_env(genv)
+                a = self.generic_args([p.default], dctx)[0]
+            else:
+                raise self.err("E2018", f"cannot infer generic argument '{p.name}'", loc)
+            if p.kind == "value":
+                genv.add(p.name, ValueSym(p.name, const_expr(a, loc)))
+            else:
+                genv.add(p.name, TypeSym(p.name, a))
+        return genv
+
+    def generic_key(self, args) -> tuple:
+        return tuple((type(a).__name__, a if not isinstance(a, T.NominalType) else id(a)) for a in args)
+
+    # ------------------------------------------------------------------ structs
+
+    def instantiate_struct(self, sym: StructSym, args: list, loc: Loc, ctx=None) -> T.StructType:
+        d: ast.StructDecl = sym.decl
+        n_req = sum(1 for p in d.generic_params if p.default is None)
+        if len(args) < n_req and not d.generic_params == []:
+            raise self.err("E2019", f"'{d.name}' needs {n_req} generic argument(s)", loc)
+        # Fill defaults so Foo and Foo<default> are one type.
+        genv = self.bind_generics(d.generic_params, args, sym.env, loc, ctx)
+        full_args = []
+        for p in d.generic_params:
+            s = genv.names[p.name][0]
+            full_args.append(s.type if isinstance(s, TypeSym) else s.expr.value)
+        key = self.generic_key(full_args) + ((None, id(sym.owner)) if sym.owner is not None else ())
+        if key in sym.cache:
+            return sym.cache[key]
+        name = d.name if not full_args else f"{d.name}<{','.join(map(str, full_args))}>"
+        st = T.StructType(name, None, tuple(full_args))
+        inst = StructInstance(sym, tuple(full_args), None, st)
+        st.info = inst
+        sym.cache[key] = st
+        if any(T.contains_vars(a) if not isinstance(a, (int, float, bool)) else False for a in full_args):
+            # A pattern used only for inference: no members needed.
+            inst.env = genv
+            return st
+        menv = Env(genv, "struct")
+        menv.this_type = st
+        menv.add("This", TypeSym("This", st))
+        inst.env = menv
+        inst.c_name = self.unique(d.name)
+        for m in d.members:
+            if isinstance(m, ast.VarDecl) and "static" not in m.mods:
+                continue
+            self.declare(m, menv, owner=st)
+        # Fields are resolved after members are declared so they can name nested types.
+        fctx = self.ctx_for_env(menv)
+        for m in d.members:
+            if isinstance(m, ast.VarDecl) and "static" not in m.mods:
+                ft = self.resolve_type(m.type, fctx)
+                inst.fields.append((m.name, ft, m.init, menv))
+                menv.add(m.name, FieldSym(m.name, ft))
+        inst.bases = [self.resolve_base(b, fctx) for b in d.bases]
+        inst.has_init = any(isinstance(m, ast.FuncDecl) and m.name == "__init" for m in d.members)
+        self.structs.append(inst)
+        inst.ready = True
+        return st
+
+    def resolve_base(self, b: ast.Expr, ctx):
+        res = self.resolve(b, ctx)
+        if isinstance(res, TypeRes):
+            return res.type
+        if isinstance(res, GenericRes) and isinstance(res.sym, InterfaceSym):
+            return self.instantiate_interface(res.sym, [], b.loc, ctx)
+        if isinstance(res, BuiltinIfaceRes):
+            return res
+        raise self.err("E2020", f"'{describe(b)}' is not an interface", b.loc)
+
+    def instantiate_interface(self, sym: InterfaceSym, args: list, loc: Loc, ctx=None) -> T.InterfaceType:
+        key = self.generic_key(args)
+        if key in sym.cache:
+            return sym.cache[key]
+        d: ast.InterfaceDecl = sym.decl
+        genv = self.bind_generics(d.generic_params, args, sym.env, loc, ctx) if d.generic_params else Env(sym.env, "generic")
+        name = d.name if not args else f"{d.name}<{','.join(map(str, args))}>"
+        it = T.InterfaceType(name, None, tuple(args))
+        inst = InterfaceInstance(sym, tuple(args), genv)
+        it.info = inst
+        sym.cache[key] = it
+        ictx = self.ctx_for_env(genv)
+        inst.bases = [self.resolve_base(b, ictx) for b in d.bases]
+        return it
+
+    # ------------------------------------------------------------------ conformance
+
+    def conforms(self, t: T.Type, iface) -> bool:
+        """Does type t satisfy the constraint `iface` (an InterfaceType or BuiltinIfaceRes)?"""
+        if isinstance(iface, BuiltinIfaceRes):
+            r = T.builtin_conforms(t, iface.name)
+            if r:
+                return True
+            if isinstance(t, T.StructType):
+                return any(isinstance(b, BuiltinIfaceRes) and b.name == iface.name or
+                           (isinstance(b, T.InterfaceType) and self.iface_extends(b, iface))
+                           for b in self.all_bases(t)) or iface.name in ("IDefaultInitializable",)
+            return bool(r)
+        if not isinstance(iface, T.InterfaceType):
+            return False
+        if t is iface:
+            return True
+        for b in self.all_bases(t):
+            if b is iface or (isinstance(b, T.InterfaceType) and self.iface_extends(b, iface)):
+                return True
+            if isinstance(b, T.InterfaceType) and b.info.sym is iface.info.sym and not iface.args:
+                return True
+        return False
+
+    def iface_extends(self, a: T.InterfaceType, b) -> bool:
+        if a is b:
+            return True
+        if isinstance(b, BuiltinIfaceRes):
+            return any(isinstance(x, BuiltinIfaceRes) and x.name == b.name or
+                       (isinstance(x, T.InterfaceType) and self.iface_extends(x, b)) for x in a.info.bases)
+        return any(isinstance(x, T.InterfaceType) and self.iface_extends(x, b) for x in a.info.bases)
+
+    def all_bases(self, t: T.Type) -> list:
+        out = []
+        if isinstance(t, T.StructType) and t.info is not None and t.info.env is not None:
+            out.extend(t.info.bases)
+        for d, env, tenv in self.extensions_for(t):
+            ctx = self.ctx_for_env(tenv)
+            for b in d.bases:
+                out.append(self.resolve_base(b, ctx))
+        return out
+
+    # ------------------------------------------------------------------ extensions
+
+    def extensions_for(self, t: T.Type) -> list:
+        """(extension decl, env, env-with-generics-bound) for every extension that applies to t."""
+        key = t if not isinstance(t, T.NominalType) else id(t)
+        if key in self._ext_cache:
+            return self._ext_cache[key]
+        self._ext_cache[key] = []      # guards recursion through conformance checks
+        out = []
+        for d, env in self.extensions:
+            tenv = self.match_extension(d, env, t)
+            if tenv is not None:
+                out.append((d, env, tenv))
+        self._ext_cache[key] = out
+        return out
+
+    def match_extension(self, d: ast.ExtensionDecl, env: Env, t: T.Type) -> Optional[Env]:
+        ctx = self.ctx_for_env(env)
+        if not d.generic_params:
+            try:
+                target = self.resolve_type(d.target, ctx)
+            except CompileError:
+                return None
+            if not types_equal(target, t):
+                return None
+            menv = Env(env, "struct")
+            menv.this_type = t
+            menv.add("This", TypeSym("This", t))
+            return menv
+        # extension<T : IFoo> T / extension<T> Foo<T>: infer the parameters by matching.
+        vars_ = {}
+        genv = Env(env, "generic")
+        for p in d.generic_params:
+            if p.kind == "value":
+                v = T.ValueVar(p.name, next(_uid))
+                genv.add(p.name, ValueSym(p.name, ValueVarExpr(T.INT, v)))
+            else:
+                v = T.TypeVar(p.name, next(_uid))
+                genv.add(p.name, TypeSym(p.name, v))
+            vars_[v] = p
+        try:
+            pattern = self.resolve_type(d.target, self.ctx_for_env(genv))
+        except CompileError:
+            return None
+        binding: dict = {}
+        if not self.unify(pattern, t, binding):
+            return None
+        args = []
+        for v, p in vars_.items():
+            if v not in binding:
+                return None
+            args.append(binding[v])
+        benv = self.bind_generics(d.generic_params, args, env, d.loc, None)
+        cctx = self.ctx_for_env(benv)
+        for p, a in zip(d.generic_params, args):
+            if p.kind == "type" and p.type is not None:
+                c = self.resolve_base(p.type, cctx)
+                if not self.conforms(a, c):
+                    return None
+        for w in d.where:
+            subj = self.resolve_type(w.subject, cctx)
+            if not self.conforms(subj, self.resolve_base(w.constraint, cctx)):
+                return None
+        menv = Env(benv, "struct")
+        menv.this_type = t
+        menv.add("This", TypeSym("This", t))
+        return menv
+
+    # ------------------------------------------------------------------ globals
+
+    def global_var(self, sym: GlobalSym, loc: Loc) -> ir.GlobalVar:
+        if "var" in sym.cache:
+            return sym.cache["var"]
+        d = sym.decl
+        ctx = self.ctx_for_env(sym.env)
+        if isinstance(d, ast.CBufferDecl):
+            st = self.cbuffer_struct(sym)
+            g = ir.GlobalVar(self.unique(d.name), st, "uniform", loc=d.loc)
+            g.slang_name = d.name
+            sym.cache["var"] = g
+            self.globals.append(g)
+            return g
+        mods = d.mods
+        if d.type is None:
+            init = self.expr(d.init, ctx)
+            ty = init.type
+        else:
+            ty = self.resolve_type(d.type, ctx)
+            init = None
+        if "groupshared" in mods:
+            kind = "groupshared"
+        elif "static" in mods or "const" in mods and "uniform" not in mods:
+            kind = "const" if "const" in mods else "static"
+        else:
+            kind = "uniform"
+        if d.init is not None and init is None and kind != "uniform":
+            if isinstance(ty, T.ArrayType) and ty.n is None and isinstance(d.init, ast.InitList):
+                ty = T.ArrayType(ty.elem, len(d.init.items))
+            init = self.coerce_init(d.init, ty, ctx)
+        g = ir.GlobalVar(self.unique(d.name), ty, kind, init, loc=d.loc)
+        g.slang_name = d.name
+        sym.cache["var"] = g
+        self.globals.append(g)
+        return g
+
+    def cbuffer_struct(self, sym: GlobalSym) -> T.StructType:
+        if "struct" in sym.cache:
+            return sym.cache["struct"]
+        d = sym.decl
+        fake = ast.StructDecl(d.name, [m for m in d.members], loc=d.loc)
+        ssym = StructSym(fake, sym.env)
+        st = self.instantiate_struct(ssym, [], d.loc)
+        sym.cache["struct"] = st
+        return st
+
+    # ------------------------------------------------------------------ contexts
+
+    def ctx_for_env(self, env: Env):
+        from .stmts import FuncCtx
+        return FuncCtx(self, env, None)
+
+
+class CBufferMemberSym(DeclSym):
+    def __init__(self, decl, env, cbuffer: GlobalSym):
+        super().__init__(decl, env)
+        self.cbuffer = cbuffer
+
+
+# ---------------------------------------------------------------------- resolution results
+
+class Res:
+    pass
+
+
+class ValueRes(Res):
+    def __init__(self, expr: ir.Expr):
+        self.expr = expr
+
+
+class TypeRes(Res):
+    def __init__(self, type: T.Type):
+        self.type = type
+
+
+class OverloadRes(Res):
+    """A set of functions named at a call site, maybe with an implicit `this` and explicit
+    generic arguments."""
+    def __init__(self, cands: list, this: Optional[ir.Expr] = None, type_args: Optional[list] = None,
+                 name: str = "", static_owner: Optional[T.Type] = None):
+        self.cands = cands
+        self.this = this
+        self.type_args = type_args
+        self.name = name
+        self.static_owner = static_owner
+
+
+class GenericRes(Res):
+    def __init__(self, sym: DeclSym):
+        self.sym = sym
+
+
+class NamespaceRes(Res):
+    def __init__(self, env: Env):
+        self.env = env
+
+
+class BuiltinIfaceRes(Res):
+    def __init__(self, name: str):
+        self.name = name
+
+    def __str__(self):
+        return self.name
+
+
+class PropertyRes(Res):
+    def __init__(self, obj: ir.Expr, getter, setter, type_: T.Type, name: str):
+        self.obj, self.getter, self.setter, self.type, self.name = obj, getter, setter, type_, name
+
+
+class ValueVarExpr(ir.Expr):
+    """A generic value parameter during inference (never reaches the emitter)."""
+    def __init__(self, type_, var):
+        super().__init__(type_)
+        self.var = var
+
+
+def const_expr(v, loc) -> ir.Expr:
+    if isinstance(v, T.ValueVar):
+        return ValueVarExpr(T.INT, v)
+    if isinstance(v, bool):
+        return ir.Const(T.BOOL, v, loc=loc)
+    if isinstance(v, int):
+        return ir.Const(T.INT, v, loc=loc)
+    if isinstance(v, float):
+        return ir.Const(T.FLOAT, v, loc=loc)
+    if isinstance(v, ir.Expr):
+        return v
+    raise error("E2021", f"invalid generic value {v!r}", loc)
+
+
+def types_equal(a: T.Type, b: T.Type) -> bool:
+    return a is b or a == b
+
+
+def describe(e: ast.Expr) -> str:
+    if isinstance(e, ast.Name):
+        return e.name
+    if isinstance(e, ast.Member):
+        return describe(e.base) + "." + e.name
+    if isinstance(e, ast.GenericApp):
+        return describe(e.base) + "<...>"
+    return type(e).__name__

@@ -1,0 +1,890 @@
+"""Expressions: name resolution, operators with Slang's typing rules, constructors,
+initializer lists, indexing, assignment and constant folding."""
+from __future__ import annotations
+
+import math
+from typing import Any, Optional
+
+from .. import ast
+from ..ir import nodes as ir
+from ..source import CompileError, Loc
+from .. import types as T
+from .calls import InitListArg, NoneExpr, fold_convert, types_eq
+from .members import BuiltinMethodRes, TypeLiteral
+from .scope import FuncSym, SubscriptSym
+
+BUILTIN_IFACES = {"__BuiltinType", "__BuiltinArithmeticType", "__BuiltinSignedArithmeticType",
+                  "__BuiltinIntegerType", "__BuiltinFloatingPointType", "__BuiltinLogicalType",
+                  "__BuiltinRealType", "IArithmetic", "IInteger", "IFloat", "IComparable", "ILogical",
+                  "IDifferentiable", "IDefaultInitializable", "IRangedValue"}
+BUILTIN_GENERICS = {"vector", "matrix", "Atomic", "Ptr", "ConstantBuffer", "ParameterBlock", "Tuple",
+                    "Optional", "Array"}
+ARITH_OPS = {"+", "-", "*", "/", "%"}
+BIT_OPS = {"&", "|", "^"}
+CMP_OPS = {"==", "!=", "<", ">", "<=", ">="}
+
+
+class BuiltinGenericRes:
+    def __init__(self, name):
+        self.name = name
+
+
+class SubscriptRes:
+    def __init__(self, obj, sym, indices, getter, setter, vtype):
+        self.obj, self.sym, self.indices, self.getter, self.setter, self.type = obj, sym, indices, getter, setter, vtype
+
+
+class ExprsMixin:
+    # ------------------------------------------------------------------ resolution
+
+    def resolve(self, e: ast.Expr, ctx):
+        from .checker import (BuiltinIfaceRes, GenericRes, NamespaceRes, OverloadRes, PropertyRes,
+                              TypeRes, ValueRes)
+        self._depth += 1
+        if self._depth > 400:
+            self._depth = 0
+            raise self.err("E3099", "expression nested too deeply", e.loc)
+        try:
+            if isinstance(e, ast.Name):
+                return self.resolve_name(e.name, e.loc, ctx)
+            if isinstance(e, TypeLiteral):
+                return TypeRes(e.type)
+            if isinstance(e, ast.ThisTypeExpr):
+                if ctx.env.this_type is None:
+                    raise self.err("E2050", "'This' used outside a type", e.loc)
+                return TypeRes(ctx.env.this_type)
+            if isinstance(e, ast.Member):
+                return self.resolve_member(e, ctx)
+            if isinstance(e, ast.GenericApp):
+                return self.resolve_generic_app(e, ctx)
+            if isinstance(e, ast.ArrayTypeExpr):
+                elem = self.resolve_type(e.element, ctx)
+                if e.size is None:
+                    return TypeRes(T.ArrayType(elem, None))
+                n = self.generic_args([e.size], ctx)[0]
+                if not isinstance(n, (int, T.ValueVar)) or isinstance(n, bool):
+                    raise self.err("E2051", "array size must be a constant integer", e.size.loc)
+                return TypeRes(T.ArrayType(elem, n))
+            if isinstance(e, ast.PointerTypeExpr):
+                return TypeRes(T.PointerType(self.resolve_type(e.element, ctx)))
+            return ValueRes(self.expr_value(e, ctx))
+        finally:
+            self._depth -= 1
+
+    def resolve_name(self, name: str, loc: Loc, ctx):
+        from .checker import BuiltinIfaceRes, TypeRes
+        syms = ctx.env.lookup(name)
+        if syms:
+            return self.sym_to_res(syms, None, loc, ctx, name)
+        t = self.builtin_type(name)
+        if t is not None:
+            return TypeRes(t)
+        if name in BUILTIN_IFACES:
+            return BuiltinIfaceRes(name)
+        from .checker import BUFFER_KINDS
+        if name in BUILTIN_GENERICS or name in BUFFER_KINDS:
+            if "ByteAddress" in name:
+                return TypeRes(T.BufferType(name, None))
+            return BuiltinGenericRes(name)
+        if name == "none":
+            return self._value(NoneExpr(T.VOID, loc=loc))
+        raise self.err("E2052", f"undefined identifier '{name}'", loc)
+
+    def _value(self, e):
+        from .checker import ValueRes
+        return ValueRes(e)
+
+    def resolve_member(self, e: ast.Member, ctx):
+        from .checker import (GenericRes, NamespaceRes, PropertyRes, TypeRes, ValueRes)
+        base = self.resolve(e.base, ctx)
+        if isinstance(base, NamespaceRes):
+            syms = base.env.lookup_local(e.name)
+            if not syms:
+                raise self.err("E2053", f"namespace has no member '{e.name}'", e.loc)
+            return self.sym_to_res(syms, None, e.loc, ctx, e.name)
+        if isinstance(base, GenericRes):
+            base = TypeRes(self.resolve_type(e.base, ctx))
+        if isinstance(base, TypeRes):
+            return self.member(None, base.type, e.name, e.loc, ctx)
+        obj = self.value_of(base, e.base.loc, ctx)
+        return self.member(obj, obj.type, e.name, e.loc, ctx, arrow=e.op == "->")
+
+    def resolve_generic_app(self, e: ast.GenericApp, ctx):
+        from .checker import (GenericRes, InterfaceSym, OverloadRes, StructSym, TypeRes)
+        from .scope import AliasSym
+        base = self.resolve(e.base, ctx)
+        args = self.generic_args(e.args, ctx)
+        if isinstance(base, GenericRes):
+            s = base.sym
+            if isinstance(s, StructSym):
+                return TypeRes(self.instantiate_struct(s, args, e.loc, ctx))
+            if isinstance(s, InterfaceSym):
+                return TypeRes(self.instantiate_interface(s, args, e.loc, ctx))
+            if isinstance(s, AliasSym):
+                return TypeRes(self.alias_type(s, args, e.loc))
+        if isinstance(base, BuiltinGenericRes):
+            t = self.builtin_generic_type(base.name, args, e.loc)
+            return TypeRes(t)
+        if isinstance(base, OverloadRes):
+            return OverloadRes(base.cands, base.this, args, base.name, base.static_owner)
+        if isinstance(base, BuiltinMethodRes):
+            base.type_args = args
+            return base
+        raise self.err("E2054", f"'{e.base}' does not take generic arguments", e.loc)
+
+    def value_of(self, res, loc: Loc, ctx) -> ir.Expr:
+        from .checker import OverloadRes, PropertyRes, TypeRes, ValueRes
+        if isinstance(res, ValueRes):
+            return res.expr
+        if isinstance(res, PropertyRes):
+            if res.getter is None:
+                raise self.err("E3040", f"property '{res.name}' has no getter", loc)
+            return self.make_call(res.getter, ([self.coerce_this(res.obj, res.getter.params[0].type, loc)]
+                                               if res.obj is not None and res.getter.params else []), loc)
+        if isinstance(res, SubscriptRes):
+            if res.getter is None:
+                raise self.err("E3040", "subscript has no getter", loc)
+            return self.make_call(res.getter, [res.obj] + res.indices, loc)
+        if isinstance(res, OverloadRes):
+            raise self.err("E3041", f"function '{res.name}' used as a value (missing call?)", loc)
+        if isinstance(res, TypeRes):
+            raise self.err("E3042", f"type '{res.type}' used as a value", loc)
+        if isinstance(res, BuiltinMethodRes):
+            raise self.err("E3041", f"method '{res.name}' used as a value (missing call?)", loc)
+        raise self.err("E3043", "expected a value", loc)
+
+    def expr(self, e: ast.Expr, ctx) -> ir.Expr:
+        return self.value_of(self.resolve(e, ctx), e.loc, ctx)
+
+    # ------------------------------------------------------------------ value expressions
+
+    def expr_value(self, e: ast.Expr, ctx) -> ir.Expr:
+        loc = e.loc
+        if isinstance(e, ast.IntLit):
+            return self.int_literal(e)
+        if isinstance(e, ast.FloatLit):
+            s = e.suffix.lower()
+            t = T.HALF if s == "h" else T.DOUBLE if s in ("l", "lf") else T.FLOAT
+            return ir.Const(t, float(e.value), loc=loc)
+        if isinstance(e, ast.BoolLit):
+            return ir.Const(T.BOOL, bool(e.value), loc=loc)
+        if isinstance(e, ast.StringLit):
+            return ir.Const(T.StringType(), e.value, loc=loc)
+        if isinstance(e, ast.ThisExpr):
+            this = ctx.implicit_this(loc)
+            if this is None:
+                raise self.err("E2055", "'this' used outside a method", loc)
+            return this
+        if isinstance(e, ast.Call):
+            return self.call(e, ctx)
+        if isinstance(e, ast.Index):
+            return self.value_of(self.index(e, ctx), loc, ctx)
+        if isinstance(e, ast.Unary):
+            return self.unary(e, ctx)
+        if isinstance(e, ast.Postfix):
+            x = self.expr(e.operand, ctx)
+            return self.incdec(e.operand, x, e.op, False, loc, ctx)
+        if isinstance(e, ast.Binary):
+            return self.binary(e, ctx)
+        if isinstance(e, ast.Assign):
+            return self.assign(e, ctx)
+        if isinstance(e, ast.Conditional):
+            return self.conditional(e, ctx)
+        if isinstance(e, ast.Cast):
+            t = self.resolve_type(e.type, ctx)
+            if isinstance(e.operand, ast.InitList):
+                return self.init_list(e.operand, t, ctx)
+            x = self.expr(e.operand, ctx)
+            return self.explicit_convert(x, t, loc, ctx)
+        if isinstance(e, ast.InitList):
+            raise self.err("E3050", "an initializer list needs a known target type here", loc)
+        if isinstance(e, ast.IsExpr):
+            x = self.expr(e.operand, ctx)
+            t = self.resolve_type(e.type, ctx)
+            return ir.Const(T.BOOL, types_eq(x.type, t), loc=loc)
+        if isinstance(e, ast.AsExpr):
+            x = self.expr(e.operand, ctx)
+            t = self.resolve_type(e.type, ctx)
+            ot = T.OptionalType(t)
+            if types_eq(x.type, t):
+                return ir.Construct(ot, [x], loc=loc)
+            return ir.Construct(ot, [], loc=loc)
+        if isinstance(e, ast.SizeOfExpr):
+            res = self.resolve(e.operand, ctx)
+            from .checker import TypeRes
+            t = res.type if isinstance(res, TypeRes) else self.value_of(res, loc, ctx).type
+            if e.kind == "countof":
+                if isinstance(t, T.ArrayType):
+                    return ir.Const(T.INT, t.n or 0, loc=loc)
+                if isinstance(t, T.TupleType):
+                    return ir.Const(T.INT, len(t.elems), loc=loc)
+                if isinstance(t, T.VectorType):
+                    return ir.Const(T.INT, t.n, loc=loc)
+                return ir.Const(T.INT, 1, loc=loc)
+            size, align = T.size_align(t)
+            return ir.Const(T.INT if e.kind != "sizeof" else T.INT, size if e.kind == "sizeof" else align, loc=loc)
+        raise self.err("E3051", f"unsupported expression ({type(e).__name__})", loc)
+
+    def int_literal(self, e: ast.IntLit) -> ir.Const:
+        s = e.suffix.lower()
+        v = e.value
+        if "u" in s:
+            t = T.UINT64 if "l" in s else T.UINT
+        elif "l" in s:
+            t = T.INT64
+        else:
+            t = T.INT
+            if v > 0x7FFFFFFF:
+                t = T.INT64 if v > 0xFFFFFFFF else T.INT
+        bits = t.bits
+        v &= (1 << bits) - 1
+        if t.kind == "int" and v >= 1 << (bits - 1):
+            v -= 1 << bits
+        return ir.Const(t, v, loc=e.loc)
+
+    # ------------------------------------------------------------------ calls
+
+    def call_args(self, args: list[ast.Expr], ctx) -> list:
+        out = []
+        for a in args:
+            if isinstance(a, ast.InitList):
+                out.append(InitListArg(a, None, a.loc))
+            else:
+                x = self.expr(a, ctx)
+                if getattr(x, "loc", None) is None or x.loc.line == 0:
+                    x.loc = a.loc
+                out.append(x)
+        return out
+
+    def call(self, e: ast.Call, ctx) -> ir.Expr:
+        from .checker import GenericRes, OverloadRes, StructSym, TypeRes, ValueRes
+        callee = self.resolve(e.callee, ctx)
+        args = self.call_args(e.args, ctx)
+        # Arguments keep their own source locations for diagnostics.
+        for a, src in zip(args, e.args):
+            if not isinstance(a, InitListArg):
+                a.loc = src.loc
+        if isinstance(callee, GenericRes) and isinstance(callee.sym, StructSym):
+            callee = TypeRes(self.resolve_type(e.callee, ctx))
+        if isinstance(callee, TypeRes):
+            return self.construct(callee.type, args, e.loc, ctx)
+        if isinstance(callee, OverloadRes):
+            return self.resolve_overload(callee, args, e.loc, ctx)
+        if isinstance(callee, BuiltinMethodRes):
+            return self.call_builtin_method(callee, args, e.loc, ctx)
+        if isinstance(callee, ValueRes) and isinstance(callee.expr.type, T.StructType):
+            syms = self.member_syms(callee.expr.type, "operator()")
+            if syms:
+                return self.resolve_overload(OverloadRes([s for s in syms if isinstance(s, FuncSym)],
+                                                         this=callee.expr, name="operator()"), args, e.loc, ctx)
+        raise self.err("E3052", "expression is not callable", e.callee.loc)
+
+    def construct(self, t: T.Type, args: list, loc: Loc, ctx) -> ir.Expr:
+        from .checker import OverloadRes
+        if isinstance(t, T.ScalarType):
+            if len(args) == 0:
+                return ir.Construct(t, [], loc=loc)
+            if len(args) != 1:
+                raise self.err("E3053", f"'{t}' constructor takes one argument, got {len(args)}", loc)
+            a = args[0]
+            if isinstance(a, InitListArg):
+                return self.init_list(a.node, t, ctx)
+            if isinstance(a.type, T.StructType):
+                # A conversion constructor provided by an extension of the scalar type.
+                return self.init_call(t, args, loc, ctx)
+            return self.explicit_convert(a, t, loc, ctx)
+        if isinstance(t, (T.VectorType, T.MatrixType)):
+            return self.vector_construct(t, args, loc, ctx)
+        if isinstance(t, T.StructType):
+            return self.init_call(t, args, loc, ctx)
+        if isinstance(t, T.ArrayType) and not args:
+            return ir.Construct(t, [], loc=loc)
+        if isinstance(t, T.OptionalType):
+            if not args:
+                return ir.Construct(t, [], loc=loc)
+            return ir.Construct(t, [self.coerce_arg(args[0], t.elem, ctx)], loc=loc)
+        if isinstance(t, T.TupleType):
+            return ir.Construct(t, [self.coerce_arg(a, et, ctx) for a, et in zip(args, t.elems)], loc=loc)
+        if isinstance(t, T.EnumType) and len(args) == 1:
+            return self.explicit_convert(args[0], t, loc, ctx)
+        if isinstance(t, T.PointerType) and len(args) == 1:
+            return self.explicit_convert(args[0], t, loc, ctx)
+        raise self.err("E3054", f"cannot construct a value of type '{t}'", loc)
+
+    def init_call(self, t: T.Type, args: list, loc: Loc, ctx) -> ir.Expr:
+        from .checker import OverloadRes
+        inits = [s for s in self.member_syms(t, "__init") if isinstance(s, FuncSym)]
+        if inits:
+            try:
+                return self.resolve_overload(OverloadRes(inits, name=f"{t}.__init", static_owner=t), args, loc, ctx)
+            except CompileError:
+                if not (isinstance(t, T.StructType) and len(args) == 0):
+                    raise
+        if isinstance(t, T.StructType):
+            return self.memberwise(t, args, loc, ctx)
+        raise self.err("E3054", f"no constructor of '{t}' takes these arguments", loc)
+
+    def memberwise(self, t: T.StructType, args: list, loc: Loc, ctx) -> ir.Expr:
+        fields = t.info.fields
+        if len(args) > len(fields):
+            raise self.err("E3055", f"too many initializers for '{t}': it has {len(fields)} field(s)", loc)
+        vals = [self.coerce_arg(a, ft, ctx) for a, (_, ft, _, _) in zip(args, fields)]
+        return ir.Construct(t, vals, loc=loc)
+
+    def vector_construct(self, t, args: list, loc: Loc, ctx) -> ir.Expr:
+        elem = t.elem
+        total = t.n if isinstance(t, T.VectorType) else t.rows * t.cols
+        if not args:
+            return ir.Construct(t, [], loc=loc)
+        if len(args) == 1 and not isinstance(args[0], InitListArg):
+            a = args[0]
+            if isinstance(a.type, T.ScalarType) or isinstance(a.type, T.EnumType):
+                return ir.Construct(t, [self.explicit_convert(a, elem, loc, ctx)], splat=True, loc=loc)
+            if isinstance(a.type, type(t)):
+                return self.explicit_convert(a, t, loc, ctx)
+        parts = []
+        count = 0
+        for a in args:
+            if isinstance(a, InitListArg):
+                raise self.err("E3056", "unexpected initializer list in a vector constructor", a.loc)
+            at = a.type
+            if isinstance(at, T.ScalarType) or isinstance(at, T.EnumType):
+                parts.append(self.explicit_convert(a, elem, a.loc, ctx))
+                count += 1
+            elif isinstance(at, T.VectorType):
+                parts.append(self.explicit_convert(a, T.VectorType(elem, at.n), a.loc, ctx))
+                count += at.n
+            elif isinstance(at, T.MatrixType):
+                parts.append(self.explicit_convert(a, T.MatrixType(elem, at.rows, at.cols), a.loc, ctx))
+                count += at.rows * at.cols
+            else:
+                raise self.err("E3056", f"cannot use '{at}' to construct '{t}'", a.loc)
+        if count != total:
+            raise self.err("E3057", f"'{t}' needs {total} components, got {count}", loc)
+        return ir.Construct(t, parts, loc=loc)
+
+    def explicit_convert(self, x: ir.Expr, t: T.Type, loc: Loc, ctx) -> ir.Expr:
+        if types_eq(x.type, t):
+            return x
+        if isinstance(t, (T.VectorType, T.MatrixType)) and isinstance(x.type, type(t)):
+            if isinstance(t, T.VectorType) and x.type.n != t.n:
+                if x.type.n > t.n:
+                    x = ir.Swizzle(T.VectorType(x.type.elem, t.n), x, tuple(range(t.n)), loc=loc)
+                else:
+                    raise self.err("E3001", f"cannot convert '{x.type}' to '{t}'", loc)
+            if isinstance(t, T.MatrixType) and (x.type.rows, x.type.cols) != (t.rows, t.cols):
+                if x.type.rows >= t.rows and x.type.cols >= t.cols:
+                    rows = [ir.Swizzle(T.VectorType(x.type.elem, t.cols),
+                                       ir.Index(x.type.row_type, x, ir.Const(T.INT, r), loc=loc),
+                                       tuple(range(t.cols)), loc=loc) for r in range(t.rows)]
+                    x = ir.Construct(T.MatrixType(x.type.elem, t.rows, t.cols), rows, loc=loc)
+                else:
+                    raise self.err("E3001", f"cannot convert '{x.type}' to '{t}'", loc)
+            return x if types_eq(x.type, t) else ir.Convert(t, x, loc=loc)
+        if isinstance(t, T.StructType):
+            if isinstance(x.type, T.StructType):
+                raise self.err("E3001", f"cannot convert '{x.type}' to '{t}'", loc)
+            return self.init_call(t, [x], loc, ctx)
+        return self.coerce(x, t, loc, explicit=True)
+
+    # ------------------------------------------------------------------ initializer lists
+
+    def init_list(self, node: ast.InitList, t: T.Type, ctx) -> ir.Expr:
+        items = node.items
+        loc = node.loc
+        if isinstance(t, T.StructType):
+            has_init = bool([s for s in self.member_syms(t, "__init") if isinstance(s, FuncSym)])
+            args = self.call_args(items, ctx)
+            if has_init:
+                return self.init_call(t, args, loc, ctx)
+            return self.memberwise(t, args, loc, ctx)
+        if isinstance(t, T.ArrayType):
+            if t.n is not None and len(items) > t.n:
+                raise self.err("E3055", f"too many initializers for '{t}'", loc)
+            vals = []
+            for it in items:
+                if isinstance(it, ast.InitList):
+                    vals.append(self.init_list(it, t.elem, ctx))
+                else:
+                    vals.append(self.coerce(self.expr(it, ctx), t.elem, it.loc))
+            return ir.Construct(t if t.n is not None else T.ArrayType(t.elem, len(items)), vals, loc=loc)
+        if isinstance(t, (T.VectorType, T.MatrixType)):
+            if not items:
+                return ir.Construct(t, [], loc=loc)
+            if isinstance(t, T.MatrixType) and all(isinstance(i, ast.InitList) for i in items):
+                rows = [self.init_list(i, t.row_type, ctx) for i in items]
+                return ir.Construct(t, rows, loc=loc)
+            return self.vector_construct(t, self.call_args(items, ctx), loc, ctx)
+        if isinstance(t, (T.ScalarType, T.EnumType, T.PointerType)):
+            if not items:
+                return ir.Construct(t, [], loc=loc)
+            if len(items) == 1:
+                return self.coerce(self.expr(items[0], ctx), t, loc)
+        if isinstance(t, T.TupleType):
+            return ir.Construct(t, [self.coerce_arg(a, et, ctx) for a, et in zip(self.call_args(items, ctx), t.elems)], loc=loc)
+        if isinstance(t, T.OptionalType) and not items:
+            return ir.Construct(t, [], loc=loc)
+        raise self.err("E3058", f"cannot initialize '{t}' with an initializer list", loc)
+
+    def coerce_init(self, init: ast.Expr, t: T.Type, ctx) -> ir.Expr:
+        if isinstance(init, ast.InitList):
+            return self.init_list(init, t, ctx)
+        return self.coerce(self.expr(init, ctx), t, init.loc)
+
+    # ------------------------------------------------------------------ indexing
+
+    def index(self, e: ast.Index, ctx):
+        from .checker import TypeRes, ValueRes
+        base_res = self.resolve(e.base, ctx)
+        if isinstance(base_res, TypeRes):
+            # `float[4]` written as an index expression on a type.
+            if len(e.indices) != 1:
+                raise self.err("E3060", "bad array type", e.loc)
+            n = self.generic_args(e.indices, ctx)[0]
+            return TypeRes(T.ArrayType(base_res.type, n))
+        obj = self.value_of(base_res, e.base.loc, ctx)
+        t = obj.type
+        if isinstance(t, T.StructType) or (len(e.indices) != 1):
+            syms = [s for s in self.member_syms(t, "__subscript") if isinstance(s, SubscriptSym)] \
+                if isinstance(t, T.StructType) else []
+            if not syms:
+                raise self.err("E3061", f"'{t}' cannot be indexed", e.loc)
+            idx = [self.expr(i, ctx) for i in e.indices]
+            return self.subscript_res(obj, syms, idx, e.loc, ctx)
+        idx = self.expr(e.indices[0], ctx)
+        if not (isinstance(idx.type, T.ScalarType) and idx.type.kind in ("int", "uint", "bool")) \
+                and not isinstance(idx.type, T.EnumType):
+            if isinstance(idx.type, T.ScalarType) and idx.type.kind == "float":
+                idx = self.coerce(idx, T.INT, idx.loc)
+            else:
+                raise self.err("E3062", f"index must be an integer, got '{idx.type}'", e.indices[0].loc)
+        if isinstance(t, T.ArrayType):
+            return ValueRes(ir.Index(t.elem, obj, idx, loc=e.loc))
+        if isinstance(t, T.VectorType):
+            return ValueRes(ir.Index(t.elem, obj, idx, loc=e.loc))
+        if isinstance(t, T.MatrixType):
+            return ValueRes(ir.Index(t.row_type, obj, idx, loc=e.loc))
+        if isinstance(t, T.BufferType) and t.elem is not None:
+            return ValueRes(ir.Index(t.elem, obj, idx, loc=e.loc))
+        if isinstance(t, T.PointerType):
+            return ValueRes(ir.Index(t.elem, obj, idx, loc=e.loc))
+        raise self.err("E3061", f"'{t}' cannot be indexed", e.loc)
+
+    def subscript_res(self, obj, syms, idx, loc, ctx):
+        # Pick the subscript whose parameter count matches.
+        for s in syms:
+            d = s.decl
+            if len(d.params) != len(idx):
+                continue
+            sctx = self.ctx_for_env(s.env)
+            vtype = self.resolve_type(d.return_type, sctx)
+            getter = setter = None
+            for acc in d.accessors:
+                if acc.kind == "get":
+                    getter = self.accessor_function(s, acc, vtype, d.params, loc)
+                elif acc.kind == "set":
+                    setter = self.accessor_function(s, acc, vtype, d.params, loc)
+            if getter is not None:
+                pts = getter.params[1:]
+            else:
+                pts = setter.params[1:-1]
+            args = [self.coerce(a, p.type, loc) for a, p in zip(idx, pts)]
+            return SubscriptRes(obj, s, args, getter, setter, vtype)
+        raise self.err("E3061", "no subscript takes these indices", loc)
+
+    # ------------------------------------------------------------------ operators
+
+    def unary(self, e: ast.Unary, ctx) -> ir.Expr:
+        loc = e.loc
+        if e.op in ("++", "--"):
+            x = self.expr(e.operand, ctx)
+            return self.incdec(e.operand, x, e.op, True, loc, ctx)
+        x = self.expr(e.operand, ctx)
+        t = x.type
+        if e.op == "&":
+            self.require_lvalue(x, loc, "operand of '&'")
+            return ir.AddressOf(T.PointerType(t), x, loc=loc)
+        if e.op == "*":
+            if not isinstance(t, T.PointerType):
+                raise self.err("E3070", f"cannot dereference '{t}'", loc)
+            return ir.Deref(t.elem, x, loc=loc)
+        if isinstance(t, T.StructType):
+            return self.operator_call("operator" + e.op, [x], loc, ctx)
+        if e.op == "!":
+            bt = T.with_scalar(t, T.BOOL)
+            return ir.Unary(bt, "!", self.coerce(x, bt, loc), loc=loc)
+        s = T.scalar_of(t)
+        if s is None:
+            raise self.err("E3071", f"operator '{e.op}' cannot be applied to '{t}'", loc)
+        if e.op == "~":
+            if s.kind not in ("int", "uint", "bool"):
+                raise self.err("E3071", f"operator '~' needs an integer, got '{t}'", loc)
+        if s.kind == "bool" or isinstance(t, T.EnumType):
+            t = T.with_scalar(t, T.INT)
+            x = self.coerce(x, t, loc)
+        if e.op == "+":
+            return x
+        if e.op == "-" and isinstance(x, ir.Const) and isinstance(x.value, (int, float)) and not isinstance(x.value, bool):
+            return fold_convert(ir.Const(t, -x.value, loc=loc), t, loc) if t.kind != "float" else ir.Const(t, -x.value, loc=loc)
+        return ir.Unary(t, e.op, x, loc=loc)
+
+    def incdec(self, operand_ast, x: ir.Expr, op: str, prefix: bool, loc: Loc, ctx) -> ir.Expr:
+        self.require_lvalue(x, loc, f"operand of '{op}'")
+        if T.scalar_of(x.type) is None and not isinstance(x.type, T.PointerType):
+            raise self.err("E3071", f"operator '{op}' cannot be applied to '{x.type}'", loc)
+        return ir.IncDec(x.type, op, prefix, x, loc=loc)
+
+    def arith_result(self, a: T.Type, b: T.Type, op: str, loc: Loc) -> T.Type:
+        sa, sb = T.scalar_of(a), T.scalar_of(b)
+        if sa is None or sb is None:
+            raise self.err("E3072", f"operator '{op}' cannot be applied to '{a}' and '{b}'", loc)
+        s = T.join_scalars(sa, sb)
+        if s.kind == "bool" and op not in ("&", "|", "^", "==", "!="):
+            s = T.INT
+        if isinstance(a, T.MatrixType) or isinstance(b, T.MatrixType):
+            if isinstance(a, T.MatrixType) and isinstance(b, T.MatrixType):
+                if (a.rows, a.cols) != (b.rows, b.cols):
+                    raise self.err("E3073", f"matrix shapes differ: '{a}' {op} '{b}'", loc)
+                return T.MatrixType(s, a.rows, a.cols)
+            m = a if isinstance(a, T.MatrixType) else b
+            o = b if m is a else a
+            if isinstance(o, T.VectorType):
+                raise self.err("E3073", f"operator '{op}' cannot combine '{a}' and '{b}' (use mul)", loc)
+            return T.MatrixType(s, m.rows, m.cols)
+        if isinstance(a, T.VectorType) and isinstance(b, T.VectorType):
+            if a.n != b.n:
+                self.warn("W3002", f"implicit truncation: '{a}' {op} '{b}'", loc)
+            return T.VectorType(s, min(a.n, b.n))
+        if isinstance(a, T.VectorType):
+            return T.VectorType(s, a.n)
+        if isinstance(b, T.VectorType):
+            return T.VectorType(s, b.n)
+        return s
+
+    def operand_to(self, x: ir.Expr, rt: T.Type, loc: Loc) -> ir.Expr:
+        """Convert an operand to the operation type; scalars stay scalar against vectors
+        (the prelude's operators broadcast them), but take the element type."""
+        if isinstance(x.type, (T.ScalarType, T.EnumType)) and isinstance(rt, (T.VectorType, T.MatrixType)):
+            return self.coerce(x, rt.elem, loc)
+        if isinstance(x.type, T.VectorType) and isinstance(rt, T.VectorType) and x.type.n != rt.n:
+            return self.coerce(x, rt, loc, explicit=True)
+        return self.coerce(x, rt, loc)
+
+    def binary(self, e: ast.Binary, ctx) -> ir.Expr:
+        loc = e.loc
+        op = e.op
+        if op == ",":
+            a = self.expr(e.lhs, ctx)
+            b = self.expr(e.rhs, ctx)
+            return ir.Comma(b.type, a, b, loc=loc)
+        a = self.expr(e.lhs, ctx)
+        b = self.expr(e.rhs, ctx)
+        return self.binary_op(op, a, b, loc, ctx)
+
+    def binary_op(self, op: str, a: ir.Expr, b: ir.Expr, loc: Loc, ctx) -> ir.Expr:
+        ta, tb = a.type, b.type
+        if isinstance(ta, (T.StructType,)) or isinstance(tb, T.StructType) or \
+                (isinstance(ta, T.EnumType) and isinstance(tb, T.EnumType) and op in ("|", "&", "^") and
+                 self.has_operator("operator" + op, ctx)):
+            return self.operator_call("operator" + op, [a, b], loc, ctx)
+        if op in ("&&", "||"):
+            if isinstance(ta, T.VectorType) or isinstance(tb, T.VectorType):
+                rt = self.arith_result(T.with_scalar(ta, T.BOOL), T.with_scalar(tb, T.BOOL), op, loc)
+                rt = T.with_scalar(rt, T.BOOL)
+                return ir.Binary(rt, op, self.coerce(a, rt, loc), self.coerce(b, rt, loc), loc=loc)
+            return ir.Binary(T.BOOL, op, self.coerce(a, T.BOOL, loc), self.coerce(b, T.BOOL, loc), loc=loc)
+        if isinstance(ta, T.PointerType) and op in ("+", "-") and T.scalar_of(tb) is not None:
+            if op == "-" and isinstance(tb, T.PointerType):
+                return ir.Binary(T.INT64, "-", a, b, loc=loc)
+            return ir.Binary(ta, op, a, b, loc=loc)
+        if isinstance(ta, T.PointerType) and op in CMP_OPS:
+            return ir.Binary(T.BOOL, op, a, self.coerce(b, ta, loc, explicit=True), loc=loc)
+        if op in ("<<", ">>"):
+            sa, sb = T.scalar_of(ta), T.scalar_of(tb)
+            if sa is None or sb is None or sa.kind not in ("int", "uint", "bool") or sb.kind not in ("int", "uint", "bool"):
+                raise self.err("E3072", f"operator '{op}' needs integers, got '{ta}' and '{tb}'", loc)
+            if sa.kind == "bool" or isinstance(ta, T.EnumType):
+                ta = T.with_scalar(ta, T.INT)
+                a = self.coerce(a, ta, loc)
+            rt = ta
+            if isinstance(tb, T.VectorType) and not isinstance(ta, T.VectorType):
+                rt = T.VectorType(ta, tb.n)
+                a = self.coerce(a, rt, loc)
+            b = self.operand_to(b, T.with_scalar(rt if isinstance(tb, T.VectorType) else T.scalar_of(rt), T.scalar_of(rt)), loc)
+            return ir.Binary(rt, op, a, b, loc=loc)
+        rt = self.arith_result(ta, tb, op, loc)
+        if op in BIT_OPS or op == "%":
+            if T.scalar_of(rt).kind == "float" and op != "%":
+                raise self.err("E3072", f"operator '{op}' needs integers, got '{ta}' and '{tb}'", loc)
+        a2 = self.operand_to(a, rt, loc)
+        b2 = self.operand_to(b, rt, loc)
+        if op in CMP_OPS:
+            res_t = T.with_scalar(rt, T.BOOL)
+            return ir.Binary(res_t, op, a2, b2, loc=loc)
+        return ir.Binary(rt, op, a2, b2, loc=loc)
+
+    def has_operator(self, name, ctx) -> bool:
+        return any(isinstance(s, FuncSym) for s in ctx.env.lookup(name))
+
+    def operator_call(self, name: str, args: list, loc: Loc, ctx) -> ir.Expr:
+        from .checker import OverloadRes
+        cands = [s for s in ctx.env.lookup(name) if isinstance(s, FuncSym)]
+        # Member operators of the first operand's type.
+        if args and isinstance(args[0].type, T.StructType):
+            members = [s for s in self.member_syms(args[0].type, name) if isinstance(s, FuncSym)]
+            if members:
+                try:
+                    return self.resolve_overload(OverloadRes(members, this=args[0], name=name), args[1:], loc, ctx)
+                except CompileError:
+                    if not cands:
+                        raise
+        for a in args:
+            if isinstance(a.type, T.StructType):
+                # Operators declared beside the struct (e.g. in its namespace or as static members).
+                for s in self.member_syms(a.type, name):
+                    if isinstance(s, FuncSym) and s.is_static and s not in cands:
+                        cands.append(s)
+        if not cands:
+            raise self.err("E3072", f"no operator '{name[8:]}' for "
+                           f"{' and '.join(repr(str(a.type)) for a in args)}", loc)
+        return self.resolve_overload(OverloadRes(cands, name=name), args, loc, ctx)
+
+    def conditional(self, e: ast.Conditional, ctx) -> ir.Expr:
+        c = self.expr(e.cond, ctx)
+        a = self.expr(e.then, ctx)
+        b = self.expr(e.else_, ctx)
+        loc = e.loc
+        if types_eq(a.type, b.type):
+            rt = a.type
+        elif isinstance(a, NoneExpr) and isinstance(b.type, T.OptionalType):
+            rt = b.type
+        elif isinstance(b, NoneExpr) and isinstance(a.type, T.OptionalType):
+            rt = a.type
+        elif T.scalar_of(a.type) is not None and T.scalar_of(b.type) is not None:
+            rt = self.arith_result(a.type, b.type, "?:", loc)
+        else:
+            raise self.err("E3074", f"branches of ?: have different types '{a.type}' and '{b.type}'", loc)
+        if isinstance(c.type, T.VectorType):
+            if not isinstance(rt, T.VectorType):
+                rt = T.VectorType(rt, c.type.n)
+            ct = T.VectorType(T.BOOL, rt.n)
+            return ir.Intrinsic(rt, "sj::select", [self.coerce(c, ct, loc), self.coerce(a, rt, loc), self.coerce(b, rt, loc)], loc=loc)
+        return ir.Select(rt, self.coerce(c, T.BOOL, loc), self.coerce(a, rt, loc), self.coerce(b, rt, loc), loc=loc)
+
+    # ------------------------------------------------------------------ assignment
+
+    def assign(self, e: ast.Assign, ctx) -> ir.Expr:
+        from .checker import PropertyRes
+        loc = e.loc
+        lres = self.resolve(e.lhs, ctx)
+        if isinstance(lres, ast.Expr):
+            pass
+        if isinstance(e.lhs, ast.Index) and not isinstance(lres, (PropertyRes, SubscriptRes)):
+            lres2 = self.index(e.lhs, ctx) if False else None
+        if isinstance(lres, PropertyRes) or isinstance(lres, SubscriptRes):
+            return self.assign_accessor(lres, e, ctx)
+        if isinstance(e.lhs, ast.Index):
+            ires = self.index(e.lhs, ctx)
+            if isinstance(ires, SubscriptRes):
+                return self.assign_accessor(ires, e, ctx)
+        lhs = self.value_of(lres, e.lhs.loc, ctx)
+        self.require_lvalue(lhs, e.lhs.loc, "left side of an assignment")
+        if e.op == "=":
+            if isinstance(e.rhs, ast.InitList):
+                rhs = self.init_list(e.rhs, lhs.type, ctx)
+            else:
+                rhs = self.coerce(self.expr(e.rhs, ctx), lhs.type, e.rhs.loc)
+            return ir.Assign(lhs.type, "=", lhs, rhs, loc=loc)
+        op = e.op[:-1]
+        rhs = self.expr(e.rhs, ctx)
+        if isinstance(lhs.type, T.StructType) or isinstance(rhs.type, T.StructType):
+            syms = ctx.env.lookup("operator" + e.op) or (self.member_syms(lhs.type, "operator" + e.op)
+                                                          if isinstance(lhs.type, T.StructType) else [])
+            if syms:
+                from .checker import OverloadRes
+                fs = [s for s in syms if isinstance(s, FuncSym)]
+                if fs and fs[0].owner is not None and not fs[0].is_static:
+                    return self.resolve_overload(OverloadRes(fs, this=lhs, name="operator" + e.op), [rhs], loc, ctx)
+                return self.resolve_overload(OverloadRes(fs, name="operator" + e.op), [lhs, rhs], loc, ctx)
+            value = self.operator_call("operator" + op, [lhs, rhs], loc, ctx)
+            return ir.Assign(lhs.type, "=", lhs, self.coerce(value, lhs.type, loc), loc=loc)
+        if isinstance(lhs.type, T.PointerType):
+            return ir.Assign(lhs.type, e.op, lhs, rhs, loc=loc)
+        full = self.binary_op(op, lhs, rhs, loc, ctx)
+        if types_eq(full.type, lhs.type) and isinstance(full, ir.Binary):
+            # Keep the compound form so the lvalue is evaluated once.
+            return ir.Assign(lhs.type, e.op, lhs, full.rhs, loc=loc)
+        if self.simple_lvalue(lhs):
+            return ir.Assign(lhs.type, "=", lhs, self.coerce(full, lhs.type, loc, explicit=True), loc=loc)
+        # A complex lvalue whose operation type differs: take its address once.
+        ptr_var = ir.Var("__lv", T.PointerType(lhs.type))
+        decl = ir.VarDecl(ptr_var, ir.AddressOf(T.PointerType(lhs.type), lhs, loc=loc))
+        deref = ir.Deref(lhs.type, ir.LocalRef(ptr_var.type, ptr_var), loc=loc)
+        full2 = self.binary_op(op, deref, rhs, loc, ctx)
+        return ir.StmtExpr(lhs.type, [decl], ir.Assign(lhs.type, "=", deref,
+                                                       self.coerce(full2, lhs.type, loc, explicit=True), loc=loc), loc=loc)
+
+    def simple_lvalue(self, e: ir.Expr) -> bool:
+        """No side effects when evaluated twice."""
+        if isinstance(e, (ir.LocalRef, ir.GlobalRef)):
+            return True
+        if isinstance(e, (ir.Field, ir.Swizzle)):
+            return self.simple_lvalue(e.obj)
+        if isinstance(e, ir.Index):
+            return self.simple_lvalue(e.obj) and isinstance(e.index, (ir.Const, ir.LocalRef))
+        if isinstance(e, ir.Deref):
+            return self.simple_lvalue(e.ptr)
+        return False
+
+    def assign_accessor(self, res, e: ast.Assign, ctx) -> ir.Expr:
+        loc = e.loc
+        if res.setter is None:
+            raise self.err("E3075", "cannot assign: no setter", loc)
+        if isinstance(e.rhs, ast.InitList):
+            rhs = self.init_list(e.rhs, res.type, ctx)
+        else:
+            rhs = self.expr(e.rhs, ctx)
+        if e.op != "=":
+            cur = self.value_of(res, loc, ctx)
+            rhs = self.binary_op(e.op[:-1], cur, rhs, loc, ctx)
+        rhs = self.coerce(rhs, res.type, loc, explicit=e.op != "=")
+        args = []
+        if res.obj is not None and res.setter.params and res.setter.params[0].name == "this":
+            self.require_lvalue(res.obj, loc, "object of a property assignment")
+            args.append(res.obj)
+        if isinstance(res, SubscriptRes):
+            args.extend(res.indices)
+        args.append(rhs)
+        return self.make_call(res.setter, args, loc)
+
+    def require_lvalue(self, e, loc: Loc, what: str):
+        if isinstance(e, InitListArg) or not self.is_lvalue(e):
+            raise self.err("E3080", f"{what} must be an l-value (a variable, field, element or dereference)", loc)
+
+    def is_lvalue(self, e) -> bool:
+        if isinstance(e, ir.LocalRef):
+            return getattr(e.var, "mutable", True)
+        if isinstance(e, ir.GlobalRef):
+            return e.var.kind in ("static", "groupshared")
+        if isinstance(e, ir.Field):
+            return e.via_pointer or self.is_lvalue(e.obj) or isinstance(e.obj, ir.Deref)
+        if isinstance(e, ir.Swizzle):
+            return len(set(e.indices)) == len(e.indices) and self.is_lvalue(e.obj)
+        if isinstance(e, ir.Index):
+            ot = e.obj.type
+            if isinstance(ot, T.BufferType):
+                return ot.writable
+            if isinstance(ot, T.PointerType):
+                return True
+            return self.is_lvalue(e.obj)
+        if isinstance(e, ir.Deref):
+            return True
+        if isinstance(e, ir.Assign) and e.op == "=":
+            return False
+        return False
+
+    # ------------------------------------------------------------------ folding
+
+    def fold(self, e: ir.Expr) -> Any:
+        """The compile-time value of e, or None."""
+        if isinstance(e, ir.Const):
+            return e.value
+        if isinstance(e, ir.Convert) and isinstance(e.type, T.ScalarType):
+            v = self.fold(e.operand)
+            if v is None:
+                return None
+            return fold_convert(ir.Const(e.operand.type, v), e.type, e.loc).value \
+                if isinstance(fold_convert(ir.Const(e.operand.type, v), e.type, e.loc), ir.Const) else None
+        if isinstance(e, ir.GlobalRef) and e.var.kind == "const" and e.var.init is not None:
+            return self.fold(e.var.init)
+        if isinstance(e, ir.Unary):
+            v = self.fold(e.operand)
+            if v is None:
+                return None
+            if e.op == "-":
+                return wrap(-v, e.type)
+            if e.op == "!":
+                return not v
+            if e.op == "~":
+                return wrap(~int(v), e.type)
+            return v
+        if isinstance(e, ir.Binary):
+            a, b = self.fold(e.lhs), self.fold(e.rhs)
+            if a is None or b is None:
+                return None
+            return fold_binary(e.op, a, b, e.lhs.type, e.type)
+        if isinstance(e, ir.Select):
+            c = self.fold(e.cond)
+            if c is None:
+                return None
+            return self.fold(e.then if c else e.else_)
+        return None
+
+
+def wrap(v, t: T.Type):
+    s = T.scalar_of(t)
+    if s is None or s.kind not in ("int", "uint") or isinstance(v, float):
+        return v
+    v = int(v) & ((1 << s.bits) - 1)
+    if s.kind == "int" and v >= 1 << (s.bits - 1):
+        v -= 1 << s.bits
+    return v
+
+
+def fold_binary(op: str, a, b, operand_t: T.Type, result_t: T.Type):
+    s = T.scalar_of(operand_t)
+    if s is None or not isinstance(result_t, T.ScalarType):
+        return None
+    is_int = s.kind in ("int", "uint", "bool")
+    try:
+        if op == "+":
+            r = a + b
+        elif op == "-":
+            r = a - b
+        elif op == "*":
+            r = a * b
+        elif op == "/":
+            if is_int:
+                if b == 0:
+                    return None
+                r = int(a / b) if (a < 0) != (b < 0) else a // b
+            else:
+                r = a / b
+        elif op == "%":
+            if is_int:
+                if b == 0:
+                    return None
+                r = int(math.fmod(a, b))
+            else:
+                r = math.fmod(a, b)
+        elif op == "<<":
+            r = a << (b & (s.bits - 1))
+        elif op == ">>":
+            r = a >> (b & (s.bits - 1))
+        elif op == "&":
+            r = a & b
+        elif op == "|":
+            r = a | b
+        elif op == "^":
+            r = a ^ b
+        elif op == "&&":
+            r = bool(a) and bool(b)
+        elif op == "||":
+            r = bool(a) or bool(b)
+        elif op == "==":
+            r = a == b
+        elif op == "!=":
+            r = a != b
+        elif op == "<":
+            r = a < b
+        elif op == ">":
+            r = a > b
+        elif op == "<=":
+            r = a <= b
+        elif op == ">=":
+            r = a >= b
+        else:
+            return None
+    except (ZeroDivisionError, OverflowError, TypeError, ValueError):
+        return None
+    return wrap(r, result_t)

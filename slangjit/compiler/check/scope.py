@@ -1,0 +1,121 @@
+"""Lexical environments and the symbols they hold.
+
+Generics are checked once per instantiation (like C++ templates, memoized by declaration and
+arguments), so an environment binds generic parameter names directly to concrete types or
+constant values; nothing here is abstract.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from .. import ast
+from ..types import Type
+
+
+class Sym:
+    name: str = ""
+
+
+class TypeSym(Sym):
+    def __init__(self, name: str, type: Type):
+        self.name, self.type = name, type
+
+
+class ValueSym(Sym):
+    """A value known by name: a local variable (LocalRef), a bound generic value (Const)."""
+    def __init__(self, name: str, expr: Any):
+        self.name, self.expr = name, expr
+
+
+class DeclSym(Sym):
+    """A declaration together with the environment it was declared in."""
+    def __init__(self, decl: ast.Decl, env: "Env", owner: Optional[Type] = None):
+        self.decl = decl
+        self.env = env
+        self.owner = owner            # the struct/extension target type for members
+        self.name = getattr(decl, "name", "")
+        self.cache: dict = {}         # instantiations keyed by generic arguments
+
+
+class FuncSym(DeclSym):
+    @property
+    def is_static(self) -> bool:
+        return "static" in self.decl.mods
+
+
+class StructSym(DeclSym):
+    pass
+
+
+class InterfaceSym(DeclSym):
+    pass
+
+
+class AliasSym(DeclSym):
+    pass
+
+
+class EnumSym(DeclSym):
+    pass
+
+
+class GlobalSym(DeclSym):
+    """A module-level or static member variable (uniform, static const, groupshared ...)."""
+    pass
+
+
+class FieldSym(Sym):
+    """A struct field, found through the implicit `this` of a method."""
+    def __init__(self, name: str, type: Type):
+        self.name, self.type = name, type
+
+
+class PropertySym(DeclSym):
+    pass
+
+
+class SubscriptSym(DeclSym):
+    pass
+
+
+class AssocTypeSym(DeclSym):
+    pass
+
+
+class NamespaceSym(Sym):
+    def __init__(self, name: str, env: "Env"):
+        self.name, self.env = name, env
+
+
+class Env:
+    def __init__(self, parent: Optional["Env"] = None, kind: str = "block"):
+        self.parent = parent
+        self.kind = kind              # "module" "namespace" "struct" "function" "block" "generic"
+        self.names: dict[str, list[Sym]] = {}
+        self.usings: list["Env"] = []
+        self.this_type: Optional[Type] = parent.this_type if parent else None
+        self.module: Any = parent.module if parent else None
+
+    def add(self, name: str, sym: Sym):
+        self.names.setdefault(name, []).append(sym)
+
+    def lookup_local(self, name: str) -> list[Sym]:
+        found = self.names.get(name)
+        if found:
+            return found
+        for u in self.usings:
+            f = u.lookup_local(name)
+            if f:
+                return f
+        return []
+
+    def lookup(self, name: str) -> list[Sym]:
+        env: Optional[Env] = self
+        while env is not None:
+            found = env.lookup_local(name)
+            if found:
+                # Overloads of a function name may be spread over enclosing scopes (e.g. methods
+                # vs globals); the innermost scope that has the name wins, as in C++.
+                return found
+            env = env.parent
+        return []

@@ -1,0 +1,519 @@
+"""The C-family emitter: IR -> C++ source (CUDA differences go in a small per-target table).
+
+Output shape: prelude, struct definitions in dependency order, the globals block struct, static
+globals, function prototypes, function bodies, then one `extern "C"` launcher per entry point
+following the ABI in reflection.py.
+"""
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+from ..ir import nodes as ir
+from .. import types as T
+from ..reflection import EntryPointInfo, FieldLayout, ProgramReflection, TypeLayout
+
+_PRELUDE_PATH = os.path.join(os.path.dirname(__file__), "prelude.h")
+_prelude_cache: Optional[str] = None
+
+
+def prelude_text() -> str:
+    global _prelude_cache
+    if _prelude_cache is None:
+        with open(_PRELUDE_PATH, encoding="utf-8") as f:
+            _prelude_cache = f.read()
+    return _prelude_cache
+
+
+CPP_SCALARS = {"void": "void", "bool": "bool", "int8_t": "int8_t", "int16_t": "int16_t", "int": "int32_t",
+               "int64_t": "int64_t", "uint8_t": "uint8_t", "uint16_t": "uint16_t", "uint": "uint32_t",
+               "uint64_t": "uint64_t", "half": "sj::half", "float": "float", "double": "double"}
+SV_NAMES = {"sv_dispatchthreadid": "dtid", "sv_groupid": "gid", "sv_groupthreadid": "gtid",
+            "sv_groupindex": "gindex"}
+
+
+class EmitError(Exception):
+    pass
+
+
+class CppEmitter:
+    def __init__(self, target: str = "cpp"):
+        self.target = target
+        self.struct_names: dict[int, str] = {}
+        self.aux_structs: dict = {}          # tuple / optional types -> C name
+        self.lines: list[str] = []
+        self.struct_out: list[str] = []
+        self.emitted_structs: set = set()
+        self.loop_labels: list = []
+        self.label_uid = 0
+
+    # ------------------------------------------------------------------ types
+
+    def ctype(self, t: T.Type) -> str:
+        if isinstance(t, T.ScalarType):
+            return CPP_SCALARS[t.name]
+        if isinstance(t, T.EnumType):
+            return CPP_SCALARS[t.underlying.name]
+        if isinstance(t, T.VectorType):
+            return f"sj::vec<{self.ctype(t.elem)}, {t.n}>"
+        if isinstance(t, T.MatrixType):
+            return f"sj::mat<{self.ctype(t.elem)}, {t.rows}, {t.cols}>"
+        if isinstance(t, T.ArrayType):
+            return f"sj::array<{self.ctype(t.elem)}, {t.n or 1}>"
+        if isinstance(t, T.PointerType):
+            return f"{self.ctype(t.elem)}*" if t.elem != T.VOID else "void*"
+        if isinstance(t, T.AtomicType):
+            return f"sj::Atomic<{self.ctype(t.elem)}>"
+        if isinstance(t, T.BufferType):
+            if t.byte_address:
+                return "sj::RWByteAddressBuffer" if t.writable else "sj::ByteAddressBuffer"
+            kind = "RWStructuredBuffer" if t.writable else "StructuredBuffer"
+            return f"sj::{kind}<{self.ctype(t.elem)}>"
+        if isinstance(t, T.StructType):
+            self.ensure_struct(t)
+            return t.info.c_name
+        if isinstance(t, (T.TupleType, T.OptionalType)):
+            return self.ensure_aux(t)
+        if isinstance(t, T.StringType):
+            return "const char*"
+        raise EmitError(f"cannot emit type {t}")
+
+    def ensure_struct(self, t: T.StructType):
+        if id(t) in self.emitted_structs:
+            return
+        self.emitted_structs.add(id(t))
+        inst = t.info
+        # Field types first (dependency order).
+        field_types = [self.ctype(ft) for _, ft, _, _ in inst.fields]
+        defaults = getattr(inst, "field_defaults", None) or [None] * len(inst.fields)
+        body = [f"struct {inst.c_name} {{"]
+        for (name, ft, _, _), cty, dflt in zip(inst.fields, field_types, defaults):
+            init = self.expr(dflt) if dflt is not None else "{}"
+            body.append(f"    {cty} {name} = {init};")
+        body.append("};")
+        self.struct_out.append("\n".join(body))
+
+    def ensure_aux(self, t) -> str:
+        key = t
+        if key in self.aux_structs:
+            return self.aux_structs[key]
+        name = f"sj_aux{len(self.aux_structs)}"
+        self.aux_structs[key] = name
+        if isinstance(t, T.TupleType):
+            fields = [f"    {self.ctype(e)} _{i} = {{}};" for i, e in enumerate(t.elems)]
+        else:
+            fields = [f"    {self.ctype(t.elem)} value = {{}};", "    bool hasValue = false;"]
+        self.struct_out.append(f"struct {name} {{\n" + "\n".join(fields) + "\n};")
+        return name
+
+    # ------------------------------------------------------------------ expressions
+
+    def var_name(self, v: ir.Var) -> str:
+        return f"{v.name}_{v.uid}" if v.name != "this" else f"self_{v.uid}"
+
+    def const(self, t: T.Type, v) -> str:
+        if isinstance(t, T.EnumType):
+            return f"({self.ctype(t)}){int(v)}"
+        if isinstance(t, T.StringType):
+            return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+        if isinstance(t, T.PointerType):
+            return "nullptr"
+        if not isinstance(t, T.ScalarType):
+            raise EmitError(f"constant of type {t}")
+        if t.kind == "bool":
+            return "true" if v else "false"
+        if t.kind == "int":
+            v = int(v)
+            if t.bits == 64:
+                return f"INT64_C({v})" if v != -(1 << 63) else "(INT64_C(-9223372036854775807)-1)"
+            if t.bits == 32:
+                return str(v) if v != -(1 << 31) else "(-2147483647-1)"
+            return f"(({self.ctype(t)}){v})"
+        if t.kind == "uint":
+            v = int(v)
+            if t.bits == 64:
+                return f"UINT64_C({v})"
+            if t.bits == 32:
+                return f"{v}u"
+            return f"(({self.ctype(t)}){v}u)"
+        v = float(v)
+        if v != v:
+            lit = "__builtin_nan(\"\")"
+        elif v in (float("inf"), float("-inf")):
+            lit = "__builtin_inf()" if v > 0 else "(-__builtin_inf())"
+        else:
+            lit = float.hex(v)
+        if t.bits == 32:
+            return f"{lit}f" if v == v and v not in (float("inf"), float("-inf")) else f"((float){lit})"
+        if t.bits == 16:
+            return f"((sj::half){lit})"
+        return lit
+
+    def args_str(self, args) -> str:
+        return ", ".join(self.expr(a) for a in args)
+
+    def expr(self, e: ir.Expr) -> str:
+        m = getattr(self, "x_" + type(e).__name__, None)
+        if m is None:
+            raise EmitError(f"cannot emit {type(e).__name__}")
+        return m(e)
+
+    def x_Const(self, e):
+        return self.const(e.type, e.value)
+
+    def x_LocalRef(self, e):
+        return self.var_name(e.var)
+
+    def x_GlobalRef(self, e):
+        if e.var.kind == "uniform":
+            return f"sj_g->{e.var.name}"
+        return e.var.name
+
+    def with_out_temps(self, args, make_call) -> str:
+        """Calls with out-arguments of a different type go through temporaries."""
+        from ..check.calls import OutConvert
+        if not any(isinstance(a, OutConvert) for a in args):
+            return make_call([self.expr(a) for a in args])
+        pre, post, parts = [], [], []
+        for i, a in enumerate(args):
+            if isinstance(a, OutConvert):
+                tmp = f"sj_tmp{i}"
+                ct = self.ctype(a.type)
+                pre.append(f"{ct} {tmp} = {self.convert_str(self.expr(a.lvalue), a.lvalue.type, a.type)};")
+                post.append(self.assign_str(a.lvalue, self.convert_str(tmp, a.type, a.lvalue.type)) + ";")
+                parts.append(tmp)
+            else:
+                parts.append(self.expr(a))
+        call = make_call(parts)
+        return ("[&]() { " + " ".join(pre) + f" auto&& sj_r = ({call}); " + " ".join(post) +
+                " return sj_r; }()") if not call.startswith("sj_void:") else \
+            ("[&]() { " + " ".join(pre) + f" {call[8:]}; " + " ".join(post) + " }()")
+
+    def x_Call(self, e):
+        void = e.type == T.VOID
+        return self.with_out_temps(e.args, lambda parts: ("sj_void:" if void else "") + f"{e.func.name}({', '.join(parts)})")
+
+    def x_Intrinsic(self, e):
+        void = e.type == T.VOID
+        return self.with_out_temps(e.args, lambda parts: ("sj_void:" if void else "") + f"{e.name}({', '.join(parts)})")
+
+    def x_MethodCall(self, e):
+        name = e.name
+        if "@T0" in name:
+            ty = e.type if "LoadT" in name else e.args[1].type
+            name = name.replace("@T0", self.ctype(ty))
+        obj = self.expr(e.obj)
+        sep = "->" if e.via_pointer else "."
+        void = e.type == T.VOID
+        return self.with_out_temps(e.args, lambda parts: ("sj_void:" if void else "") + f"({obj}){sep}{name}({', '.join(parts)})")
+
+    def x_Unary(self, e):
+        r = f"({e.op}{self.expr(e.operand)})"
+        return self.narrow(e.type, r)
+
+    def narrow(self, t, s: str) -> str:
+        """C++ promotes 8/16-bit integers to int; Slang keeps the type."""
+        if isinstance(t, T.ScalarType) and t.kind in ("int", "uint") and t.bits < 32:
+            return f"(({self.ctype(t)}){s})"
+        return s
+
+    def x_Binary(self, e):
+        a, b = self.expr(e.lhs), self.expr(e.rhs)
+        op = e.op
+        s = T.scalar_of(e.lhs.type)
+        if op in ("/", "%") and s is not None and s.kind in ("int", "uint"):
+            return self.narrow(e.type, f"sj::{'div' if op == '/' else 'mod'}({a}, {b})")
+        if op == "%" and s is not None and s.kind == "float":
+            return f"sj::fmod({a}, {b})"
+        if op in ("<<", ">>"):
+            return self.narrow(e.type, f"sj::{'shl' if op == '<<' else 'shr'}({a}, {b})")
+        if isinstance(e.lhs.type, T.PointerType) and op in ("+", "-") and not isinstance(e.rhs.type, T.PointerType):
+            return f"({a} {op} {b})"
+        return self.narrow(e.type, f"({a} {op} {b})")
+
+    def assign_str(self, lhs: ir.Expr, rhs: str, op: str = "=") -> str:
+        if isinstance(lhs, ir.Swizzle) and len(lhs.indices) > 1:
+            idx = ",".join(map(str, lhs.indices))
+            return f"(sj::swizzle_ref<{idx}>({self.expr(lhs.obj)}) {op} {rhs})"
+        return f"({self.expr(lhs)} {op} {rhs})"
+
+    def x_Assign(self, e):
+        rhs = self.expr(e.rhs)
+        if e.op == "=":
+            return self.assign_str(e.lhs, rhs)
+        op = e.op[:-1]
+        s = T.scalar_of(e.lhs.type)
+        fn = None
+        if op in ("/", "%") and s is not None and s.kind in ("int", "uint"):
+            fn = "sj::div" if op == "/" else "sj::mod"
+        elif op == "%" and s is not None and s.kind == "float":
+            fn = "sj::fmod"
+        elif op in ("<<", ">>"):
+            fn = "sj::shl" if op == "<<" else "sj::shr"
+        if fn is not None:
+            lhs = self.expr(e.lhs)
+            return self.assign_str(e.lhs, f"{fn}({lhs}, {rhs})")
+        if isinstance(e.lhs.type, T.ScalarType) and e.lhs.type.bits < 32 and e.lhs.type.kind in ("int", "uint"):
+            lhs = self.expr(e.lhs)
+            return self.assign_str(e.lhs, self.narrow(e.lhs.type, f"({lhs} {op} {rhs})"))
+        return self.assign_str(e.lhs, rhs, e.op)
+
+    def x_IncDec(self, e):
+        x = self.expr(e.operand)
+        return f"({e.op}{x})" if e.prefix else f"({x}{e.op})"
+
+    def convert_str(self, s: str, src: T.Type, dst: T.Type) -> str:
+        if src == dst:
+            return s
+        if isinstance(dst, T.BufferType):
+            return f"{self.ctype(dst)}{{{s}.data, {s}.count}}"
+        if isinstance(dst, (T.ScalarType, T.EnumType, T.PointerType)):
+            if isinstance(dst, T.ScalarType) and dst.kind == "bool" and isinstance(src, T.ScalarType) and src.kind == "float":
+                return f"({s} != 0)"
+            return f"(({self.ctype(dst)})({s}))"
+        return f"sj::convert<{self.ctype(dst)}>({s})"
+
+    def x_Convert(self, e):
+        return self.convert_str(self.expr(e.operand), e.operand.type, e.type)
+
+    def x_Construct(self, e):
+        t = e.type
+        ct = self.ctype(t)
+        if not e.args:
+            return f"{ct}{{}}"
+        if isinstance(t, T.VectorType):
+            if e.splat:
+                return f"sj::vsplat<{self.ctype(t.elem)}, {t.n}>({self.expr(e.args[0])})"
+            return f"sj::vcat<{self.ctype(t.elem)}, {t.n}>({self.args_str(e.args)})"
+        if isinstance(t, T.MatrixType):
+            if e.splat:
+                return f"sj::msplat<{self.ctype(t.elem)}, {t.rows}, {t.cols}>({self.expr(e.args[0])})"
+            return f"sj::mcat<{self.ctype(t.elem)}, {t.rows}, {t.cols}>({self.args_str(e.args)})"
+        if isinstance(t, T.ArrayType):
+            return f"{ct}{{{{{self.args_str(e.args)}}}}}"
+        if isinstance(t, T.OptionalType):
+            return f"{ct}{{{self.expr(e.args[0])}, true}}"
+        if isinstance(t, (T.ScalarType, T.EnumType)):
+            return f"(({ct})({self.expr(e.args[0])}))"
+        return f"{ct}{{{self.args_str(e.args)}}}"
+
+    def x_Field(self, e):
+        sep = "->" if e.via_pointer else "."
+        return f"{self.expr(e.obj)}{sep}{e.name}"
+
+    def x_Swizzle(self, e):
+        if len(e.indices) == 1:
+            if isinstance(e.obj.type, T.ScalarType):
+                return self.expr(e.obj)
+            return f"{self.expr(e.obj)}[{e.indices[0]}]"
+        return f"sj::swizzle<{','.join(map(str, e.indices))}>({self.expr(e.obj)})"
+
+    def x_Index(self, e):
+        return f"{self.expr(e.obj)}[{self.expr(e.index)}]"
+
+    def x_Deref(self, e):
+        return f"(*{self.expr(e.ptr)})"
+
+    def x_AddressOf(self, e):
+        return f"(&{self.expr(e.operand)})"
+
+    def x_Select(self, e):
+        return f"({self.expr(e.cond)} ? {self.expr(e.then)} : {self.expr(e.else_)})"
+
+    def x_Comma(self, e):
+        return f"({self.expr(e.first)}, {self.expr(e.second)})"
+
+    def x_StmtExpr(self, e):
+        saved = self.lines
+        self.lines = []
+        for s in e.stmts:
+            self.stmt(s, 0)
+        body = " ".join(l.strip() for l in self.lines)
+        self.lines = saved
+        res = self.expr(e.result) if e.result is not None else ""
+        return f"[&]() {{ {body} return {res}; }}()"
+
+    def x_NoneExpr(self, e):
+        return "{}"
+
+    # ------------------------------------------------------------------ statements
+
+    def out(self, depth: int, text: str):
+        self.lines.append("    " * depth + text)
+
+    def stmt(self, s: ir.Stmt, d: int):
+        m = getattr(self, "s_" + type(s).__name__)
+        m(s, d)
+
+    def s_Block(self, s, d):
+        self.out(d, "{")
+        for x in s.stmts:
+            self.stmt(x, d + 1)
+        self.out(d, "}")
+
+    def s_VarDecl(self, s, d):
+        init = f" = {self.expr(s.init)}" if s.init is not None else " = {}"
+        self.out(d, f"{self.ctype(s.var.type)} {self.var_name(s.var)}{init};")
+
+    def s_ExprStmt(self, s, d):
+        self.out(d, f"{self.expr(s.expr)};")
+
+    def s_If(self, s, d):
+        self.out(d, f"if ({self.expr(s.cond)})")
+        self.braced(s.then, d)
+        if s.else_ is not None:
+            self.out(d, "else")
+            self.braced(s.else_, d)
+
+    def braced(self, s, d):
+        if isinstance(s, ir.Block):
+            self.stmt(s, d)
+        else:
+            self.out(d, "{")
+            self.stmt(s, d + 1)
+            self.out(d, "}")
+
+    def new_label(self, base: str) -> str:
+        self.label_uid += 1
+        return f"sj_{base}_{self.label_uid}"
+
+    def s_Loop(self, s, d):
+        brk = self.new_label("brk")
+        cont = self.new_label("cont")
+        self.loop_labels.append((s.label, brk, cont, "loop"))
+        self.out(d, "{")
+        for i in s.init:
+            self.stmt(i, d + 1)
+        if s.attrs.get("unroll") and self.target == "cuda":
+            self.out(d + 1, "#pragma unroll")
+        cond = self.expr(s.cond) if s.cond is not None else "true"
+        if s.kind == "for":
+            step = self.expr(s.step) if s.step is not None else ""
+            self.out(d + 1, f"for (; {cond}; {step})")
+        elif s.kind == "while":
+            self.out(d + 1, f"while ({cond})")
+        else:
+            self.out(d + 1, "do")
+        self.out(d + 1, "{")
+        self.stmt(s.body, d + 2)
+        self.out(d + 2, f"{cont}:;")
+        if s.kind == "do":
+            self.out(d + 1, f"}} while ({cond});")
+        else:
+            self.out(d + 1, "}")
+        self.out(d, "}")
+        self.out(d, f"{brk}:;")
+        self.loop_labels.pop()
+
+    def s_Switch(self, s, d):
+        brk = self.new_label("brk")
+        self.loop_labels.append((s.label, brk, None, "switch"))
+        self.out(d, f"switch ({self.expr(s.value)})")
+        self.out(d, "{")
+        for c in s.cases:
+            for v in c.values:
+                self.out(d, f"case {self.const(s.value.type if not isinstance(s.value.type, T.EnumType) else s.value.type.underlying, v)}:")
+            if c.is_default:
+                self.out(d, "default:")
+            self.out(d + 1, "{")
+            for x in c.body:
+                self.stmt(x, d + 2)
+            self.out(d + 1, "}")
+        self.out(d, "}")
+        self.out(d, f"{brk}:;")
+        self.loop_labels.pop()
+
+    def s_Break(self, s, d):
+        if s.label is None:
+            self.out(d, "break;")
+            return
+        for label, brk, cont, kind in reversed(self.loop_labels):
+            if label == s.label:
+                self.out(d, f"goto {brk};")
+                return
+        self.out(d, "break;")
+
+    def s_Continue(self, s, d):
+        if s.label is None:
+            self.out(d, "continue;")
+            return
+        for label, brk, cont, kind in reversed(self.loop_labels):
+            if label == s.label and kind == "loop":
+                self.out(d, f"goto {cont};")
+                return
+        self.out(d, "continue;")
+
+    def s_Return(self, s, d):
+        if s.value is None:
+            self.out(d, "return;")
+        else:
+            self.out(d, f"return {self.expr(s.value)};")
+
+    def s_Discard(self, s, d):
+        self.out(d, "return;")
+
+    # ------------------------------------------------------------------ functions
+
+    def param_decl(self, p: ir.Var) -> str:
+        ct = self.ctype(p.type)
+        if p.direction in ("out", "inout"):
+            return f"{ct}& {self.var_name(p)}"
+        return f"{ct} {self.var_name(p)}"
+
+    def prototype(self, fn: ir.Function) -> str:
+        ps = ", ".join(self.param_decl(p) for p in fn.params)
+        return f"static {self.ctype(fn.ret)} {fn.name}({ps})"
+
+    def function(self, fn: ir.Function):
+        self.out(0, self.prototype(fn))
+        self.label_uid = 0
+        self.stmt(fn.body, 0)
+        self.out(0, "")
+
+
+# ---------------------------------------------------------------------- layouts
+
+def type_layout(t: T.Type) -> TypeLayout:
+    size, align = T.size_align(t)
+    name = str(t)
+    if isinstance(t, T.EnumType):
+        t = t.underlying
+    if isinstance(t, T.ScalarType):
+        return TypeLayout("scalar", name, size, align, scalar=T.NUMPY_NAMES.get(t))
+    if isinstance(t, T.VectorType):
+        return TypeLayout("vector", name, size, align, scalar=T.NUMPY_NAMES.get(t.elem), count=t.n)
+    if isinstance(t, T.MatrixType):
+        return TypeLayout("matrix", name, size, align, scalar=T.NUMPY_NAMES.get(t.elem), count=t.rows, cols=t.cols)
+    if isinstance(t, T.ArrayType):
+        return TypeLayout("array", name, size, align, count=t.n or 0, element=type_layout(t.elem))
+    if isinstance(t, T.AtomicType):
+        return TypeLayout("scalar", name, size, align, scalar=T.NUMPY_NAMES.get(t.elem))
+    if isinstance(t, T.PointerType):
+        el = type_layout(t.elem) if t.elem != T.VOID else None
+        return TypeLayout("pointer", name, 8, 8, element=el)
+    if isinstance(t, T.BufferType):
+        el = type_layout(t.elem) if t.elem is not None else None
+        return TypeLayout("buffer", name, 16, 8, element=el, writable=t.writable,
+                          buffer_kind="byteaddress" if t.byte_address else "structured")
+    if isinstance(t, T.StructType):
+        fields = []
+        off = 0
+        for fname, ft in t.info.field_list():
+            s, a = T.size_align(ft)
+            off = (off + a - 1) // a * a
+            fields.append(FieldLayout(fname, off, type_layout(ft)))
+            off += s
+        return TypeLayout("struct", name, size, align, fields=fields)
+    return TypeLayout("struct", name, size, align)
+
+
+def block_layout(items: list[tuple[str, T.Type]]) -> tuple[list[FieldLayout], int]:
+    off, al = 0, 1
+    out = []
+    for name, t in items:
+        s, a = T.size_align(t)
+        off = (off + a - 1) // a * a
+        out.append(FieldLayout(name, off, type_layout(t)))
+        off += s
+        al = max(al, a)
+    return out, max(8, (off + al - 1) // al * al)

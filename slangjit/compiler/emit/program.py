@@ -1,0 +1,130 @@
+"""Assembles one translation unit: prelude, types, globals, functions and entry launchers."""
+from __future__ import annotations
+
+from ..ir import nodes as ir
+from .. import types as T
+from ..reflection import EntryPointInfo, ProgramReflection
+from ..source import error
+from .cpp import CppEmitter, block_layout, prelude_text
+
+SYSTEM_VALUES = {"sv_dispatchthreadid": "dtid", "sv_groupid": "gid", "sv_groupthreadid": "gtid",
+                 "sv_groupindex": "gindex"}
+
+
+def emit_program(functions: list[ir.Function], globals_: list[ir.GlobalVar],
+                 entries: list[tuple[ir.Function, tuple[int, int, int]]], target: str = "cpp"):
+    em = CppEmitter(target)
+    uniforms = [g for g in globals_ if g.kind == "uniform"]
+    others = [g for g in globals_ if g.kind != "uniform"]
+
+    # Globals block.
+    g_fields, g_size = block_layout([(g.slang_name, g.type) for g in uniforms])
+    g_lines = ["struct sj_Globals {"]
+    for g, fl in zip(uniforms, g_fields):
+        g_lines.append(f"    {em.ctype(g.type)} {g.name};")
+    if not uniforms:
+        g_lines.append("    char sj_unused;")
+    g_lines.append("};")
+    for g, fl in zip(uniforms, g_fields):
+        g_lines.append(f"static_assert(offsetof(sj_Globals, {g.name}) == {fl.offset}, \"layout of {g.slang_name}\");")
+    g_lines.append("static thread_local sj_Globals* sj_g;")
+
+    # Static globals (constants, groupshared, per-thread statics).
+    s_lines = []
+    for g in others:
+        ct = em.ctype(g.type)
+        init = f" = {em.expr(g.init)}" if g.init is not None else " = {}"
+        if g.kind == "const":
+            s_lines.append(f"static const {ct} {g.name}{init};")
+        else:
+            s_lines.append(f"static thread_local {ct} {g.name}{init};")
+
+    protos = [em.prototype(fn) + ";" for fn in functions]
+    for fn in functions:
+        em.function(fn)
+    body_lines = em.lines
+
+    # Entry launchers.
+    refl = ProgramReflection(globals=g_fields, globals_size=g_size)
+    launchers = []
+    for fn, numthreads in entries:
+        decl = fn.attrs.get("decl")
+        params_items = []
+        call_args = []
+        for i, p in enumerate(fn.params):
+            ap = decl.params[i] if decl is not None and i < len(decl.params) else None
+            sem = (ap.semantic or "").lower() if ap is not None else ""
+            if sem in SYSTEM_VALUES:
+                call_args.append(system_value_arg(em, SYSTEM_VALUES[sem], p.type, numthreads))
+            elif sem.startswith("sv_"):
+                raise error("E5003", f"system value '{ap.semantic}' is not supported on this target", ap.loc)
+            else:
+                params_items.append((p.name, p.type))
+                call_args.append(f"sj_P->{p.name}")
+        p_fields, p_size = block_layout(params_items)
+        sname = f"sj_Params_{fn.slang_name}"
+        lines = [f"struct {sname} {{"]
+        for name, t in params_items:
+            lines.append(f"    {em.ctype(t)} {name};")
+        if not params_items:
+            lines.append("    char sj_unused;")
+        lines.append("};")
+        for (name, _), fl in zip(params_items, p_fields):
+            lines.append(f"static_assert(offsetof({sname}, {name}) == {fl.offset}, \"layout of {name}\");")
+        nx, ny, nz = numthreads
+        symbol = f"sj_entry_{fn.slang_name}"
+        lines += [
+            f'extern "C" SJ_EXPORT void {symbol}(void* sj_gp, void* sj_pp, const uint32_t* sj_gc, uint32_t sj_begin, uint32_t sj_end)',
+            "{",
+            "    sj_g = (sj_Globals*)sj_gp;",
+            f"    const {sname}* sj_P = (const {sname}*)sj_pp;",
+            "    (void)sj_P;",
+            "    for (uint32_t sj_lin = sj_begin; sj_lin < sj_end; ++sj_lin)",
+            "    {",
+            "        uint32_t sj_gx = sj_lin % sj_gc[0], sj_rest = sj_lin / sj_gc[0];",
+            "        uint32_t sj_gy = sj_rest % sj_gc[1], sj_gz = sj_rest / sj_gc[1];",
+            f"        for (uint32_t sj_tz = 0; sj_tz < {nz}u; ++sj_tz)",
+            f"        for (uint32_t sj_ty = 0; sj_ty < {ny}u; ++sj_ty)",
+            f"        for (uint32_t sj_tx = 0; sj_tx < {nx}u; ++sj_tx)",
+            "        {",
+            f"            {fn.name}({', '.join(call_args)});",
+            "        }",
+            "    }",
+            "}",
+        ]
+        launchers.append("\n".join(lines))
+        refl.entry_points[fn.slang_name] = EntryPointInfo(fn.slang_name, symbol, numthreads, p_fields, p_size)
+
+    parts = [
+        prelude_text(),
+        "#include <cstddef>",
+        "#ifndef SJ_EXPORT\n#define SJ_EXPORT __attribute__((visibility(\"default\")))\n#endif",
+        "\n".join(em.struct_out),
+        "\n".join(g_lines),
+        "\n".join(s_lines),
+        "\n".join(protos),
+        "\n".join(body_lines),
+        "\n\n".join(launchers),
+    ]
+    return "\n\n".join(parts) + "\n", refl
+
+
+def system_value_arg(em: CppEmitter, which: str, t: T.Type, numthreads) -> str:
+    nx, ny, nz = numthreads
+    if which == "gindex":
+        # SV_GroupIndex: flattened thread index within the group.
+        v = f"(sj_tz * {nx * ny}u + sj_ty * {nx}u + sj_tx)"
+        return em.convert_str(v, T.UINT, t)
+    vecs = {
+        "dtid": f"sj::vec<uint32_t, 3>{{{{sj_gx * {nx}u + sj_tx, sj_gy * {ny}u + sj_ty, sj_gz * {nz}u + sj_tz}}}}",
+        "gid": "sj::vec<uint32_t, 3>{{sj_gx, sj_gy, sj_gz}}",
+        "gtid": "sj::vec<uint32_t, 3>{{sj_tx, sj_ty, sj_tz}}",
+    }
+    v = vecs[which]
+    if isinstance(t, T.ScalarType):
+        return em.convert_str(f"{v}[0]", T.UINT, t)
+    if isinstance(t, T.VectorType):
+        if t.n < 3:
+            v = f"sj::swizzle<{','.join(str(i) for i in range(t.n))}>({v})"
+        return em.convert_str(v, T.VectorType(T.UINT, t.n), t)
+    raise ValueError(f"bad system value type {t}")

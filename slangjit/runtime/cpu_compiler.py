@@ -1,0 +1,328 @@
+"""C++ source -> loaded shared library, with an in-memory and an on-disk cache.
+
+* Compiler: `$CXX` (may carry arguments, e.g. "ccache g++"), else `c++`, `g++`, `clang++` on PATH.
+* Flags: `BASE_FLAGS` (+ `$SLANGJIT_CXXFLAGS`).  No `-march=native`: results must not depend on
+  the machine that filled the cache, and FP contraction is switched off so g++ and clang++ agree.
+* Cache: `$SLANGJIT_CACHE_DIR`, else `$XDG_CACHE_HOME/slangjit`, else `~/.cache/slangjit`
+  (sub-folder `cpu/`).  Key = sha256(source, compiler command + resolved path + `--version`
+  output, flags).  The compiler's `--version` output is itself cached on disk, keyed by the
+  (path, size, mtime) of the compiler executable(s), so a warm start in a new process runs no
+  compiler process at all.
+* Builds go to a unique temporary file in the cache folder that is then `os.replace`d into
+  place: concurrent processes never see a partial library, and two processes building the same
+  source both succeed.  Every cached library carries a trailer (magic, length, sha256 of the
+  ELF/Mach-O bytes) appended after the image; a library whose trailer does not verify, or that
+  fails to load, is deleted and rebuilt.
+* A compiler failure is a slangjit bug (the front end accepted the program): it raises
+  `InternalCompilerError` with the compiler's first 40 lines of diagnostics; the failing source
+  is kept next to the cache as `failed-<key>.cpp`.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import os
+import shlex
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Optional
+
+BASE_FLAGS = ("-std=c++17", "-O2", "-fwrapv", "-fPIC", "-shared", "-fno-strict-aliasing",
+              "-ffp-contract=off", "-fno-math-errno")
+
+_CACHE_VERSION = b"slangjit-cpu-v1"
+_TRAILER_MAGIC = b"SJLIB\x01\x00\x00"
+_TRAILER = struct.Struct("<8sQ32s")          # magic, image length, sha256(image)
+
+
+class InternalCompilerError(RuntimeError):
+    """The system C++ compiler rejected code that slangjit generated (a slangjit bug)."""
+
+    def __init__(self, message: str, stderr: str = "", source_path: Optional[str] = None):
+        self.stderr = stderr
+        self.source_path = source_path
+        super().__init__(message)
+
+
+class CompilerNotFoundError(RuntimeError):
+    """No working C++ compiler was found."""
+
+
+# ------------------------------------------------------------------------------------------ compiler
+
+
+_compiler_lock = threading.Lock()
+_compiler_cmd: Optional[tuple[tuple[str, ...], str]] = None     # (command, $CXX it came from)
+_version_cache: dict[tuple[str, ...], str] = {}
+
+
+def find_compiler() -> tuple[str, ...]:
+    """The C++ compiler command as an argv prefix (first element resolved to an absolute path)."""
+    global _compiler_cmd
+    env = os.environ.get("CXX", "").strip()
+    cached = _compiler_cmd
+    if cached is not None and cached[1] == env:
+        return cached[0]
+    if env:
+        parts = shlex.split(env)
+        exe = shutil.which(parts[0])
+        if exe is None:
+            raise CompilerNotFoundError(f"$CXX is set to {env!r} but '{parts[0]}' was not found or is not executable")
+        cmd = (exe, *parts[1:])
+    else:
+        for name in ("c++", "g++", "clang++"):
+            exe = shutil.which(name)
+            if exe:
+                cmd = (exe,)
+                break
+        else:
+            raise CompilerNotFoundError(
+                "slangjit's CPU backend needs a C++17 compiler: none of $CXX, c++, g++, clang++ was found "
+                "on PATH (install g++ or clang++, or set CXX)")
+    _compiler_cmd = (cmd, env)
+    return cmd
+
+
+def _exe_stamp(cmd: tuple[str, ...]) -> str:
+    parts = []
+    for tok in cmd:
+        if os.path.isabs(tok) and os.path.exists(tok):
+            real = os.path.realpath(tok)
+            st = os.stat(real)
+            parts.append(f"{tok}={real}:{st.st_size}:{st.st_mtime_ns}")
+        else:
+            parts.append(tok)
+    return "\0".join(parts)
+
+
+def compiler_version(cmd: tuple[str, ...]) -> str:
+    """`cmd --version` output; cached per process and on disk (keyed by the executables' stat)."""
+    v = _version_cache.get(cmd)
+    if v is not None:
+        return v
+    stamp = _exe_stamp(cmd)
+    vfile = cache_dir() / "compilers" / (hashlib.sha256(stamp.encode()).hexdigest()[:32] + ".json")
+    try:
+        data = json.loads(vfile.read_text())
+        if data.get("stamp") == stamp:
+            _version_cache[cmd] = data["version"]
+            return data["version"]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    try:
+        p = subprocess.run([*cmd, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise CompilerNotFoundError(f"C++ compiler {' '.join(cmd)!r} cannot be run: {e}") from None
+    if p.returncode != 0:
+        raise CompilerNotFoundError(f"C++ compiler {' '.join(cmd)!r} does not work ('--version' exited with "
+                                    f"{p.returncode}): {(p.stderr or p.stdout).strip()[:500]}")
+    v = p.stdout.strip()
+    _atomic_write(vfile, json.dumps({"stamp": stamp, "version": v}).encode())
+    _version_cache[cmd] = v
+    return v
+
+
+def compile_flags() -> tuple[str, ...]:
+    extra = os.environ.get("SLANGJIT_CXXFLAGS", "").strip()
+    return BASE_FLAGS + (tuple(shlex.split(extra)) if extra else ())
+
+
+# ------------------------------------------------------------------------------------------ cache dir
+
+
+def cache_dir() -> Path:
+    """The on-disk cache folder for CPU libraries (created on demand)."""
+    d = os.environ.get("SLANGJIT_CACHE_DIR")
+    if d:
+        base = Path(d)
+    else:
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        base = Path(xdg) / "slangjit" if xdg else Path.home() / ".cache" / "slangjit"
+    p = base / "cpu"
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+        if not os.access(p, os.W_OK):
+            raise PermissionError(str(p))
+    except OSError:
+        p = Path(tempfile.gettempdir()) / f"slangjit-{os.getuid() if hasattr(os, 'getuid') else 'user'}" / "cpu"
+        p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=str(path.parent), prefix=".tmp-", suffix=path.suffix)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        _unlink(tmp)
+        raise
+
+
+def _unlink(p) -> None:
+    try:
+        os.unlink(p)
+    except OSError:
+        pass
+
+
+# ------------------------------------------------------------------------------------------ library
+
+
+_LIB_EXT = ".dylib" if sys.platform == "darwin" else ".so"
+
+
+class CpuLibrary:
+    """A loaded shared library built from C++ source."""
+
+    def __init__(self, lib: ctypes.CDLL, path: str, key: str, from_disk: bool, compile_seconds: float,
+                 load_seconds: float):
+        self.lib = lib
+        self.path = path
+        self.key = key
+        self.from_disk = from_disk              # True: found in the on-disk cache (no compiler ran)
+        self.compile_seconds = compile_seconds  # 0.0 when from the cache
+        self.load_seconds = load_seconds
+
+    def symbol(self, name: str):
+        try:
+            return self.lib[name]
+        except AttributeError:
+            raise InternalCompilerError(f"generated library {self.path} has no symbol '{name}'") from None
+
+    def __repr__(self) -> str:
+        return f"CpuLibrary({self.path!r})"
+
+
+_libs: dict[str, CpuLibrary] = {}
+_key_locks: dict[str, threading.Lock] = {}
+
+
+def library_key(source: str, cmd: Optional[tuple[str, ...]] = None, flags: Optional[tuple[str, ...]] = None) -> str:
+    cmd = find_compiler() if cmd is None else cmd
+    flags = compile_flags() if flags is None else flags
+    h = hashlib.sha256()
+    for part in (_CACHE_VERSION, source.encode("utf-8"), "\0".join(cmd).encode(), compiler_version(cmd).encode(),
+                 "\0".join(flags).encode()):
+        h.update(len(part).to_bytes(8, "little"))
+        h.update(part)
+    return h.hexdigest()
+
+
+def _verify(path: Path) -> bool:
+    """True when `path` holds a complete library written by `_build` (trailer checks out)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return False
+    if len(data) < _TRAILER.size:
+        return False
+    magic, n, digest = _TRAILER.unpack_from(data, len(data) - _TRAILER.size)
+    if magic != _TRAILER_MAGIC or n != len(data) - _TRAILER.size:
+        return False
+    return hashlib.sha256(memoryview(data)[:n]).digest() == digest
+
+
+def _build(source: str, cmd: tuple[str, ...], flags: tuple[str, ...], key: str, final: Path) -> float:
+    d = final.parent
+    fd, src_tmp = tempfile.mkstemp(dir=str(d), prefix=f".build-{key[:16]}-", suffix=".cpp")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(source)
+    fd, lib_tmp = tempfile.mkstemp(dir=str(d), prefix=f".build-{key[:16]}-", suffix=_LIB_EXT)
+    os.close(fd)
+    t0 = time.perf_counter()
+    try:
+        try:
+            p = subprocess.run([*cmd, *flags, "-o", lib_tmp, src_tmp], capture_output=True, text=True)
+        except OSError as e:
+            raise CompilerNotFoundError(f"C++ compiler {' '.join(cmd)!r} cannot be run: {e}") from None
+        if p.returncode != 0 or os.path.getsize(lib_tmp) == 0:
+            keep = d / f"failed-{key[:16]}.cpp"
+            try:
+                os.replace(src_tmp, keep)
+            except OSError:
+                keep = None
+            diag = (p.stderr or p.stdout or "").splitlines()
+            head = "\n".join(diag[:40]) + ("\n..." if len(diag) > 40 else "")
+            raise InternalCompilerError(
+                f"internal compiler error: the C++ compiler rejected slangjit's generated code "
+                f"(this is a slangjit bug; source kept at {keep}):\n"
+                f"$ {' '.join(cmd)} {' '.join(flags)}\n{head}", stderr=p.stderr, source_path=str(keep) if keep else None)
+        seconds = time.perf_counter() - t0
+        with open(lib_tmp, "rb") as f:
+            image = f.read()
+        with open(lib_tmp, "ab") as f:
+            f.write(_TRAILER.pack(_TRAILER_MAGIC, len(image), hashlib.sha256(image).digest()))
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(lib_tmp, 0o755)
+        os.replace(lib_tmp, final)
+        return seconds
+    finally:
+        _unlink(src_tmp)
+        _unlink(lib_tmp)
+
+
+def load_library(source: str) -> CpuLibrary:
+    """Compile `source` (C++) to a shared library, or find it in the cache, and load it."""
+    t0 = time.perf_counter()
+    cmd = find_compiler()
+    flags = compile_flags()
+    key = library_key(source, cmd, flags)
+    lib = _libs.get(key)
+    if lib is not None:
+        return lib
+    with _compiler_lock:
+        lock = _key_locks.setdefault(key, threading.Lock())
+    with lock:
+        lib = _libs.get(key)
+        if lib is not None:
+            return lib
+        final = cache_dir() / (key[:40] + _LIB_EXT)
+        compile_seconds = 0.0
+        from_disk = False
+        handle = None
+        if final.exists():
+            if _verify(final):
+                try:
+                    handle = ctypes.CDLL(str(final))
+                    from_disk = True
+                except OSError:
+                    handle = None
+            if handle is None:           # truncated / corrupt / foreign: rebuild
+                _unlink(final)
+        if handle is None:
+            compile_seconds = _build(source, cmd, flags, key, final)
+            try:
+                handle = ctypes.CDLL(str(final))
+            except OSError as e:
+                raise InternalCompilerError(f"cannot load the freshly built library {final}: {e}") from None
+        lib = CpuLibrary(handle, str(final), key, from_disk, compile_seconds,
+                         time.perf_counter() - t0 - compile_seconds)
+        _libs[key] = lib
+        return lib
+
+
+def _after_fork_in_child() -> None:      # a lock held by another thread at fork() would never be released
+    global _compiler_lock, _key_locks
+    _compiler_lock = threading.Lock()
+    _key_locks = {}
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def clear_memory_cache() -> None:
+    """Forget loaded libraries (they stay mapped); mainly for tests."""
+    _libs.clear()
