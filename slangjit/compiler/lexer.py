@@ -60,7 +60,7 @@ _OPERATORS = [
 _ERROR_CHARS = {"@", "$", "\\"}
 _OPERATORS = sorted((o for o in _OPERATORS if o not in _ERROR_CHARS), key=len, reverse=True)
 
-_FLOAT = r"(?:(?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+)[fFhHlL]?"
+_FLOAT = r"(?:(?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+)(?:lf|LF|[fFhHlL])?"
 _INT = r"(?:0[xX][0-9a-fA-F]+|0[bB][01]+|\d+)(?:[uUlLzZ]|ll|LL)*"
 
 _MASTER = re.compile(
@@ -70,7 +70,7 @@ _MASTER = re.compile(
     r"|(?P<bc>/\*.*?\*/)"
     r"|(?P<bcu>/\*)"
     r"|(?P<float>" + _FLOAT + r")(?![A-Za-z0-9_])"
-    r"|(?P<int>" + _INT + r")(?![A-Za-z0-9_])"
+    r"|(?P<int>" + _INT + r")(?![A-Za-z0-9_.])"
     r"|(?P<id>[A-Za-z_][A-Za-z0-9_]*)"
     r"|(?P<str>\"(?:[^\"\\\n]|\\.)*\")"
     r"|(?P<chr>'(?:[^'\\\n]|\\.)+')"
@@ -158,7 +158,10 @@ def tokenize(text: str, file: SourceFile | None = None, line: int = 1, col0: int
         elif kind == "float":
             body = s
             suf = ""
-            if body[-1] in "fFhHlL":
+            if body[-2:] in ("lf", "LF"):
+                suf = "l"
+                body = body[:-2]
+            elif body[-1] in "fFhHlL":
                 suf = body[-1].lower()
                 body = body[:-1]
             append(Token("float", s, float(body), suf, loc, bol, space))

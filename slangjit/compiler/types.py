@@ -289,7 +289,9 @@ def builtin_conforms(t: Type, iface: str) -> Optional[bool]:
     elem = t.elem if vec_ok else None
     if iface in ("__BuiltinType", "IComparable", "IRangedValue"):
         return s is not None or vec_ok or isinstance(t, EnumType)
-    if iface in ("__BuiltinArithmeticType", "IArithmetic"):
+    if iface == "__BuiltinArithmeticType":
+        return s in _FLOATS | _INTS
+    if iface == "IArithmetic":
         return (s in _FLOATS | _INTS) or (vec_ok and elem in _FLOATS | _INTS)
     if iface in ("__BuiltinSignedArithmeticType",):
         return s in _FLOATS | _SIGNED_INTS

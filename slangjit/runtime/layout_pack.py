@@ -203,6 +203,11 @@ def _write_scalar_seq(block, offset, layout: TypeLayout, n: int, value: Any, pat
 def pack_value(block, offset: int, layout: TypeLayout, value: Any, path: str, ctx: PackContext) -> None:
     """Write `value` at `block[offset:]` according to `layout`."""
     k = layout.kind
+    if k in ("scalar", "vector", "matrix") and isinstance(value, np.ndarray) and value.dtype == np.uint32 \
+            and value.ndim == 1 and layout.scalar not in ("uint32", "int32") and value.nbytes == layout.size:
+        # Raw 32-bit words (Slang's test runner `uniform(data=[...])` form) for a non-integer value.
+        _pack_raw(block, offset, layout, value, path, ctx)
+        return
     if k == "scalar":
         _write_scalar(block, offset, layout, _scalar_dtype(layout), layout.size, value, path, ctx)
     elif k == "vector":

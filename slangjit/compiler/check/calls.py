@@ -52,6 +52,8 @@ class CallsMixin:
     def scalar_cost(self, s: T.ScalarType, d: T.ScalarType) -> Optional[int]:
         if s == d:
             return 0
+        if not isinstance(s, T.ScalarType) or not isinstance(d, T.ScalarType):
+            return None
         if s.kind == "void" or d.kind == "void":
             return None
         if s.kind == "bool" or d.kind == "bool":
@@ -459,7 +461,9 @@ class CallsMixin:
     def make_call(self, fn: ir.Function, args: list, loc) -> ir.Expr:
         if fn.intrinsic is not None:
             outs = tuple(i for i, p in enumerate(fn.params) if p.direction in ("out", "inout", "ref"))
-            return ir.Intrinsic(fn.ret, fn.intrinsic, args, outs, loc=loc)
+            node = ir.Intrinsic(fn.ret, fn.intrinsic, args, outs, loc=loc)
+            node.type_args = fn.attrs.get("type_args", [])    # for `$T0` in a C++ spelling
+            return node
         return ir.Call(fn.ret, fn, args, loc=loc)
 
     # ------------------------------------------------------------------ instantiation
@@ -503,6 +507,7 @@ class CallsMixin:
         fn.attrs["decl"] = d
         fn.attrs["is_init"] = is_init
         fn.attrs["attrs"] = {a.name: a for a in d.attrs}
+        fn.attrs["type_args"] = gargs
         sym.cache[key] = fn
         if d.body is None:
             cpp = next((a for a in d.attrs if a.name == "__cpp"), None)
@@ -562,7 +567,7 @@ def fold_convert(e: ir.Expr, dst: T.ScalarType, loc) -> ir.Expr:
         v = e.value
         try:
             if dst.kind == "float":
-                return ir.Const(dst, float(v), loc=loc)
+                return ir.Const(dst, round_float(float(v), dst.bits), loc=loc)
             if dst.kind == "bool":
                 return ir.Const(dst, bool(v), loc=loc)
             if dst.kind in ("int", "uint"):
@@ -577,3 +582,17 @@ def fold_convert(e: ir.Expr, dst: T.ScalarType, loc) -> ir.Expr:
         except (OverflowError, ValueError):
             pass
     return ir.Convert(dst, e, loc=loc)
+
+
+def round_float(v: float, bits: int) -> float:
+    """The value a float literal has once stored in a `bits`-wide float."""
+    import struct
+    if bits == 32:
+        try:
+            return struct.unpack("<f", struct.pack("<f", v))[0]
+        except OverflowError:
+            return float("inf") if v > 0 else float("-inf")
+    if bits == 16:
+        import numpy as np
+        return float(np.float16(v))
+    return v

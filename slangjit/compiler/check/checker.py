@@ -433,6 +433,8 @@ class Checker(MembersMixin, CallsMixin, ExprsMixin, StmtsMixin):
             menv = Env(env, "struct")
             menv.this_type = t
             menv.add("This", TypeSym("This", t))
+            if isinstance(t, T.StructType) and t.info.env is not None:
+                menv.usings.append(t.info.env)     # extension bodies see the fields by name
             return menv
         # extension<T : IFoo> T / extension<T> Foo<T>: infer the parameters by matching.
         vars_ = {}
@@ -471,6 +473,8 @@ class Checker(MembersMixin, CallsMixin, ExprsMixin, StmtsMixin):
         menv = Env(benv, "struct")
         menv.this_type = t
         menv.add("This", TypeSym("This", t))
+        if isinstance(t, T.StructType) and t.info.env is not None:
+            menv.usings.append(t.info.env)
         return menv
 
     # ------------------------------------------------------------------ globals

@@ -9,7 +9,7 @@ from .. import ast
 from ..ir import nodes as ir
 from ..source import CompileError, Loc
 from .. import types as T
-from .calls import InitListArg, NoneExpr, fold_convert, types_eq
+from .calls import InitListArg, NoneExpr, fold_convert, round_float, types_eq
 from .members import BuiltinMethodRes, TypeLiteral
 from .scope import FuncSym, SubscriptSym
 
@@ -165,7 +165,7 @@ class ExprsMixin:
         if isinstance(e, ast.FloatLit):
             s = e.suffix.lower()
             t = T.HALF if s == "h" else T.DOUBLE if s in ("l", "lf") else T.FLOAT
-            return ir.Const(t, float(e.value), loc=loc)
+            return ir.Const(t, round_float(float(e.value), t.bits), loc=loc)
         if isinstance(e, ast.BoolLit):
             return ir.Const(T.BOOL, bool(e.value), loc=loc)
         if isinstance(e, ast.StringLit):
@@ -199,9 +199,11 @@ class ExprsMixin:
         if isinstance(e, ast.InitList):
             raise self.err("E3050", "an initializer list needs a known target type here", loc)
         if isinstance(e, ast.IsExpr):
-            x = self.expr(e.operand, ctx)
+            from .checker import TypeRes
+            res = self.resolve(e.operand, ctx)
+            xt = res.type if isinstance(res, TypeRes) else self.value_of(res, loc, ctx).type
             t = self.resolve_type(e.type, ctx)
-            return ir.Const(T.BOOL, types_eq(x.type, t), loc=loc)
+            return ir.Const(T.BOOL, types_eq(xt, t), loc=loc)
         if isinstance(e, ast.AsExpr):
             x = self.expr(e.operand, ctx)
             t = self.resolve_type(e.type, ctx)
@@ -235,7 +237,7 @@ class ExprsMixin:
         else:
             t = T.INT
             if v > 0x7FFFFFFF:
-                t = T.INT64 if v > 0xFFFFFFFF else T.INT
+                t = T.INT64          # too large for int: Slang widens the literal
         bits = t.bits
         v &= (1 << bits) - 1
         if t.kind == "int" and v >= 1 << (bits - 1):
@@ -258,6 +260,9 @@ class ExprsMixin:
 
     def call(self, e: ast.Call, ctx) -> ir.Expr:
         from .checker import GenericRes, OverloadRes, StructSym, TypeRes, ValueRes
+        if isinstance(e.callee, ast.Name) and e.callee.name == "makeTuple" and not ctx.env.lookup("makeTuple"):
+            vals = [self.expr(a, ctx) for a in e.args]
+            return ir.Construct(T.TupleType(tuple(v.type for v in vals)), vals, loc=e.loc)
         callee = self.resolve(e.callee, ctx)
         args = self.call_args(e.args, ctx)
         # Arguments keep their own source locations for diagnostics.
@@ -583,6 +588,9 @@ class ExprsMixin:
 
     def binary_op(self, op: str, a: ir.Expr, b: ir.Expr, loc: Loc, ctx) -> ir.Expr:
         ta, tb = a.type, b.type
+        if isinstance(ta, T.EnumType) and ta is tb and op in BIT_OPS and not self.has_operator("operator" + op, ctx):
+            u = ta.underlying
+            return ir.Convert(ta, ir.Binary(u, op, ir.Convert(u, a, loc=loc), ir.Convert(u, b, loc=loc), loc=loc), loc=loc)
         if isinstance(ta, (T.StructType,)) or isinstance(tb, T.StructType) or \
                 (isinstance(ta, T.EnumType) and isinstance(tb, T.EnumType) and op in ("|", "&", "^") and
                  self.has_operator("operator" + op, ctx)):

@@ -91,7 +91,8 @@ class MembersMixin:
         values: dict[str, int] = {}
         et = T.EnumType(d.name, values, under)
         sym.cache["type"] = et
-        nxt = 0
+        flags = any(a.name == "Flags" for a in d.attrs)
+        nxt = 1 if flags else 0
         for c in d.cases:
             if c.value is not None:
                 v = self.fold(self.expr(c.value, ctx))
@@ -99,7 +100,7 @@ class MembersMixin:
                     raise self.err("E2033", f"enum value '{c.name}' must be a constant integer", c.loc)
                 nxt = int(v)
             values[c.name] = nxt
-            nxt += 1
+            nxt = nxt * 2 if flags else nxt + 1
         return et
 
     # ------------------------------------------------------------------ member lookup
@@ -142,6 +143,7 @@ class MembersMixin:
             env.add("This", TypeSym("This", t))
             if isinstance(t, T.StructType) and t.info.env is not None:
                 env.usings.append(t.info.env)     # defaults call the other requirements by name
+                env.prefer_usings = True
             for m in iface.info.sym.decl.members:
                 if isinstance(m, ast.FuncDecl) and m.body is not None:
                     self.declare(m, env, owner=t)

@@ -40,7 +40,7 @@ class DeclSym(Sym):
 class FuncSym(DeclSym):
     @property
     def is_static(self) -> bool:
-        return "static" in self.decl.mods
+        return "static" in self.decl.mods or self.decl.name == "__init"
 
 
 class StructSym(DeclSym):
@@ -93,6 +93,7 @@ class Env:
         self.kind = kind              # "module" "namespace" "struct" "function" "block" "generic"
         self.names: dict[str, list[Sym]] = {}
         self.usings: list["Env"] = []
+        self.prefer_usings = False
         self.this_type: Optional[Type] = parent.this_type if parent else None
         self.module: Any = parent.module if parent else None
 
@@ -100,6 +101,12 @@ class Env:
         self.names.setdefault(name, []).append(sym)
 
     def lookup_local(self, name: str) -> list[Sym]:
+        if self.prefer_usings:
+            # Interface default bodies: the conforming type's own members win over defaults.
+            for u in self.usings:
+                f = u.lookup_local(name)
+                if f:
+                    return f
         found = self.names.get(name)
         if found:
             return found

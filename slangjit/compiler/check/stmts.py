@@ -119,6 +119,11 @@ class StmtsMixin:
             cond = self.condition(s.cond, ctx)
             then = self.sub_stmt(s.then, ctx)
             else_ = self.sub_stmt(s.else_, ctx) if s.else_ is not None else None
+            known = self.fold(cond)
+            if isinstance(known, bool):
+                # Dead-branch elimination: generic code like `if (T is float)` must not emit
+                # the branch that is ill-formed for this instantiation.
+                return then if known else (else_ if else_ is not None else None)
             return ir.If(cond, then, else_, loc=loc)
         if isinstance(s, ast.IfLet):
             val = self.expr(s.value, ctx)

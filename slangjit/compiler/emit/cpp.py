@@ -173,7 +173,8 @@ class CppEmitter:
         """Calls with out-arguments of a different type go through temporaries."""
         from ..check.calls import OutConvert
         if not any(isinstance(a, OutConvert) for a in args):
-            return make_call([self.expr(a) for a in args])
+            call = make_call([self.expr(a) for a in args])
+            return call[8:] if call.startswith("sj_void:") else call
         pre, post, parts = [], [], []
         for i, a in enumerate(args):
             if isinstance(a, OutConvert):
@@ -195,7 +196,12 @@ class CppEmitter:
 
     def x_Intrinsic(self, e):
         void = e.type == T.VOID
-        return self.with_out_temps(e.args, lambda parts: ("sj_void:" if void else "") + f"{e.name}({', '.join(parts)})")
+        name = e.name
+        if "$T" in name:
+            for i, ta in enumerate(getattr(e, "type_args", [])):
+                if isinstance(ta, T.Type):
+                    name = name.replace(f"$T{i}", self.ctype(ta))
+        return self.with_out_temps(e.args, lambda parts: ("sj_void:" if void else "") + f"{name}({', '.join(parts)})")
 
     def x_MethodCall(self, e):
         name = e.name
@@ -221,11 +227,13 @@ class CppEmitter:
         a, b = self.expr(e.lhs), self.expr(e.rhs)
         op = e.op
         s = T.scalar_of(e.lhs.type)
+        if not isinstance(e.lhs.type, (T.ScalarType, T.EnumType)):
+            s = None      # the prelude's vector/matrix operators are already safe
         if op in ("/", "%") and s is not None and s.kind in ("int", "uint"):
             return self.narrow(e.type, f"sj::{'div' if op == '/' else 'mod'}({a}, {b})")
         if op == "%" and s is not None and s.kind == "float":
             return f"sj::fmod({a}, {b})"
-        if op in ("<<", ">>"):
+        if op in ("<<", ">>") and s is not None:
             return self.narrow(e.type, f"sj::{'shl' if op == '<<' else 'shr'}({a}, {b})")
         if isinstance(e.lhs.type, T.PointerType) and op in ("+", "-") and not isinstance(e.rhs.type, T.PointerType):
             return f"({a} {op} {b})"
@@ -243,12 +251,14 @@ class CppEmitter:
             return self.assign_str(e.lhs, rhs)
         op = e.op[:-1]
         s = T.scalar_of(e.lhs.type)
+        if not isinstance(e.lhs.type, (T.ScalarType, T.EnumType)):
+            s = None
         fn = None
         if op in ("/", "%") and s is not None and s.kind in ("int", "uint"):
             fn = "sj::div" if op == "/" else "sj::mod"
         elif op == "%" and s is not None and s.kind == "float":
             fn = "sj::fmod"
-        elif op in ("<<", ">>"):
+        elif op in ("<<", ">>") and s is not None:
             fn = "sj::shl" if op == "<<" else "sj::shr"
         if fn is not None:
             lhs = self.expr(e.lhs)
