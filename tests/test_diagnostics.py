@@ -94,6 +94,6 @@ def test_diagnostic_shows_source_line_and_caret():
     with pytest.raises(CompileError) as ei:
         compile_src(src)
     lines = str(ei.value).splitlines()
-    assert lines[0].startswith("bad.slang:6:23: error E2052")
+    assert lines[0].startswith("bad.slang:5:23: error E2052")
     assert lines[1] == "    outputBuffer[0] = nope + 1;"
     assert lines[2] == " " * 22 + "^"
