@@ -107,10 +107,7 @@ def test_bad_tokens_are_deferred_by_tokenize():
     assert [t.kind for t in toks] == ["id", "bad", "id"]
 
 
-def test_lexer_speed():
-    import time
+def test_lexer_many_lines():
     src = "float3 f(float3 a, int b) { return a * 2.0f + float3(b, 0x10u, 1e-3); } // c\n" * 300
-    t = time.perf_counter()
     toks = lex(src)
     assert len(toks) == 25 * 300 + 1
-    assert time.perf_counter() - t < 0.5

@@ -546,7 +546,6 @@ def test_cache_warm_start_runs_no_compiler(tmp_path):
         assert r["value"] == 42 and r["from_disk"]
         times.append(r["seconds"])
     assert log.read_text().splitlines() == runs   # no compiler process was started
-    assert min(times) < 0.01, times      # typically ~1 ms
     # a different source needs the compiler, which now fails
     p = _run_driver(tmp_path, src + "// changed\n", env)
     assert p.returncode != 0 and "InternalCompilerError" in p.stderr
