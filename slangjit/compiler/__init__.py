@@ -29,7 +29,11 @@ class SourceSpec:
 
 def _parse(text: str, path: str, include_paths, defines):
     from .parser import parse_module
-    return parse_module(text, path, list(include_paths), defines)
+    from .frontend_cache import active_deps      # front-end cache: record the files this compile reads
+    deps = active_deps()
+    if deps is not None and os.path.isfile(path):
+        deps.append(path)
+    return parse_module(text, path, list(include_paths), defines, deps=deps)
 
 
 def core_modules() -> list:
@@ -67,6 +71,17 @@ def _defines_from_args(compiler_args) -> dict:
 def compile_program(sources: Sequence[SourceSpec], entry_points: Sequence[str], *, target: str = "cpp",
                     include_paths: Sequence[str] = (), compiler_args: Sequence[str] = (),
                     type_conformances: Sequence = ()) -> CompiledProgram:
+    # ---- front-end cache hook (frontend_cache.py): memory + disk, validated against imports/#includes ----
+    from .frontend_cache import cached_compile
+    return cached_compile(_compile_program_uncached, list(sources), list(entry_points), target=target,
+                          include_paths=include_paths, compiler_args=compiler_args,
+                          type_conformances=type_conformances)
+    # ---- end of front-end cache hook ----
+
+
+def _compile_program_uncached(sources: Sequence[SourceSpec], entry_points: Sequence[str], *, target: str = "cpp",
+                              include_paths: Sequence[str] = (), compiler_args: Sequence[str] = (),
+                              type_conformances: Sequence = ()) -> CompiledProgram:
     from .check.checker import Checker
     from .check.scope import Env, FuncSym
     from .emit.program import emit_program

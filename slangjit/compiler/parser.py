@@ -1483,14 +1483,15 @@ def parse_tokens(toks: list[Token], path: str) -> list:
     return p.parse_module()
 
 
-def parse_module(text: str, path: str, include_paths=(), defines: dict | None = None) -> ast.Module:
-    """Lex, preprocess and parse one Slang module."""
+def parse_module(text: str, path: str, include_paths=(), defines: dict | None = None,
+                 deps: list | None = None) -> ast.Module:
+    """Lex, preprocess and parse one Slang module (`deps`, if given, gets every #included file's path)."""
     old_limit = sys.getrecursionlimit()
     if old_limit < 12000:
         sys.setrecursionlimit(12000)
     p = None
     try:
-        toks = preprocess(text, path, include_paths or (), defines)
+        toks = preprocess(text, path, include_paths or (), defines, deps=deps)
         p = Parser(toks, path)
         decls = p.parse_module()
         sf = toks[-1].loc.file

@@ -83,6 +83,7 @@ class Preprocessor:
                 t.bol = False
             self.macros[str(k)] = _Macro(str(k), [], False, body, False)
         self._deffile = deffile
+        self.deps: list | None = None          # paths of #included files are appended here when set
 
     # ------------------------------------------------------------------ entry points
 
@@ -281,6 +282,8 @@ class Preprocessor:
                     break
         if path is None:
             raise _perr(f"cannot find include file '{fname}'", t.loc)
+        if self.deps is not None:
+            self.deps.append(path)
         if _norm(path) in self.once:
             return
         if self.depth >= _MAX_INCLUDE_DEPTH:
@@ -641,6 +644,10 @@ class _CondEval:
         self._fail(f"unexpected '{t.text}' in #{self.d.text} expression")
 
 
-def preprocess(text: str, path: str, include_paths=(), defines=None) -> list[Token]:
-    """Tokens of `text` after preprocessing, ending with an EOF token."""
-    return Preprocessor(include_paths, defines).run(text, path)
+def preprocess(text: str, path: str, include_paths=(), defines=None, deps: list | None = None) -> list[Token]:
+    """Tokens of `text` after preprocessing, ending with an EOF token.
+
+    `deps`, if given, gets the path of every file `#include`d (for the front-end cache)."""
+    pp = Preprocessor(include_paths, defines)
+    pp.deps = deps
+    return pp.run(text, path)

@@ -1,0 +1,313 @@
+"""Front-end cache: `compile_program(...)` results, in memory and on disk.
+
+A warm start in a new process then needs no parse / check / emit at all (and, with the
+runtime's library cache, no C++ compiler): `load_program` -> first dispatch in a few ms.
+
+* Key = sha256 over: the slangjit version, a hash of the compiler itself (every
+  `slangjit/compiler/**/*.py`, `core/*.slang`, `emit/prelude.h`; computed once per process),
+  the target, entry points, include paths (absolute), the working directory (module lookup
+  falls back to it), compiler args, type conformances, and the path and text of each source.
+* Value = the pickled `CompiledProgram` + the files the compile read besides its sources
+  (imported modules, `#include`d files) with their sha256.  On load every dependency is
+  re-hashed; any change (or a vanished file) is a miss and the entry is rebuilt.
+* Disk: `<runtime cache dir>/frontend/<key>.pkl` (`slangjit.runtime.cpu_compiler.cache_dir()`,
+  i.e. under `$SLANGJIT_CACHE_DIR`).  Entries are written atomically (temp file + os.replace) and
+  carry a header (magic, payload length, sha256 of the payload); a truncated or corrupt entry
+  is ignored and rewritten.
+* `SLANGJIT_NO_FRONTEND_CACHE=1` disables both the memory and the disk cache.
+* Dependencies are collected while compiling: `compile_program`'s `_parse` appends every file it
+  parses (imported modules) and passes the list to `parser.parse_module(..., deps=)` which
+  appends every `#include`d file.  The list in use is held in a ContextVar (`active_deps()`).
+"""
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import os
+import struct
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+_FORMAT = b"slangjit-frontend-v1"
+_MAGIC = b"SJFE\x01\x00\x00\x00"
+_HEADER = struct.Struct("<8sQ32s")         # magic, payload length, sha256(payload)
+_MEMORY_LIMIT = 256                         # entries kept in memory
+
+_COMPILER_DIR = os.path.dirname(os.path.abspath(__file__))
+
+_deps_var: contextvars.ContextVar[Optional[list]] = contextvars.ContextVar("slangjit_frontend_deps", default=None)
+_compiler_hash: Optional[bytes] = None
+_memory: dict[str, object] = {}
+_lock = threading.Lock()
+
+stats = {"memory_hits": 0, "disk_hits": 0, "misses": 0, "stores": 0, "corrupt": 0, "stale": 0}
+
+
+def enabled() -> bool:
+    return os.environ.get("SLANGJIT_NO_FRONTEND_CACHE", "").strip() not in ("1", "true", "yes", "on")
+
+
+def active_deps() -> Optional[list]:
+    """The dependency list of the compile in progress on this thread (None outside compile_program)."""
+    return _deps_var.get()
+
+
+# ------------------------------------------------------------------------------------------ keys
+
+
+def compiler_hash() -> bytes:
+    """sha256 of the compiler's own files (once per process)."""
+    global _compiler_hash
+    h = _compiler_hash
+    if h is not None:
+        return h
+    files = []                               # (relative path, absolute path)
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        try:
+            it = list(os.scandir(os.path.join(_COMPILER_DIR, rel) if rel else _COMPILER_DIR))
+        except OSError:
+            continue
+        for e in it:
+            r = rel + "/" + e.name if rel else e.name
+            if e.is_dir():
+                if e.name != "__pycache__" and not e.name.startswith("."):
+                    stack.append(r)
+            elif e.name.endswith(".py") or (rel == "core" and e.name.endswith(".slang")) or \
+                    (rel == "emit" and e.name == "prelude.h"):
+                files.append((r, e.path))
+    files.sort()
+    d = hashlib.sha256()
+    for rel, p in files:
+        try:
+            with open(p, "rb") as f:
+                data = f.read()
+        except OSError:
+            data = b"<unreadable>"
+        b = rel.encode()
+        d.update(len(b).to_bytes(8, "little") + b)
+        d.update(len(data).to_bytes(8, "little") + data)
+    _compiler_hash = d.digest()
+    return _compiler_hash
+
+
+def _version() -> str:
+    try:
+        from slangjit import __version__
+        return __version__
+    except Exception:  # noqa: BLE001
+        return "?"
+
+
+def _source_parts(sources) -> Optional[list]:
+    """(path, text) of each source; None when a file cannot be read (let the compiler report it)."""
+    out = []
+    for s in sources:
+        if s.text is not None:
+            out.append(("text", s.name or "", s.path or "", s.text))
+        else:
+            try:
+                with open(s.path, encoding="utf-8") as f:
+                    text = f.read()
+            except (OSError, UnicodeDecodeError, TypeError):
+                return None
+            out.append(("file", s.name or "", os.path.abspath(s.path), text))
+    return out
+
+
+def make_key(sources, entry_points, target, include_paths, compiler_args, type_conformances) -> Optional[str]:
+    parts = _source_parts(sources)
+    if parts is None:
+        return None
+    try:
+        tcs = repr([tuple(tc) if isinstance(tc, (list, tuple)) else tc for tc in type_conformances or ()])
+    except Exception:  # noqa: BLE001
+        return None
+    if " at 0x" in tcs:                     # objects without a stable repr: do not cache
+        return None
+    h = hashlib.sha256()
+
+    def put(x) -> None:
+        b = x if isinstance(x, bytes) else str(x).encode("utf-8", "surrogatepass")
+        h.update(len(b).to_bytes(8, "little"))
+        h.update(b)
+
+    put(_FORMAT)
+    put(_version())
+    put(compiler_hash())
+    put(target)
+    put("\0".join(entry_points))
+    put("\0".join(os.path.abspath(str(p)) for p in include_paths or ()))
+    put(os.getcwd())
+    put("\0".join(str(a) for a in compiler_args or ()))
+    put(tcs)
+    put(len(parts))
+    for kind, name, path, text in parts:
+        put(kind)
+        put(name)
+        put(path)
+        put(text)
+    return h.hexdigest()
+
+
+# ------------------------------------------------------------------------------------------ storage
+
+
+def cache_folder() -> Path:
+    from slangjit.runtime.cpu_compiler import cache_dir
+    return cache_dir() / "frontend"
+
+
+def _entry_path(key: str) -> Path:
+    return cache_folder() / (key[:48] + ".pkl")
+
+
+def _file_sha(path: str) -> Optional[str]:
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def _deps_valid(deps) -> bool:
+    for path, digest in deps:
+        if _file_sha(path) != digest:
+            return False
+    return True
+
+
+def _read_disk(key: str):
+    p = _entry_path(key)
+    try:
+        with open(p, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    try:
+        if len(data) < _HEADER.size:
+            raise ValueError("short")
+        magic, n, digest = _HEADER.unpack_from(data, 0)
+        payload = memoryview(data)[_HEADER.size:]
+        if magic != _MAGIC or n != len(payload) or hashlib.sha256(payload).digest() != digest:
+            raise ValueError("bad header")
+        import pickle
+        entry = pickle.loads(payload)
+        if not isinstance(entry, dict) or entry.get("key") != key:
+            raise ValueError("bad entry")
+        entry["program"], entry["deps"]   # noqa: B018  (KeyError -> corrupt)
+    except Exception:  # noqa: BLE001  (corrupt / truncated / foreign: drop it, it will be rewritten)
+        stats["corrupt"] += 1
+        try:
+            os.unlink(p)
+        except OSError:
+            pass
+        return None
+    return entry
+
+
+def _write_disk(key: str, entry: dict) -> None:
+    import pickle
+    import tempfile
+    payload = pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL)
+    data = _HEADER.pack(_MAGIC, len(payload), hashlib.sha256(payload).digest()) + payload
+    final = _entry_path(key)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=str(final.parent), prefix=".tmp-", suffix=".pkl")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, final)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _remember(key: str, entry: dict) -> None:
+    with _lock:
+        if len(_memory) >= _MEMORY_LIMIT:
+            _memory.pop(next(iter(_memory)))
+        _memory[key] = entry
+
+
+def _hit(entry: dict, seconds: float, where: str):
+    import copy
+    prog = copy.copy(entry["program"])
+    prog.timings = {"frontend_cache": seconds}
+    prog.cached_timings = dict(entry["program"].timings)   # the stages of the compile that filled the entry
+    prog.frontend_cache = where
+    return prog
+
+
+def clear_memory_cache() -> None:
+    with _lock:
+        _memory.clear()
+
+
+# ------------------------------------------------------------------------------------------ the hook
+
+
+def _normalize_deps(raw: Sequence[str], key_paths: set) -> Optional[list]:
+    out = {}
+    for p in raw:
+        try:
+            ap = os.path.realpath(p)
+        except (OSError, TypeError, ValueError):
+            return None
+        if ap in out or ap in key_paths or ap.startswith(_COMPILER_DIR + os.sep):
+            continue                        # sources are in the key; the compiler's files are in compiler_hash
+        digest = _file_sha(ap)
+        if digest is None:
+            return None
+        out[ap] = digest
+    return sorted(out.items())
+
+
+def cached_compile(compile_fn: Callable, sources, entry_points, *, target, include_paths, compiler_args,
+                   type_conformances):
+    """Run `compile_fn(sources, entry_points, target=..., ...)` through the cache."""
+    kwargs = dict(target=target, include_paths=include_paths, compiler_args=compiler_args,
+                  type_conformances=type_conformances)
+    if not enabled():
+        return compile_fn(sources, entry_points, **kwargs)
+    t0 = time.perf_counter()
+    key = make_key(sources, list(entry_points), target, include_paths, compiler_args, type_conformances)
+    if key is None:
+        return compile_fn(sources, entry_points, **kwargs)
+    entry = _memory.get(key)
+    if entry is not None and _deps_valid(entry["deps"]):
+        stats["memory_hits"] += 1
+        return _hit(entry, time.perf_counter() - t0, "memory")
+    entry = _read_disk(key)
+    if entry is not None:
+        if _deps_valid(entry["deps"]):
+            stats["disk_hits"] += 1
+            _remember(key, entry)
+            return _hit(entry, time.perf_counter() - t0, "disk")
+        stats["stale"] += 1
+    stats["misses"] += 1
+
+    deps: list = []
+    token = _deps_var.set(deps)
+    try:
+        prog = compile_fn(sources, entry_points, **kwargs)
+    finally:
+        _deps_var.reset(token)
+    key_paths = {os.path.realpath(s.path) for s in sources if s.text is None and s.path}
+    norm = _normalize_deps(deps, key_paths)
+    if norm is None:
+        return prog
+    entry = {"key": key, "program": prog, "deps": norm}
+    try:
+        _write_disk(key, entry)
+        stats["stores"] += 1
+    except Exception:  # noqa: BLE001  (unpicklable / read-only disk: keep the memory entry only)
+        pass
+    _remember(key, entry)
+    return prog
