@@ -217,6 +217,8 @@ def _finish(checker):
     done_structs = set()
     while True:
         checker.check_pending_bodies()
+        if checker._autodiff is not None and checker._autodiff.run_pending():
+            continue
         new = [s for s in checker.structs if id(s) not in done_structs]
         if not new:
             break

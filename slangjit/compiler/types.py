@@ -227,6 +227,16 @@ class OptionalType(Type):
 
 
 @dataclass(frozen=True)
+class PairType(Type):
+    """DifferentialPair<T>: the primal and its differential, fields `p` and `d`."""
+    primal: Type
+    diff: Type
+
+    def __str__(self):
+        return f"DifferentialPair<{self.primal}>"
+
+
+@dataclass(frozen=True)
 class StringType(Type):
     def __str__(self):
         return "String"
@@ -273,6 +283,8 @@ def contains_vars(t: Any) -> bool:
         return any(contains_vars(a) for a in t.args)
     if isinstance(t, TupleType):
         return any(contains_vars(a) for a in t.elems)
+    if isinstance(t, PairType):
+        return contains_vars(t.primal)
     return False
 
 
@@ -347,6 +359,8 @@ def size_align(t: Type) -> tuple[int, int]:
             off = (off + a - 1) // a * a + s
             al = max(al, a)
         return (off + al - 1) // al * al, al
+    if isinstance(t, PairType):
+        return size_align(TupleType((t.primal, t.diff)))
     if isinstance(t, OptionalType):
         s, a = size_align(t.elem)
         off = (s + 0) + 1

@@ -250,6 +250,8 @@ class CallsMixin:
                     pat.info.sym is act.info.sym:
                 return all(self.unify(p, a, b) for p, a in zip(pat.args, act.args))
             return pat is act or not T.contains_vars(pat)
+        if isinstance(pat, T.PairType):
+            return isinstance(act, T.PairType) and self.unify(pat.primal, act.primal, b)
         if isinstance(pat, T.TupleType):
             return isinstance(act, T.TupleType) and len(pat.elems) == len(act.elems) and \
                 all(self.unify(p, a, b) for p, a in zip(pat.elems, act.elems))
@@ -396,6 +398,16 @@ class CallsMixin:
                 return cand
         return None
 
+    def pick_function(self, ores, args: list, loc: Loc):
+        """The function instance a call with these arguments would use (no call built)."""
+        matches = [m for m in (self.match_candidate(c, ores, args, loc) for c in ores.cands
+                               if isinstance(c, FuncSym)) if m is not None]
+        if not matches:
+            arg_desc = ", ".join("{...}" if isinstance(a, InitListArg) else str(a.type) for a in args)
+            raise self.err("E3010", f"no overload of '{ores.name}' matches arguments ({arg_desc})", loc)
+        matches.sort(key=lambda m: m.cost)
+        return self.instantiate_function(matches[0].sym, matches[0].type_args, loc), matches[0]
+
     def resolve_overload(self, ores, args: list, loc: Loc, ctx) -> ir.Expr:
         matches = []
         for cand in ores.cands:
@@ -462,6 +474,7 @@ class CallsMixin:
         if fn.intrinsic is not None:
             outs = tuple(i for i, p in enumerate(fn.params) if p.direction in ("out", "inout", "ref"))
             node = ir.Intrinsic(fn.ret, fn.intrinsic, args, outs, loc=loc)
+            node.func = fn
             node.type_args = fn.attrs.get("type_args", [])    # for `$T0` in a C++ spelling
             return node
         return ir.Call(fn.ret, fn, args, loc=loc)

@@ -23,6 +23,7 @@ from .calls import CallsMixin
 from .exprs import ExprsMixin
 from .members import MembersMixin
 from .stmts import StmtsMixin
+from .diffs import DiffsMixin
 
 _uid = itertools.count(1)
 
@@ -61,7 +62,7 @@ class InterfaceInstance:
         self.bases: list[T.InterfaceType] = []
 
 
-class Checker(MembersMixin, CallsMixin, ExprsMixin, StmtsMixin):
+class Checker(DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, StmtsMixin):
     def __init__(self):
         self.core_env = Env(kind="module")
         self.extensions: list[tuple[ast.ExtensionDecl, Env]] = []
@@ -75,6 +76,15 @@ class Checker(MembersMixin, CallsMixin, ExprsMixin, StmtsMixin):
         self.module_loader = None                 # callable(name, is_path, loc, from_path) -> ast.Module
         self._ext_cache: dict = {}
         self._depth = 0
+        self.deriv_of: list = []          # (FuncSym g, "ForwardDerivativeOf"/..., target expr)
+        self._autodiff = None
+
+    @property
+    def autodiff(self):
+        if self._autodiff is None:
+            from ..autodiff import AutoDiff
+            self._autodiff = AutoDiff(self)
+        return self._autodiff
 
     # ------------------------------------------------------------------ diagnostics
 
@@ -97,7 +107,11 @@ class Checker(MembersMixin, CallsMixin, ExprsMixin, StmtsMixin):
 
     def declare(self, d: ast.Decl, env: Env, owner: Optional[T.Type] = None):
         if isinstance(d, ast.FuncDecl):
-            env.add(d.name, FuncSym(d, env, owner))
+            fs = FuncSym(d, env, owner)
+            env.add(d.name, fs)
+            for a in d.attrs:
+                if a.name in ("ForwardDerivativeOf", "BackwardDerivativeOf", "PrimalSubstituteOf") and a.args:
+                    self.deriv_of.append((fs, a.name, a.args[0]))
         elif isinstance(d, ast.StructDecl):
             env.add(d.name, StructSym(d, env, owner))
         elif isinstance(d, ast.InterfaceDecl):
@@ -227,6 +241,9 @@ class Checker(MembersMixin, CallsMixin, ExprsMixin, StmtsMixin):
         if name == "Optional":
             need(1)
             return T.OptionalType(self.as_type_arg(args[0], loc))
+        if name == "DifferentialPair":
+            need(1)
+            return self.pair_type(self.as_type_arg(args[0], loc), loc)
         if name == "Array":
             need(2)
             return T.ArrayType(self.as_type_arg(args[0], loc), self.as_count(args[1], loc))

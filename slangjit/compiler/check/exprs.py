@@ -18,7 +18,7 @@ BUILTIN_IFACES = {"__BuiltinType", "__BuiltinArithmeticType", "__BuiltinSignedAr
                   "__BuiltinRealType", "IArithmetic", "IInteger", "IFloat", "IComparable", "ILogical",
                   "IDifferentiable", "IDefaultInitializable", "IRangedValue"}
 BUILTIN_GENERICS = {"vector", "matrix", "Atomic", "Ptr", "ConstantBuffer", "ParameterBlock", "Tuple",
-                    "Optional", "Array"}
+                    "Optional", "Array", "DifferentialPair"}
 ARITH_OPS = {"+", "-", "*", "/", "%"}
 BIT_OPS = {"&", "|", "^"}
 CMP_OPS = {"==", "!=", "<", ">", "<=", ">="}
@@ -260,6 +260,9 @@ class ExprsMixin:
 
     def call(self, e: ast.Call, ctx) -> ir.Expr:
         from .checker import GenericRes, OverloadRes, StructSym, TypeRes, ValueRes
+        special = self.special_call(e, ctx)
+        if special is not None:
+            return special
         if isinstance(e.callee, ast.Name) and e.callee.name == "makeTuple" and not ctx.env.lookup("makeTuple"):
             vals = [self.expr(a, ctx) for a in e.args]
             return ir.Construct(T.TupleType(tuple(v.type for v in vals)), vals, loc=e.loc)
@@ -277,6 +280,9 @@ class ExprsMixin:
             return self.resolve_overload(callee, args, e.loc, ctx)
         if isinstance(callee, BuiltinMethodRes):
             return self.call_builtin_method(callee, args, e.loc, ctx)
+        from .diffs import DiffStaticRes
+        if isinstance(callee, DiffStaticRes):
+            return self.call_diff_static(callee, args, e.loc, ctx)
         if isinstance(callee, ValueRes) and isinstance(callee.expr.type, T.StructType):
             syms = self.member_syms(callee.expr.type, "operator()")
             if syms:
@@ -310,6 +316,12 @@ class ExprsMixin:
             return ir.Construct(t, [self.coerce_arg(args[0], t.elem, ctx)], loc=loc)
         if isinstance(t, T.TupleType):
             return ir.Construct(t, [self.coerce_arg(a, et, ctx) for a, et in zip(args, t.elems)], loc=loc)
+        if isinstance(t, T.PairType):
+            if len(args) not in (1, 2):
+                raise self.err("E3030", "DifferentialPair takes (primal) or (primal, differential)", loc)
+            p = self.coerce_arg(args[0], t.primal, ctx)
+            d = self.coerce_arg(args[1], t.diff, ctx) if len(args) == 2 else ir.Construct(t.diff, [], loc=loc)
+            return ir.Construct(t, [p, d], loc=loc)
         if isinstance(t, T.EnumType) and len(args) == 1:
             return self.explicit_convert(args[0], t, loc, ctx)
         if isinstance(t, T.PointerType) and len(args) == 1:

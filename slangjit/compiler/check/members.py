@@ -164,6 +164,9 @@ class MembersMixin:
     def member(self, obj: Optional[ir.Expr], t: T.Type, name: str, loc: Loc, ctx, arrow: bool = False):
         """obj.name (obj given) or Type.name (obj None)."""
         from .checker import OverloadRes, TypeRes, ValueRes
+        dres = self.diff_member(obj, t, name, loc) if not isinstance(t, T.PointerType) else None
+        if dres is not None:
+            return dres
         if obj is not None and isinstance(t, T.PointerType):
             inner = ir.Deref(t.elem, obj, loc=loc)
             return self.member(inner, t.elem, name, loc, ctx)
@@ -370,6 +373,9 @@ class MembersMixin:
                 return ir.MethodCall(e, obj, "compareExchange", [arg(0, e), arg(1, e)], loc=loc)
         if isinstance(t, T.OptionalType) and name == "hasValue":
             return ir.Field(T.BOOL, obj, "hasValue", loc=loc)
+        if isinstance(t, T.PairType) and name in ("getPrimal", "getDifferential"):
+            nargs(0)
+            return ir.Field(t.primal, obj, "p", loc=loc) if name == "getPrimal" else ir.Field(t.diff, obj, "d", loc=loc)
         raise self.err("E2040", f"'{t}' has no member named '{name}'", loc)
 
 

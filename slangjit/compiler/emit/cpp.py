@@ -72,7 +72,7 @@ class CppEmitter:
         if isinstance(t, T.StructType):
             self.ensure_struct(t)
             return t.info.c_name
-        if isinstance(t, (T.TupleType, T.OptionalType)):
+        if isinstance(t, (T.TupleType, T.OptionalType, T.PairType)):
             return self.ensure_aux(t)
         if isinstance(t, T.StringType):
             return "const char*"
@@ -101,6 +101,8 @@ class CppEmitter:
         self.aux_structs[key] = name
         if isinstance(t, T.TupleType):
             fields = [f"    {self.ctype(e)} _{i} = {{}};" for i, e in enumerate(t.elems)]
+        elif isinstance(t, T.PairType):
+            fields = [f"    {self.ctype(t.primal)} p = {{}};", f"    {self.ctype(t.diff)} d = {{}};"]
         else:
             fields = [f"    {self.ctype(t.elem)} value = {{}};", "    bool hasValue = false;"]
         self.struct_out.append(f"struct {name} {{\n" + "\n".join(fields) + "\n};")
@@ -303,6 +305,8 @@ class CppEmitter:
             return f"{ct}{{{{{self.args_str(e.args)}}}}}"
         if isinstance(t, T.OptionalType):
             return f"{ct}{{{self.expr(e.args[0])}, true}}"
+        if isinstance(t, T.PairType) and len(e.args) == 1:
+            return f"{ct}{{{self.expr(e.args[0])}, {{}}}}"
         if isinstance(t, (T.ScalarType, T.EnumType)):
             return f"(({ct})({self.expr(e.args[0])}))"
         return f"{ct}{{{self.args_str(e.args)}}}"
@@ -342,6 +346,9 @@ class CppEmitter:
         self.lines = saved
         res = self.expr(e.result) if e.result is not None else ""
         return f"[&]() {{ {body} return {res}; }}()"
+
+    def x_Detach(self, e):
+        return self.expr(e.operand)
 
     def x_NoneExpr(self, e):
         return "{}"

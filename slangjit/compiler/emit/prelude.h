@@ -33,17 +33,94 @@
 //     section below so a CUDA flavour only has to swap that block.
 #pragma once
 
+#if !defined(__CUDACC_RTC__)
 #include <cstdint>
 #include <cstring>
 #include <cstdio>
 #include <cmath>
 #include <type_traits>
 #include <utility>
+#else
+// ---------------------------------------------------------------------------- CUDA (NVRTC)
+// NVRTC has no C++ standard library headers: the few pieces this file uses are defined here
+// (fixed-width integers, <type_traits> subset, offsetof, INT64_C).  memcpy/memset/printf and
+// the C math functions are NVRTC built-ins.  cuda_fp16.h comes from the nvidia-cuda-runtime
+// wheel's include directory (the runtime passes it with --include-path).
+typedef signed char int8_t;
+typedef short int16_t;
+typedef int int32_t;
+typedef long long int64_t;
+typedef unsigned char uint8_t;
+typedef unsigned short uint16_t;
+typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+typedef unsigned long long uintptr_t;
+typedef long long intptr_t;
+#ifndef INT64_C
+#define INT64_C(c) c##LL
+#define UINT64_C(c) c##ULL
+#endif
+#ifndef offsetof
+#define offsetof(T, m) __builtin_offsetof(T, m)
+#endif
+namespace std {
+template <class T, T v> struct integral_constant {
+    static constexpr T value = v;
+    typedef T value_type;
+    constexpr operator T() const { return v; }
+};
+typedef integral_constant<bool, true> true_type;
+typedef integral_constant<bool, false> false_type;
+template <class A, class B> struct is_same : false_type {};
+template <class A> struct is_same<A, A> : true_type {};
+template <bool C, class T = void> struct enable_if {};
+template <class T> struct enable_if<true, T> { typedef T type; };
+template <bool C, class A, class B> struct conditional { typedef A type; };
+template <class A, class B> struct conditional<false, A, B> { typedef B type; };
+template <class T> struct remove_cv { typedef T type; };
+template <class T> struct remove_cv<const T> { typedef T type; };
+template <class T> struct remove_cv<volatile T> { typedef T type; };
+template <class T> struct remove_cv<const volatile T> { typedef T type; };
+namespace sj_detail {
+template <class T> struct is_int_base : false_type {};
+#define SJ_STD_INT(T) template <> struct is_int_base<T> : true_type {};
+SJ_STD_INT(bool) SJ_STD_INT(char) SJ_STD_INT(signed char) SJ_STD_INT(unsigned char) SJ_STD_INT(short)
+SJ_STD_INT(unsigned short) SJ_STD_INT(int) SJ_STD_INT(unsigned int) SJ_STD_INT(long) SJ_STD_INT(unsigned long)
+SJ_STD_INT(long long) SJ_STD_INT(unsigned long long)
+#undef SJ_STD_INT
+template <class T> struct is_fp_base : false_type {};
+template <> struct is_fp_base<float> : true_type {};
+template <> struct is_fp_base<double> : true_type {};
+template <> struct is_fp_base<long double> : true_type {};
+template <class T> struct mk_unsigned { typedef T type; };
+template <> struct mk_unsigned<char> { typedef unsigned char type; };
+template <> struct mk_unsigned<signed char> { typedef unsigned char type; };
+template <> struct mk_unsigned<short> { typedef unsigned short type; };
+template <> struct mk_unsigned<int> { typedef unsigned int type; };
+template <> struct mk_unsigned<long> { typedef unsigned long type; };
+template <> struct mk_unsigned<long long> { typedef unsigned long long type; };
+}  // namespace sj_detail
+template <class T> struct is_integral : sj_detail::is_int_base<typename remove_cv<T>::type> {};
+template <class T> struct is_floating_point : sj_detail::is_fp_base<typename remove_cv<T>::type> {};
+template <class T> struct is_arithmetic
+    : integral_constant<bool, is_integral<T>::value || is_floating_point<T>::value> {};
+template <class T> struct is_signed
+    : integral_constant<bool, is_arithmetic<T>::value && (T(-1) < T(0))> {};
+template <class T> struct make_unsigned { typedef typename sj_detail::mk_unsigned<typename remove_cv<T>::type>::type type; };
+template <class T> struct is_trivially_copyable : integral_constant<bool, __is_trivially_copyable(T)> {};
+template <class T> struct is_standard_layout : integral_constant<bool, __is_standard_layout(T)> {};
+}  // namespace std
+#endif
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#include <cuda_fp16.h>
+#endif
 
 // ============================================================================ backend
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #define SJ_CUDA 1
-#define SJ_FN __host__ __device__ inline
+// Device-only: the generated code is never run on the host, and wave / atomic intrinsics are
+// __device__ functions (a __host__ __device__ caller would be diagnosed by nvcc's host pass).
+#define SJ_FN __device__ inline
 #else
 #define SJ_CUDA 0
 #define SJ_FN inline
@@ -93,7 +170,118 @@
 // 4-byte word access that covers a lone 2-byte half.
 #define SJ_LAUNDER_PTR(p) __asm__("" : "+r"(p))
 #else
-// The CUDA flavour defines SJ_ATOMIC_* (atomicCAS / atomicAdd ...) before this point.
+// CUDA: the same primitives on atomicCAS / atomicAdd / ... (device scope, relaxed: CUDA's
+// atomic* functions; a __threadfence() is not implied).  Operands of 1 or 2 bytes that have no
+// native instruction use a compare-exchange on the aligned 32-bit word that contains them.
+namespace sj_cuda {
+template <class T> __device__ inline uint64_t to_bits(const T& x) {
+    if constexpr (sizeof(T) == 8) { uint64_t u; memcpy(&u, &x, 8); return u; }
+    else if constexpr (sizeof(T) == 4) { uint32_t u; memcpy(&u, &x, 4); return u; }
+    else if constexpr (sizeof(T) == 2) { uint16_t u; memcpy(&u, &x, 2); return u; }
+    else { uint8_t u; memcpy(&u, &x, 1); return u; }
+}
+template <class T> __device__ inline T from_bits(uint64_t u) {
+    T x;
+    if constexpr (sizeof(T) == 8) { memcpy(&x, &u, 8); }
+    else if constexpr (sizeof(T) == 4) { const uint32_t w = uint32_t(u); memcpy(&x, &w, 4); }
+    else if constexpr (sizeof(T) == 2) { const uint16_t w = uint16_t(u); memcpy(&x, &w, 2); }
+    else { const uint8_t w = uint8_t(u); memcpy(&x, &w, 1); }
+    return x;
+}
+template <class T> __device__ inline void load(T* p, T* out) {
+    static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8, "atomic operand size");
+    if constexpr (sizeof(T) == 8) *out = from_bits<T>(*(volatile unsigned long long*)p);
+    else if constexpr (sizeof(T) == 4) *out = from_bits<T>(*(volatile unsigned int*)p);
+    else if constexpr (sizeof(T) == 2) *out = from_bits<T>(*(volatile unsigned short*)p);
+    else *out = from_bits<T>(*(volatile unsigned char*)p);
+}
+// Compare-exchange of a 1- or 2-byte value through its containing aligned 32-bit word.
+template <class T> __device__ inline bool cas_sub(T* p, T* expected, T* desired) {
+    const unsigned long long a = (unsigned long long)p;
+    unsigned int* w = (unsigned int*)(a & ~3ull);
+    const unsigned sh = unsigned(a & 3ull) * 8u;
+    const unsigned m = (sizeof(T) == 2 ? 0xFFFFu : 0xFFu) << sh;
+    const unsigned e = unsigned(to_bits(*expected)) << sh, d = unsigned(to_bits(*desired)) << sh;
+    unsigned old = *(volatile unsigned int*)w;
+    while (true) {
+        if ((old & m) != e) { *expected = from_bits<T>((old & m) >> sh); return false; }
+        const unsigned prev = atomicCAS(w, old, (old & ~m) | d);
+        if (prev == old) return true;
+        old = prev;
+    }
+}
+template <class T> __device__ inline bool cas(T* p, T* expected, T* desired) {
+    if constexpr (sizeof(T) == 8) {
+        const unsigned long long e = to_bits(*expected);
+        const unsigned long long o = atomicCAS((unsigned long long*)p, e, (unsigned long long)to_bits(*desired));
+        if (o == e) return true;
+        *expected = from_bits<T>(o);
+        return false;
+    } else if constexpr (sizeof(T) == 4) {
+        const unsigned e = unsigned(to_bits(*expected));
+        const unsigned o = atomicCAS((unsigned int*)p, e, unsigned(to_bits(*desired)));
+        if (o == e) return true;
+        *expected = from_bits<T>(o);
+        return false;
+    } else {
+        return cas_sub(p, expected, desired);
+    }
+}
+template <class T, class F> __device__ inline T cas_loop(T* p, F f) {
+    T old;
+    load(p, &old);
+    T nv;
+    do { nv = f(old); } while (!cas(p, &old, &nv));
+    return old;
+}
+// Integer fetch-ops: native for 32/64-bit operands (signed values go through the unsigned
+// instruction: two's complement wrap-around is the same), a CAS loop for 8/16-bit ones.
+#define SJ_CUDA_FETCH(NAME, NATIVE, EXPR)                                                          \
+    template <class T> __device__ inline T NAME(T* p, T v) {                                       \
+        if constexpr (sizeof(T) == 4) return T(NATIVE((unsigned int*)p, (unsigned int)v));         \
+        else if constexpr (sizeof(T) == 8)                                                         \
+            return T(NATIVE((unsigned long long*)p, (unsigned long long)v));                       \
+        else return cas_loop(p, [&](T a) { return T(EXPR); });                                     \
+    }
+SJ_CUDA_FETCH(fetch_add, atomicAdd, a + v)
+SJ_CUDA_FETCH(fetch_and, atomicAnd, a & v)
+SJ_CUDA_FETCH(fetch_or, atomicOr, a | v)
+SJ_CUDA_FETCH(fetch_xor, atomicXor, a ^ v)
+SJ_CUDA_FETCH(exchange, atomicExch, v)
+#undef SJ_CUDA_FETCH
+template <class T> __device__ inline T fetch_sub(T* p, T v) { return fetch_add(p, T(T(0) - v)); }
+template <class T> __device__ inline void store(T* p, T* v) {
+    if constexpr (sizeof(T) >= 4) (void)exchange((typename std::conditional<sizeof(T) == 8, unsigned long long, unsigned int>::type*)p,
+                                                 (typename std::conditional<sizeof(T) == 8, unsigned long long, unsigned int>::type)to_bits(*v));
+    else (void)cas_loop(p, [&](T) { return *v; });
+}
+// Native floating-point add (sm_60+ double, sm_70+ half) and integer min/max.
+template <class T> __device__ inline T add_fp(T* p, T v) { return atomicAdd(p, v); }
+template <class T> __device__ inline bool minmax_native(T*) {
+    return std::is_integral<T>::value && (sizeof(T) == 4 || sizeof(T) == 8);
+}
+template <class T> __device__ inline T min_int(T* p, T v) {
+    typedef typename std::conditional<sizeof(T) == 8,
+        typename std::conditional<std::is_signed<T>::value, long long, unsigned long long>::type,
+        typename std::conditional<std::is_signed<T>::value, int, unsigned int>::type>::type N;
+    return T(atomicMin((N*)p, N(v)));
+}
+template <class T> __device__ inline T max_int(T* p, T v) {
+    typedef typename std::conditional<sizeof(T) == 8,
+        typename std::conditional<std::is_signed<T>::value, long long, unsigned long long>::type,
+        typename std::conditional<std::is_signed<T>::value, int, unsigned int>::type>::type N;
+    return T(atomicMax((N*)p, N(v)));
+}
+}  // namespace sj_cuda
+#define SJ_ATOMIC_LOAD(p, out) ::sj_cuda::load((p), (out))
+#define SJ_ATOMIC_STORE(p, v) ::sj_cuda::store((p), (v))
+#define SJ_ATOMIC_CAS(p, expected, desired) ::sj_cuda::cas((p), (expected), (desired))
+#define SJ_ATOMIC_FETCH_ADD(p, v) ::sj_cuda::fetch_add((p), (v))
+#define SJ_ATOMIC_FETCH_SUB(p, v) ::sj_cuda::fetch_sub((p), (v))
+#define SJ_ATOMIC_FETCH_AND(p, v) ::sj_cuda::fetch_and((p), (v))
+#define SJ_ATOMIC_FETCH_OR(p, v) ::sj_cuda::fetch_or((p), (v))
+#define SJ_ATOMIC_FETCH_XOR(p, v) ::sj_cuda::fetch_xor((p), (v))
+#define SJ_ATOMIC_XCHG(p, v) ::sj_cuda::exchange((p), (v))
 #define SJ_LAUNDER_PTR(p) ((void)0)
 #endif
 
@@ -1300,6 +1488,9 @@ SJ_FN T update(T* p, F f) {
 }
 
 template <class T> SJ_FN T atomic_add(T* p, T v) {
+#if SJ_CUDA
+    if constexpr (is_fp<T>::value) return ::sj_cuda::add_fp(p, v);  // native float/double/half atomicAdd
+#endif
     if constexpr (is_int<T>::value) return SJ_ATOMIC_FETCH_ADD(p, v);
     else return update(p, [&](T o) { return T(o + v); });
 }
@@ -1310,8 +1501,18 @@ template <class T> SJ_FN T atomic_sub(T* p, T v) {
 template <class T> SJ_FN T atomic_and(T* p, T v) { return SJ_ATOMIC_FETCH_AND(p, v); }
 template <class T> SJ_FN T atomic_or(T* p, T v) { return SJ_ATOMIC_FETCH_OR(p, v); }
 template <class T> SJ_FN T atomic_xor(T* p, T v) { return SJ_ATOMIC_FETCH_XOR(p, v); }
-template <class T> SJ_FN T atomic_min(T* p, T v) { return update(p, [&](T o) { return ::sj::min(o, v); }); }
-template <class T> SJ_FN T atomic_max(T* p, T v) { return update(p, [&](T o) { return ::sj::max(o, v); }); }
+template <class T> SJ_FN T atomic_min(T* p, T v) {
+#if SJ_CUDA
+    if constexpr (is_int<T>::value && (sizeof(T) == 4 || sizeof(T) == 8)) return ::sj_cuda::min_int(p, v);
+#endif
+    return update(p, [&](T o) { return ::sj::min(o, v); });
+}
+template <class T> SJ_FN T atomic_max(T* p, T v) {
+#if SJ_CUDA
+    if constexpr (is_int<T>::value && (sizeof(T) == 4 || sizeof(T) == 8)) return ::sj_cuda::max_int(p, v);
+#endif
+    return update(p, [&](T o) { return ::sj::max(o, v); });
+}
 template <class T> SJ_FN T atomic_exchange(T* p, T v) {
     if constexpr (is_int<T>::value) return SJ_ATOMIC_XCHG(p, v);
     else return update(p, [&](T) { return v; });

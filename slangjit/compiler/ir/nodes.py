@@ -170,6 +170,12 @@ class Comma(Expr):
 
 
 @dataclass(eq=False)
+class Detach(Expr):
+    """`no_diff expr` / `detach(expr)`: the value, with a zero derivative."""
+    operand: Expr
+
+
+@dataclass(eq=False)
 class SystemValue(Expr):
     """SV_DispatchThreadID / SV_GroupID / SV_GroupThreadID / SV_GroupIndex, as uint3 / uint."""
     name: str

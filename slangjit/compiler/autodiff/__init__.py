@@ -1,0 +1,291 @@
+"""Automatic differentiation on the IR.
+
+    fwd(fn)  forward mode: the JVP transform of fn's body (forward.py)
+    bwd(fn)  reverse mode: replay fn forward storing overwritten values, then walk the
+             statements backwards applying the transpose of each statement's JVP (reverse.py)
+
+Derivatives of core functions are Slang functions marked `[ForwardDerivativeOf(f)]` in
+core/derivatives.slang, inlined as expressions; reverse mode transposes them, so one rule
+serves both modes.  User custom derivatives (`[ForwardDerivative(g)]`, `[BackwardDerivative(g)]`,
+`...Of`) replace the generated ones.  Generated functions get their signature at once and their
+body later (`run_pending`), so recursion through the checker is never needed.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from .. import ast
+from .. import types as T
+from ..ir import nodes as ir
+from ..source import CompileError, error
+from .difftypes import diff_type, zero
+
+DIFF_ATTRS = {"Differentiable", "ForwardDifferentiable", "BackwardDifferentiable", "TreatAsDifferentiable",
+              "BackwardDerivative", "ForwardDerivative", "PrimalSubstitute"}
+
+
+class AutoDiff:
+    def __init__(self, chk):
+        self.chk = chk
+        self.fwd_cache: dict[int, ir.Function] = {}
+        self.bwd_cache: dict[int, ir.Function] = {}
+        self.pending: list = []
+        self.rule_cache: dict = {}
+
+    # ------------------------------------------------------------------ signatures
+
+    def attrs(self, fn: ir.Function) -> dict:
+        return fn.attrs.get("attrs", {})
+
+    def signature(self, fn: ir.Function):
+        """Per parameter: its Differential type, or None when it gets no derivative."""
+        if "ad_sig" in fn.attrs:
+            return fn.attrs["ad_sig"]
+        decl = fn.attrs.get("decl")
+        dparams = list(decl.params) if decl is not None else []
+        offset = len(fn.params) - len(dparams)
+        out = []
+        for i, p in enumerate(fn.params):
+            ap = dparams[i - offset] if i >= offset and dparams else None
+            if p.name == "this" and i == 0 and offset == 1:
+                if "NoDiffThis" in self.attrs(fn):
+                    out.append(None)
+                    continue
+            elif ap is not None and "no_diff" in ap.mods:
+                out.append(None)
+                continue
+            out.append(diff_type(self.chk, p.type))
+        rd = diff_type(self.chk, fn.ret) if fn.ret != T.VOID else None
+        fn.attrs["ad_sig"] = (out, rd)
+        return out, rd
+
+    def is_differentiable(self, fn: ir.Function) -> bool:
+        if fn.attrs.get("generated_derivative"):
+            return True
+        a = self.attrs(fn)
+        if DIFF_ATTRS & set(a):
+            return True
+        return self.find_custom(fn, "fwd") is not None or self.find_custom(fn, "bwd") is not None
+
+    # ------------------------------------------------------------------ custom derivatives
+
+    def dummy_args(self, fn: ir.Function, mode: str) -> list:
+        pd, rd = self.signature(fn)
+        args = []
+        for p, d in zip(fn.params, pd):
+            if p.name == "this" and fn.params[0] is p:
+                continue
+            if d is None:
+                t = p.type
+            elif mode == "bwd" and p.direction == "out":
+                t = d
+            else:
+                t = T.PairType(p.type, d)
+            v = ir.Var(p.name, t)
+            args.append(ir.LocalRef(t, v))
+        if mode == "bwd" and rd is not None:
+            args.append(ir.LocalRef(rd, ir.Var("dOut", rd)))
+        return args
+
+    def find_custom(self, fn: ir.Function, mode: str) -> Optional[ir.Function]:
+        key = (mode, id(fn))
+        if key in self.rule_cache:
+            return self.rule_cache[key]
+        self.rule_cache[key] = None
+        names = {"fwd": ("ForwardDerivative", "ForwardDerivativeOf"),
+                 "bwd": ("BackwardDerivative", "BackwardDerivativeOf")}[mode]
+        found = None
+        attr = self.attrs(fn).get(names[0])
+        decl = fn.attrs.get("decl")
+        if attr is not None and attr.args:
+            env = fn.attrs.get("env")
+            found = self.pick(attr.args[0], env, fn, mode)
+        if found is None and decl is not None:
+            for gsym, kind, target in self.chk.deriv_of:
+                if kind != names[1]:
+                    continue
+                try:
+                    res = self.chk.resolve(target, self.chk.ctx_for_env(gsym.env))
+                except CompileError:
+                    continue
+                cands = getattr(res, "cands", [])
+                if any(c.decl is decl for c in cands):
+                    from ..check.checker import OverloadRes
+                    found = self.pick_from(OverloadRes([gsym], name=gsym.name), fn, mode)
+                    if found is not None:
+                        break
+        self.rule_cache[key] = found
+        return found
+
+    def pick(self, target: ast.Expr, env, fn, mode) -> Optional[ir.Function]:
+        res = self.chk.resolve(target, self.chk.ctx_for_env(env))
+        return self.pick_from(res, fn, mode)
+
+    def pick_from(self, res, fn, mode) -> Optional[ir.Function]:
+        from ..check.checker import OverloadRes
+        if not isinstance(res, OverloadRes):
+            return None
+        args = self.dummy_args(fn, mode)
+        this = None
+        if fn.params and fn.params[0].name == "this":
+            this = ir.LocalRef(fn.params[0].type, ir.Var("this", fn.params[0].type))
+        ores = OverloadRes(res.cands, this=this, type_args=res.type_args, name=res.name)
+        try:
+            g, _ = self.chk.pick_function(ores, args, fn.loc)
+        except CompileError:
+            return None
+        return g
+
+    # ------------------------------------------------------------------ generated functions
+
+    def fwd(self, fn: ir.Function, loc) -> ir.Function:
+        if id(fn) in self.fwd_cache:
+            return self.fwd_cache[id(fn)]
+        custom = self.find_custom(fn, "fwd")
+        if custom is not None:
+            self.fwd_cache[id(fn)] = custom
+            return custom
+        if fn.body is None and fn.intrinsic is None and not self.is_differentiable(fn):
+            pass
+        pd, rd = self.signature(fn)
+        params = [ir.Var(p.name, T.PairType(p.type, d) if d is not None else p.type, p.direction)
+                  for p, d in zip(fn.params, pd)]
+        ret = T.PairType(fn.ret, rd) if rd is not None else fn.ret
+        g = ir.Function(self.chk.unique("fwd_" + fn.name), params, ret, loc=fn.loc)
+        g.slang_name = "fwd_" + fn.slang_name
+        g.attrs["generated_derivative"] = ("fwd", fn)
+        g.attrs["decl"] = None
+        g.attrs["ad_sig"] = ([diff_type(self.chk, p.type) for p in params],
+                             diff_type(self.chk, ret) if ret != T.VOID else None)
+        self.fwd_cache[id(fn)] = g
+        if fn.intrinsic is not None:
+            self.pending.append(("fwd-intrinsic", fn, g, loc))
+        else:
+            self.pending.append(("fwd", fn, g, loc))
+        self.chk.functions.append(g)
+        return g
+
+    def bwd(self, fn: ir.Function, loc) -> ir.Function:
+        if id(fn) in self.bwd_cache:
+            return self.bwd_cache[id(fn)]
+        custom = self.find_custom(fn, "bwd")
+        if custom is not None:
+            self.bwd_cache[id(fn)] = custom
+            return custom
+        pd, rd = self.signature(fn)
+        params = []
+        for p, d in zip(fn.params, pd):
+            if d is None:
+                params.append(ir.Var(p.name, p.type, "out" if p.direction == "out" else "in"))
+            elif p.direction == "out":
+                params.append(ir.Var(p.name, d, "in"))
+            else:
+                params.append(ir.Var(p.name, T.PairType(p.type, d), "inout"))
+        if rd is not None:
+            params.append(ir.Var("dOut", rd, "in"))
+        g = ir.Function(self.chk.unique("bwd_" + fn.name), params, T.VOID, loc=fn.loc)
+        g.slang_name = "bwd_" + fn.slang_name
+        g.attrs["generated_derivative"] = ("bwd", fn)
+        g.attrs["decl"] = None
+        self.bwd_cache[id(fn)] = g
+        self.pending.append(("bwd", fn, g, loc))
+        self.chk.functions.append(g)
+        return g
+
+    def run_pending(self) -> bool:
+        """Build the bodies of generated functions; True if anything was done."""
+        did = False
+        while self.pending:
+            kind, fn, g, loc = self.pending.pop(0)
+            did = True
+            if fn.body is None and fn.intrinsic is None:
+                self.chk.check_pending_bodies()
+            if kind == "fwd":
+                from .forward import ForwardTransform
+                pd, rd = self.signature(fn)
+                if fn.body is None:
+                    raise error("E6002", f"cannot differentiate '{fn.slang_name}': it has no body", loc)
+                g.body = ForwardTransform(self, fn, g, pd, rd).run()
+            elif kind == "fwd-intrinsic":
+                g.body = self.intrinsic_fwd_body(fn, g, loc)
+            else:
+                from .reverse import ReverseTransform
+                g.body = ReverseTransform(self, fn, g, loc).run()
+        return did
+
+    # ------------------------------------------------------------------ intrinsic rules
+
+    def intrinsic_rule(self, fn: ir.Function):
+        """(rule function, its P expression, its D expression) for a core intrinsic, or None."""
+        key = ("rule", id(fn))
+        if key in self.rule_cache:
+            return self.rule_cache[key]
+        self.rule_cache[key] = None
+        from ..check.checker import OverloadRes
+        cands = [g for g, kind, target in self.chk.deriv_of
+                 if kind == "ForwardDerivativeOf" and isinstance(target, ast.Name) and target.name == fn.slang_name
+                 and g.env.module == "core"]
+        if not cands:
+            return None
+        args = self.dummy_args(fn, "fwd")
+        try:
+            g, _ = self.chk.pick_function(OverloadRes(cands, name="d_" + fn.slang_name), args, fn.loc)
+        except CompileError:
+            return None
+        self.chk.check_pending_bodies()
+        body = g.body.stmts if g.body is not None else []
+        ret = [s for s in body if isinstance(s, ir.Return)]
+        if len(body) != 1 or not ret or not isinstance(ret[0].value, ir.Construct) or \
+                not isinstance(ret[0].value.type, T.PairType):
+            raise error("E6003", f"internal: derivative rule for '{fn.slang_name}' must be `return diffPair(p, d);`", fn.loc)
+        c = ret[0].value
+        rule = (g, c.args[0], c.args[1] if len(c.args) > 1 else None)
+        self.rule_cache[key] = rule
+        return rule
+
+    def intrinsic_tangent(self, node: ir.Intrinsic, jvp) -> Optional[ir.Expr]:
+        fn = getattr(node, "func", None)
+        if fn is None:
+            return None
+        pd, rd = self.signature(fn)
+        if rd is None:
+            return None
+        tangents = [jvp(a) if d is not None else None for a, d in zip(node.args, pd)]
+        if all(t is None for t in tangents):
+            return None
+        rule = self.intrinsic_rule(fn)
+        if rule is None:
+            raise error("E6004", f"no derivative is known for '{fn.slang_name}'", node.loc)
+        g, _, dexpr = rule
+        if dexpr is None:
+            return None
+        from .inline import substitute
+        return substitute(dexpr, g.params, node.args, tangents, pd)
+
+    def intrinsic_fwd_body(self, fn: ir.Function, g: ir.Function, loc) -> ir.Block:
+        """fwd_diff(sin) called directly: a small wrapper around the inlined rule."""
+        from .rules import Jvp, tz
+        pd, rd = self.signature(fn)
+        args, tans = [], []
+        for p, gp, d in zip(fn.params, g.params, pd):
+            r = ir.LocalRef(gp.type, gp)
+            if d is None:
+                args.append(r)
+                tans.append(None)
+            else:
+                args.append(ir.Field(p.type, r, "p"))
+                tans.append(ir.Field(d, r, "d"))
+        node = ir.Intrinsic(fn.ret, fn.intrinsic, args, ())
+        node.func = fn
+        node.type_args = fn.attrs.get("type_args", [])
+        rule = self.intrinsic_rule(fn)
+        if rule is None:
+            raise error("E6004", f"no derivative is known for '{fn.slang_name}'", loc)
+        from .inline import substitute
+        t = substitute(rule[2], rule[0].params, args, tans, pd)
+        return ir.Block([ir.Return(ir.Construct(g.ret, [node, tz(rd, t)]))])
+
+    def intrinsic_with_outs_fwd(self, fwd, e, dest, out):
+        """Core functions with out parameters (sincos, modf, frexp): handled as calls of
+        their derivative rule functions."""
+        raise error("E6005", f"'{e.func.slang_name if getattr(e, 'func', None) else e.name}' cannot be differentiated yet", e.loc)

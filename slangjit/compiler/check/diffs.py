@@ -1,0 +1,158 @@
+"""The autodiff surface of the language in the checker: DifferentialPair<T>, diffPair,
+.p/.d, T.Differential, dzero/dadd/dmul, no_diff/detach, and fwd_diff(f)/bwd_diff(f) calls.
+The transforms themselves live in compiler/autodiff."""
+from __future__ import annotations
+
+from typing import Optional
+
+from .. import ast
+from ..ir import nodes as ir
+from ..source import CompileError, Loc
+from .. import types as T
+from .calls import InitListArg
+
+DIFF_OPS = {"fwd_diff": "fwd", "__fwd_diff": "fwd", "bwd_diff": "bwd", "__bwd_diff": "bwd"}
+
+
+class DiffStaticRes:
+    """`T.dzero` / `T.dadd` / `T.dmul` before the call."""
+    def __init__(self, type_, name):
+        self.type, self.name = type_, name
+
+
+class DiffsMixin:
+    def diff_type(self, t: T.Type) -> Optional[T.Type]:
+        from ..autodiff.difftypes import diff_type
+        return diff_type(self, t)
+
+    def pair_type(self, t: T.Type, loc: Loc) -> T.PairType:
+        if T.contains_vars(t):
+            return T.PairType(t, t)          # an inference pattern
+        d = self.diff_type(t)
+        if d is None:
+            raise self.err("E6010", f"'{t}' is not differentiable (DifferentialPair needs an IDifferentiable type)", loc)
+        return T.PairType(t, d)
+
+    # ------------------------------------------------------------------ special calls
+
+    def special_call(self, e: ast.Call, ctx) -> Optional[ir.Expr]:
+        c = e.callee
+        if isinstance(c, ast.Call) and isinstance(c.callee, ast.Name) and c.callee.name in DIFF_OPS \
+                and len(c.args) == 1 and not ctx.env.lookup(c.callee.name):
+            return self.diff_call(DIFF_OPS[c.callee.name], c.args[0], e.args, e.loc, ctx)
+        if not isinstance(c, ast.Name) or ctx.env.lookup(c.name):
+            return None
+        name = c.name
+        if name == "diffPair":
+            if len(e.args) not in (1, 2):
+                raise self.err("E3030", "diffPair takes (primal) or (primal, differential)", e.loc)
+            p = self.expr(e.args[0], ctx)
+            pt = self.pair_type(p.type, e.loc)
+            d = self.coerce(self.expr(e.args[1], ctx), pt.diff, e.args[1].loc) if len(e.args) == 2 else ir.Construct(pt.diff, [])
+            return ir.Construct(pt, [p, d], loc=e.loc)
+        if name in ("no_diff", "detach"):
+            if len(e.args) != 1:
+                raise self.err("E3030", f"{name} takes one argument", e.loc)
+            x = self.expr(e.args[0], ctx)
+            return ir.Detach(x.type, x, loc=e.loc)
+        return None
+
+    def diff_call(self, mode: str, fexpr: ast.Expr, args_ast: list, loc: Loc, ctx) -> ir.Expr:
+        from .checker import OverloadRes
+        fres = self.resolve(fexpr, ctx)
+        if not isinstance(fres, OverloadRes):
+            raise self.err("E6011", f"{mode}_diff needs a function", fexpr.loc)
+        args = self.call_args(args_ast, ctx)
+        for a, src in zip(args, args_ast):
+            if not isinstance(a, InitListArg):
+                a.loc = src.loc
+        # A method named through its type takes `this` as the first argument.
+        this = fres.this
+        explicit_this = None
+        if this is None and fres.cands and all(getattr(c, "owner", None) is not None and not c.is_static
+                                               for c in fres.cands) and args:
+            explicit_this = args[0]
+            args = args[1:]
+            pt = explicit_this.type.primal if isinstance(explicit_this.type, T.PairType) else explicit_this.type
+            this = ir.LocalRef(pt, ir.Var("this", pt))
+        def primal_view(a):
+            if isinstance(a, InitListArg):
+                return a
+            if isinstance(a.type, T.PairType):
+                return ir.LocalRef(a.type.primal, ir.Var("x", a.type.primal), loc=a.loc)
+            return a
+        ad = self.autodiff
+        attempts = [args]
+        if mode == "bwd" and args:
+            attempts = [args[:-1], args]
+        last_err = None
+        for cand_args in attempts:
+            try:
+                fn, _ = self.pick_function(OverloadRes(fres.cands, this=this, type_args=fres.type_args, name=fres.name),
+                                           [primal_view(a) for a in cand_args], loc)
+            except CompileError as ex:
+                last_err = ex
+                continue
+            pd, rd = ad.signature(fn)
+            if mode == "bwd" and (rd is None) != (len(cand_args) == len(args)):
+                continue
+            if not ad.is_differentiable(fn) and fn.intrinsic is None:
+                raise self.err("E6012", f"'{fn.slang_name}' is not differentiable: mark it [Differentiable] "
+                                        f"or give it a custom derivative", fexpr.loc)
+            g = ad.fwd(fn, loc) if mode == "fwd" else ad.bwd(fn, loc)
+            all_args = ([explicit_this] if explicit_this is not None else
+                        ([fres.this] if fres.this is not None and fn.params and fn.params[0].name == "this" else [])) + list(args)
+            if len(all_args) != len(g.params):
+                raise self.err("E3010", f"{mode}_diff({fres.name}) takes {len(g.params)} argument(s), got {len(all_args)}", loc)
+            out = []
+            for a, p in zip(all_args, g.params):
+                if p.direction in ("out", "inout"):
+                    self.require_lvalue(a, a.loc, f"argument '{p.name}' of {mode}_diff({fres.name}) (an {p.direction} parameter)")
+                    if not (a.type == p.type or a.type is p.type):
+                        raise self.err("E3001", f"argument '{p.name}' of {mode}_diff({fres.name}) must be '{p.type}', got '{a.type}'", a.loc)
+                    out.append(a)
+                else:
+                    out.append(self.coerce_arg(a, p.type, ctx))
+            return ir.Call(g.ret, g, out, loc=loc)
+        if last_err is not None:
+            raise last_err
+        raise self.err("E3010", f"no overload of '{fres.name}' matches these {mode}_diff arguments", loc)
+
+    # ------------------------------------------------------------------ members
+
+    def diff_member(self, obj: Optional[ir.Expr], t: T.Type, name: str, loc: Loc):
+        """Autodiff members of values and types, or None."""
+        from .checker import TypeRes, ValueRes
+        if obj is not None and isinstance(t, T.PairType):
+            if name in ("p", "primal", "v"):
+                return ValueRes(ir.Field(t.primal, obj, "p", loc=loc))
+            if name in ("d", "differential"):
+                return ValueRes(ir.Field(t.diff, obj, "d", loc=loc))
+            if name in ("getPrimal", "getDifferential"):
+                from .members import BuiltinMethodRes
+                return BuiltinMethodRes(obj, name, t)
+        if obj is None and name == "Differential":
+            d = self.diff_type(t)
+            if d is None:
+                raise self.err("E6010", f"'{t}' is not differentiable", loc)
+            return TypeRes(d)
+        if name in ("dzero", "dadd", "dmul") and self.diff_type(t) is not None:
+            if isinstance(t, T.StructType) and self.member_syms(t, name):
+                return None
+            return DiffStaticRes(t, name)
+        return None
+
+    def call_diff_static(self, res: DiffStaticRes, args: list, loc: Loc, ctx) -> ir.Expr:
+        from ..autodiff.difftypes import add, scale
+        d = self.diff_type(res.type)
+        if res.name == "dzero":
+            return ir.Construct(d, [], loc=loc)
+        if res.name == "dadd":
+            if len(args) != 2:
+                raise self.err("E3030", "dadd takes two arguments", loc)
+            a, b = (self.coerce_arg(x, d, ctx) for x in args)
+            return add(self, a, b)
+        if len(args) != 2:
+            raise self.err("E3030", "dmul takes two arguments", loc)
+        s = self.coerce_arg(args[0], T.scalar_of(d) or T.FLOAT, ctx)
+        return scale(self, s, self.coerce_arg(args[1], d, ctx))
