@@ -714,3 +714,190 @@ def test_missing_import(device):
         kernel_from_source(device, "import no_such_module_abc;\n[numthreads(1,1,1)] void computeMain() {}\n",
                            name="bad4")
     assert ei.value.diagnostics[0].loc.line == 1
+
+
+# ------------------------------------------------------------------------------------------ more language / binding
+
+
+def test_struct_with_buffers_arrays_and_constant_buffer(device):
+    k = kernel_from_source(device, """
+        struct Bufs { RWStructuredBuffer<float> o; StructuredBuffer<float> i; float k; };
+        uniform Bufs b;
+        uniform float arr[4];
+        uniform float3 g3;
+        ConstantBuffer<Bufs> cb;
+        [numthreads(4, 1, 1)]
+        void computeMain(uint3 t : SV_DispatchThreadID) { b.o[t.x] = b.i[t.x] * b.k + arr[t.x] + g3.z + cb.k; }
+        """, name="structres")
+    x, o = buf(device, np.arange(4, dtype=np.float32)), buf(device, n=4)
+    k.dispatch(thread_count=[4, 1, 1], vars={"b": {"o": o, "i": x, "k": 2.0}, "arr": [10, 20, 30, 40],
+                                             "g3": [0, 0, 0.5], "cb": {"o": o, "i": x, "k": 100.0}})
+    np.testing.assert_array_equal(read(o), np.arange(4) * 2 + np.array([10, 20, 30, 40]) + 0.5 + 100)
+
+
+def test_structured_buffer_of_structs(device):
+    k = kernel_from_source(device, """
+        struct P { float3 pos; float w; int2 id; };
+        StructuredBuffer<P> inp;
+        RWStructuredBuffer<P> res;
+        [numthreads(4, 1, 1)]
+        void computeMain(uint3 t : SV_DispatchThreadID)
+        {
+            P p = inp[t.x];
+            p.pos = p.pos * 2.0;
+            p.w += 1.0;
+            p.id = p.id.yx + int2(1, 1);
+            res[t.x] = p;
+        }
+        """, name="structbuf")
+    dt = np.dtype([("pos", np.float32, 3), ("w", np.float32), ("id", np.int32, 2)])
+    assert dt.itemsize == 24
+    a = np.zeros(8, dt)
+    a["pos"] = np.arange(24, dtype=np.float32).reshape(8, 3)
+    a["w"] = np.arange(8)
+    a["id"] = np.stack([np.arange(8), -np.arange(8)], 1)
+    out = buf(device, n=8, struct_size=24)
+    k.dispatch(thread_count=[8, 1, 1], vars={"inp": buf(device, a, struct_size=24), "res": out})
+    got = out.to_numpy().view(dt)
+    np.testing.assert_array_equal(got["pos"], a["pos"] * 2)
+    np.testing.assert_array_equal(got["w"], a["w"] + 1)
+    np.testing.assert_array_equal(got["id"], a["id"][:, ::-1] + 1)
+
+
+def test_atomics_on_pointer_and_byte_address_buffer(device, monkeypatch):
+    monkeypatch.setenv("SLANGJIT_NUM_THREADS", "8")
+    k = kernel_from_source(device, """
+        RWByteAddressBuffer bab;
+        [numthreads(32, 1, 1)]
+        void computeMain(uint3 tid : SV_DispatchThreadID, uniform int* p)
+        {
+            InterlockedAdd(*p, 1);
+            int o;
+            InterlockedAdd(p[1], 2, o);
+            bab.InterlockedAdd(4, 3u);
+            uint old;
+            bab.InterlockedMax(8, tid.x, old);
+        }
+        """, name="ptratomic")
+    b, bab = buf(device, n=2, dtype=np.int32), device.create_buffer(size=16, usage=RW)
+    k.dispatch(thread_count=[32 * 1000, 1, 1], vars={"bab": bab}, p=b.device_address)
+    np.testing.assert_array_equal(read(b, np.int32), [32000, 64000])
+    np.testing.assert_array_equal(read(bab, np.uint32), [0, 96000, 31999, 0])
+
+
+def test_get_dimensions(device):
+    k = kernel_from_source(device, """
+        RWStructuredBuffer<uint> res;
+        RWByteAddressBuffer bab;
+        [numthreads(1, 1, 1)]
+        void computeMain()
+        {
+            uint n, s;
+            res.GetDimensions(n, s);
+            res[0] = n;
+            res[1] = s;
+            uint bn;
+            bab.GetDimensions(bn);
+            res[2] = bn;
+        }
+        """, name="dims")
+    res = buf(device, n=5, dtype=np.uint32)
+    k.dispatch(thread_count=[1, 1, 1], vars={"res": res, "bab": device.create_buffer(size=16, usage=RW)})
+    np.testing.assert_array_equal(read(res, np.uint32)[:3], [5, 4, 16])
+
+
+def test_generic_struct_with_value_parameter_and_static_interface_methods(device):
+    k = kernel_from_source(device, """
+        interface IOp { static float apply(float a, float b); }
+        struct AddOp : IOp { static float apply(float a, float b) { return a + b; } }
+        struct MulOp : IOp { static float apply(float a, float b) { return a * b; } }
+        struct Reducer<Op : IOp, let N : int> {
+            float vals[N];
+            float run() { float acc = vals[0]; for (int i = 1; i < N; i++) acc = Op.apply(acc, vals[i]); return acc; }
+        }
+        interface IFunc { float eval(float x); }
+        struct Lin : IFunc { float a; float b; float eval(float x) { return a * x + b; } }
+        struct Compose<F : IFunc, G : IFunc> : IFunc { F f; G g; float eval(float x) { return f.eval(g.eval(x)); } }
+        RWStructuredBuffer<float> res;
+        [numthreads(1, 1, 1)]
+        void computeMain()
+        {
+            Reducer<AddOp, 4> r1;
+            Reducer<MulOp, 3> r2;
+            for (int i = 0; i < 4; i++) r1.vals[i] = float(i + 1);
+            for (int i = 0; i < 3; i++) r2.vals[i] = float(i + 2);
+            res[0] = r1.run();
+            res[1] = r2.run();
+            Lin l1 = { 2.0, 1.0 };
+            Lin l2 = { 3.0, 0.0 };
+            Compose<Lin, Lin> c;
+            c.f = l1;
+            c.g = l2;
+            res[2] = c.eval(1.0);
+        }
+        """, name="genstruct")
+    res = buf(device, n=3)
+    k.dispatch(thread_count=[1, 1, 1], vars={"res": res})
+    np.testing.assert_array_equal(read(res), [10, 24, 7])
+
+
+def test_misc_language_features(device):
+    k = kernel_from_source(device, """
+        RWStructuredBuffer<float> res;
+        void f(inout float a, out float b, float c = 5.0) { a = a + c; b = a * 2.0; }
+        static const float tbl[4] = { 1.0, 2.0, 4.0, 8.0 };
+        enum Color { Red, Green = 5, Blue };
+        namespace ns { float g(float x) { return x + 100.0; } }
+        struct S {
+            float v;
+            property float twice { get { return v * 2.0; } }
+            __subscript(int i) -> float { get { return v + float(i); } }
+            static float k() { return 7.0; }
+            __init(float x) { v = x; }
+        }
+        extension S { float thrice() { return v * 3.0; } }
+        [numthreads(4, 1, 1)]
+        void computeMain(uint3 t : SV_DispatchThreadID)
+        {
+            float a = float(t.x);
+            float b;
+            f(a, b);
+            f(a, b, 1.0);
+            S s = S(a);
+            res[t.x] = b + tbl[t.x] + float(int(Color.Blue)) + ns::g(0.0) + s.twice + s[2] + S.k() + s.thrice();
+        }
+        """, name="misc")
+    res = buf(device, n=4)
+    k.dispatch(thread_count=[4, 1, 1], vars={"res": res})
+    t = np.arange(4.0)
+    a = t + 6
+    want = a * 2 + np.array([1, 2, 4, 8]) + 6 + 100 + a * 2 + a + 2 + 7 + a * 3
+    np.testing.assert_array_equal(read(res), want)
+
+
+def test_integer_widths_and_wrapping(device):
+    k = kernel_from_source(device, """
+        RWStructuredBuffer<int64_t> res;
+        RWStructuredBuffer<double> dd;
+        [numthreads(1, 1, 1)]
+        void computeMain(uniform int64_t a, uniform uint64_t b, uniform double c)
+        {
+            res[0] = a * 3;
+            res[1] = int64_t(b >> 33);
+            res[2] = int64_t(c * 1e10);
+            uint u = 0xFFFFFFFFu;
+            res[3] = int64_t(u + 2u);
+            int8_t b8 = int8_t(127);
+            b8 += int8_t(1);
+            res[4] = int64_t(b8);
+            uint16_t h = uint16_t(65535);
+            h++;
+            res[5] = int64_t(h);
+            dd[0] = sqrt(c);
+            dd[1] = c / 3.0;
+        }
+        """, name="ints")
+    res, dd = buf(device, n=6, dtype=np.int64), buf(device, n=2, dtype=np.float64)
+    k.dispatch(thread_count=[1, 1, 1], vars={"res": res, "dd": dd}, a=-(1 << 40), b=1 << 62, c=2.0)
+    np.testing.assert_array_equal(read(res, np.int64), [-(1 << 40) * 3, (1 << 62) >> 33, 20000000000, 1, -128, 0])
+    np.testing.assert_array_equal(read(dd, np.float64), [np.sqrt(2.0), 2.0 / 3.0])
