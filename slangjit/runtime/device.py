@@ -509,6 +509,9 @@ class DeviceInfo:
 
 
 class Device:
+    _target = "cpp"                 # what the front end emits for this device (CudaDevice: "cuda")
+    _kernel_class = ComputeKernel   # CudaDevice: runtime.cuda.CudaComputeKernel
+
     def __init__(self, type: DeviceType = DeviceType.cpu, include_paths: Sequence = (), compiler_args: Sequence = (),
                  enable_debug_layers: bool = False):
         self.type = DeviceType(type)
@@ -569,7 +572,7 @@ class Device:
             for tc in ep.type_conformances:
                 if tc not in tcs:
                     tcs.append(tc)
-        return compile_program([m._source_spec() for m in modules], [e.name for e in entry_points], target="cpp",
+        return compile_program([m._source_spec() for m in modules], [e.name for e in entry_points], target=self._target,
                                include_paths=self.include_paths, compiler_args=self.compiler_args,
                                type_conformances=tcs)
 
@@ -584,11 +587,11 @@ class Device:
             raise TypeError(f"create_compute_kernel expects a ShaderProgram, got {type(program).__name__}")
         if not program.entry_point_names:
             raise ValueError("create_compute_kernel: the program has no entry point")
-        return ComputeKernel(self, program, program.compiled, program.entry_point_names[0])
+        return self._kernel_class(self, program, program.compiled, program.entry_point_names[0])
 
     def _create_kernel_from_compiled(self, compiled: CompiledProgram, entry_name: str) -> ComputeKernel:
         """A kernel straight from a `CompiledProgram` (tests, generated kernels)."""
-        return ComputeKernel(self, None, compiled, entry_name)
+        return self._kernel_class(self, None, compiled, entry_name)
 
     # -- buffers
 
@@ -631,8 +634,11 @@ class Device:
                              "or data)")
         if usage is None:
             usage = BufferUsage.none
-        b = Buffer(self, BufferDesc(size, struct_size, BufferUsage(int(usage)), MemoryType(int(memory_type)),
-                                    format, default_state, label))
+        return self._new_buffer(BufferDesc(size, struct_size, BufferUsage(int(usage)), MemoryType(int(memory_type)),
+                                           format, default_state, label), raw)
+
+    def _new_buffer(self, desc: BufferDesc, raw) -> Buffer:
+        b = Buffer(self, desc)
         if raw is not None:
             b._mem[: raw.size] = raw
         return b
@@ -663,12 +669,19 @@ def create_device(type: DeviceType = DeviceType.automatic, enable_debug_layers: 
                   enable_hot_reload: bool = True, enable_compilation_reports: bool = False,
                   existing_device_handles=None, bindless_options=None, label: str = "",
                   compiler_options=None) -> Device:
-    """Create a device.  `automatic` is the CPU backend; `cuda` is not available yet."""
+    """Create a device.  `automatic` is CUDA when a usable NVIDIA GPU and cuda-bindings are present
+    (`$SLANGJIT_DEVICE=cpu` forces the CPU), else the CPU backend."""
     t = DeviceType(int(type))
     if t == DeviceType.automatic:
-        t = DeviceType.cpu
+        from . import cuda as _cuda
+        t = DeviceType.cuda if os.environ.get("SLANGJIT_DEVICE", "").lower() != "cpu" and _cuda.is_available() \
+            else DeviceType.cpu
     if t == DeviceType.cuda:
-        raise NotImplementedError("slangjit: the CUDA device is not implemented yet; use DeviceType.cpu")
+        from . import cuda as _cuda
+        include_paths = list(include_paths or ())
+        if isinstance(compiler_options, dict):
+            include_paths += list(compiler_options.get("include_paths", ()))
+        return _cuda.CudaDevice(include_paths, list(compiler_args or ()), enable_debug_layers)
     if t != DeviceType.cpu:
         raise NotImplementedError(f"slangjit supports only DeviceType.cpu (and later cuda), not {t.name}")
     include_paths = list(include_paths or ())

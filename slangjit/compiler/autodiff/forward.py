@@ -119,6 +119,11 @@ class ForwardTransform:
                     return
                 tp = self.tangent_path(e.lhs)
                 t = self.jvp(e.rhs) if tp is not None else None
+                if tp is not None and t is not None:
+                    # the tangent reads the operands' old values: compute it first
+                    tmp = ir.Var("dt", tp.type)
+                    out.append(ir.VarDecl(tmp, t))
+                    t = ir.LocalRef(tp.type, tmp)
                 out.append(s)
                 if tp is not None:
                     out.append(ir.ExprStmt(ir.Assign(tp.type, "=", tp, tz(tp.type, t))))

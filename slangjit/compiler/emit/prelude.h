@@ -257,9 +257,6 @@ template <class T> __device__ inline void store(T* p, T* v) {
 }
 // Native floating-point add (sm_60+ double, sm_70+ half) and integer min/max.
 template <class T> __device__ inline T add_fp(T* p, T v) { return atomicAdd(p, v); }
-template <class T> __device__ inline bool minmax_native(T*) {
-    return std::is_integral<T>::value && (sizeof(T) == 4 || sizeof(T) == 8);
-}
 template <class T> __device__ inline T min_int(T* p, T v) {
     typedef typename std::conditional<sizeof(T) == 8,
         typename std::conditional<std::is_signed<T>::value, long long, unsigned long long>::type,
@@ -1590,8 +1587,10 @@ template <class T> struct alignas(T) scratch_bytes { unsigned char b[sizeof(T)];
 template <class T>
 SJ_FN T& oob_scratch() {
 #if SJ_CUDA
-    // CUDA flavour: per-thread storage needs a different mechanism (TODO in the CUDA prelude).
-    static __device__ scratch_bytes<T> s;
+    // CUDA: one device-global scratch element per type (there is no thread_local).  OOB writes
+    // land there and are discarded; an OOB read sees 0 unless another thread's OOB write
+    // races with it (out-of-bounds accesses are a program error on GPUs anyway).
+    static scratch_bytes<T> s;
 #else
     static thread_local scratch_bytes<T> s;
 #endif
@@ -1747,6 +1746,128 @@ static_assert(sizeof(vec<float, 3>) == 12 && sizeof(mat<float, 3, 3>) == 36, "ve
 static_assert(std::is_standard_layout<Atomic<float>>::value, "Atomic<T> layout");
 
 // ============================================================================ waves & barriers
+#if SJ_CUDA
+// CUDA: a wave is a warp of 32 lanes; the participating lanes are __activemask() (the lanes
+// converged at the call, as in Slang's CUDA target).  Reductions over a full warp are
+// __shfl_xor_sync butterflies (every lane ends with bit-identical results); over a partial
+// mask each lane combines the active lanes' values in lane order with __shfl_sync.  Values of
+// any type (scalars, vectors, matrices, arrays, structs) are shuffled as 32-bit words.
+namespace detail {
+SJ_FN uint32_t lane_id() { uint32_t r; asm volatile("mov.u32 %0, %%laneid;" : "=r"(r)); return r; }
+template <class T> SJ_FN T shfl(unsigned mask, const T& x, int lane) {
+    if constexpr (sizeof(T) == 4 && std::is_trivially_copyable<T>::value) {
+        return bit_cast<T>(__shfl_sync(mask, bit_cast<unsigned>(x), lane));
+    } else {
+        constexpr int W = int((sizeof(T) + 3) / 4);
+        unsigned w[W];
+        w[W - 1] = 0u;
+        memcpy(w, &x, sizeof(T));
+        for (int i = 0; i < W; ++i) w[i] = __shfl_sync(mask, w[i], lane);
+        T r;
+        memcpy(&r, w, sizeof(T));
+        return r;
+    }
+}
+template <class T> SJ_FN T shfl_xor(unsigned mask, const T& x, int m) {
+    if constexpr (sizeof(T) == 4 && std::is_trivially_copyable<T>::value) {
+        return bit_cast<T>(__shfl_xor_sync(mask, bit_cast<unsigned>(x), m));
+    } else {
+        constexpr int W = int((sizeof(T) + 3) / 4);
+        unsigned w[W];
+        w[W - 1] = 0u;
+        memcpy(w, &x, sizeof(T));
+        for (int i = 0; i < W; ++i) w[i] = __shfl_xor_sync(mask, w[i], m);
+        T r;
+        memcpy(&r, w, sizeof(T));
+        return r;
+    }
+}
+struct op_sum { template <class T> SJ_FN T operator()(const T& a, const T& b) const { return T(a + b); } };
+struct op_prod { template <class T> SJ_FN T operator()(const T& a, const T& b) const { return T(a * b); } };
+struct op_min { template <class T> SJ_FN T operator()(const T& a, const T& b) const { return ::sj::min(a, b); } };
+struct op_max { template <class T> SJ_FN T operator()(const T& a, const T& b) const { return ::sj::max(a, b); } };
+struct op_and { template <class T> SJ_FN T operator()(const T& a, const T& b) const { return T(a & b); } };
+struct op_or { template <class T> SJ_FN T operator()(const T& a, const T& b) const { return T(a | b); } };
+struct op_xor { template <class T> SJ_FN T operator()(const T& a, const T& b) const { return T(a ^ b); } };
+template <class T, class Op> SJ_FN T wave_reduce(const T& x, Op op) {
+    const unsigned mask = __activemask();
+    if (mask == 0xFFFFFFFFu) {
+        T v = x;
+        for (int m = 1; m < 32; m <<= 1) v = op(v, shfl_xor(mask, v, m));
+        return v;
+    }
+    unsigned rest = mask;
+    const int first = __ffs(rest) - 1;
+    rest &= rest - 1u;
+    T v = shfl(mask, x, first);
+    while (rest) {
+        const int l = __ffs(rest) - 1;
+        rest &= rest - 1u;
+        v = op(v, shfl(mask, x, l));
+    }
+    return v;
+}
+// Exclusive scan over the active lanes below this one, in lane order.
+template <class T, class Op> SJ_FN T wave_prefix(const T& x, Op op, const T& identity) {
+    const unsigned mask = __activemask();
+    const unsigned below = mask & ((1u << lane_id()) - 1u);
+    T v = identity;
+    unsigned rest = mask;
+    while (rest) {
+        const int l = __ffs(rest) - 1;
+        rest &= rest - 1u;
+        const T o = shfl(mask, x, l);
+        if (below & (1u << l)) v = op(v, o);
+    }
+    return v;
+}
+}  // namespace detail
+SJ_FN uint32_t WaveGetLaneIndex() { return detail::lane_id(); }
+SJ_FN uint32_t WaveGetLaneCount() { return 32u; }
+SJ_FN bool WaveIsFirstLane() { return int(detail::lane_id()) == __ffs(__activemask()) - 1; }
+template <class T> SJ_FN T WaveActiveSum(const T& x) { return detail::wave_reduce(x, detail::op_sum()); }
+template <class T> SJ_FN T WaveActiveProduct(const T& x) { return detail::wave_reduce(x, detail::op_prod()); }
+template <class T> SJ_FN T WaveActiveMin(const T& x) { return detail::wave_reduce(x, detail::op_min()); }
+template <class T> SJ_FN T WaveActiveMax(const T& x) { return detail::wave_reduce(x, detail::op_max()); }
+template <class T> SJ_FN T WaveActiveBitAnd(const T& x) { return detail::wave_reduce(x, detail::op_and()); }
+template <class T> SJ_FN T WaveActiveBitOr(const T& x) { return detail::wave_reduce(x, detail::op_or()); }
+template <class T> SJ_FN T WaveActiveBitXor(const T& x) { return detail::wave_reduce(x, detail::op_xor()); }
+template <class T> SJ_FN T WaveReadLaneFirst(const T& x) {
+    const unsigned mask = __activemask();
+    return detail::shfl(mask, x, __ffs(mask) - 1);
+}
+template <class T, class I> SJ_FN T WaveReadLaneAt(const T& x, I lane) { return detail::shfl(__activemask(), x, int(lane)); }
+template <class T> SJ_FN T WaveBroadcastLaneAt(const T& x, int lane) { return detail::shfl(__activemask(), x, lane); }
+template <class T> SJ_FN T WavePrefixSum(const T& x) { return detail::wave_prefix(x, detail::op_sum(), convert<T>(0)); }
+template <class T> SJ_FN T WavePrefixProduct(const T& x) { return detail::wave_prefix(x, detail::op_prod(), convert<T>(1)); }
+template <class T, SJ_IF(detail::is_scalar<T>::value)>
+SJ_FN bool WaveActiveAllEqual(const T& x) {
+    const unsigned mask = __activemask();
+    const T f = detail::shfl(mask, x, __ffs(mask) - 1);
+    return __all_sync(mask, detail::calc_t<T>(f) == detail::calc_t<T>(x)) != 0;
+}
+template <class T, int N>
+SJ_FN vec<bool, N> WaveActiveAllEqual(const vec<T, N>& x) {
+    vec<bool, N> r;
+    for (int i = 0; i < N; ++i) r.v[i] = WaveActiveAllEqual(x.v[i]);
+    return r;
+}
+SJ_FN bool WaveActiveAllTrue(bool b) { return __all_sync(__activemask(), b) != 0; }
+SJ_FN bool WaveActiveAnyTrue(bool b) { return __any_sync(__activemask(), b) != 0; }
+SJ_FN uint32_t WaveActiveCountBits(bool b) { return uint32_t(__popc(__ballot_sync(__activemask(), b))); }
+SJ_FN uint32_t WavePrefixCountBits(bool b) {
+    return uint32_t(__popc(__ballot_sync(__activemask(), b) & ((1u << detail::lane_id()) - 1u)));
+}
+SJ_FN vec<uint32_t, 4> WaveActiveBallot(bool b) {
+    return vec<uint32_t, 4>{{__ballot_sync(__activemask(), b), 0u, 0u, 0u}};
+}
+SJ_FN void AllMemoryBarrier() { __threadfence(); }
+SJ_FN void AllMemoryBarrierWithGroupSync() { __threadfence(); __syncthreads(); }
+SJ_FN void DeviceMemoryBarrier() { __threadfence(); }
+SJ_FN void DeviceMemoryBarrierWithGroupSync() { __threadfence(); __syncthreads(); }
+SJ_FN void GroupMemoryBarrier() { __threadfence_block(); }
+SJ_FN void GroupMemoryBarrierWithGroupSync() { __syncthreads(); }
+#else
 // The CPU backend runs each thread as its own wave of size 1, so every wave operation is
 // the identity / its single-lane value.
 SJ_FN uint32_t WaveGetLaneIndex() { return 0u; }
@@ -1784,6 +1905,7 @@ SJ_FN void DeviceMemoryBarrier() {}
 SJ_FN void DeviceMemoryBarrierWithGroupSync() {}
 SJ_FN void GroupMemoryBarrier() {}
 SJ_FN void GroupMemoryBarrierWithGroupSync() {}
+#endif  // SJ_CUDA
 
 }  // namespace sj
 #undef SJ_IF

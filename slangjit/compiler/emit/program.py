@@ -13,6 +13,9 @@ SYSTEM_VALUES = {"sv_dispatchthreadid": "dtid", "sv_groupid": "gid", "sv_groupth
 
 def emit_program(functions: list[ir.Function], globals_: list[ir.GlobalVar],
                  entries: list[tuple[ir.Function, tuple[int, int, int]]], target: str = "cpp"):
+    if target == "cuda":
+        from .cuda import emit_program_cuda     # the CUDA flavour (kernel ABI documented there)
+        return emit_program_cuda(functions, globals_, entries)
     em = CppEmitter(target)
     uniforms = [g for g in globals_ if g.kind == "uniform"]
     others = [g for g in globals_ if g.kind != "uniform"]

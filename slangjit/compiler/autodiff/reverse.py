@@ -1,0 +1,360 @@
+"""Reverse mode.  bwd(fn) = a forward sweep that replays fn storing every value an assignment
+overwrites (per-thread stacks sized from loop trip-count bounds), then a reverse sweep that
+visits the statements backwards: restore the overwritten value, then push the statement's
+adjoint through the transpose of its JVP (rules.py + transpose.py).  Control flow: a branch
+records its condition, a loop its trip count; a loop without a known bound is a compile error.
+`return` / `break` / `continue` are first turned into flags (normalize.py)."""
+from __future__ import annotations
+
+from typing import Optional
+
+from ..ir import nodes as ir
+from .. import types as T
+from ..source import error
+from .difftypes import diff_type, zero
+from .flatten import Flattener
+from .forward import root_var
+from .normalize import Normalizer
+from .rules import Jvp, tz
+from .transpose import Transposer
+
+MAX_STACK = 1 << 16
+
+
+class Stack:
+    def __init__(self, t: T.Type, idx: int):
+        self.elem = t
+        self.var = ir.Var(f"stk{idx}", t)          # type patched once the capacity is known
+        self.sp = ir.Var(f"sp{idx}", T.INT)
+        self.capacity = 0
+
+
+class ReverseTransform:
+    def __init__(self, ad, fn: ir.Function, g: ir.Function, loc):
+        self.ad, self.chk, self.fn, self.g, self.loc = ad, ad.chk, fn, g, loc
+        self.adj: dict[int, ir.Var] = {}
+        self.stacks: dict = {}
+        self.mult = 1
+        self.assign_count: dict[int, int] = {}
+        self.in_loop_assigned: set = set()
+        self.jvp = Jvp(ad, self.adj_ref)
+        self.tp = Transposer(lambda v: getattr(v, "is_adjoint", False))
+        self.n = 0
+
+    # ------------------------------------------------------------------ variables
+
+    def adj_var(self, v: ir.Var) -> Optional[ir.Var]:
+        a = self.adj.get(v.uid)
+        if a is None:
+            dt = diff_type(self.chk, v.type)
+            if dt is None:
+                return None
+            a = ir.Var("adj_" + v.name, dt)
+            a.is_adjoint = True
+            self.adj[v.uid] = a
+        return a
+
+    def adj_ref(self, v: ir.Var) -> Optional[ir.Expr]:
+        a = self.adj_var(v)
+        return ir.LocalRef(a.type, a) if a is not None else None
+
+    def adj_path(self, e: ir.Expr) -> Optional[ir.Expr]:
+        v = root_var(e)
+        if v is None or self.adj_var(v) is None:
+            return None
+        return self.jvp(e)
+
+    def temp(self, t, name="r") -> ir.Var:
+        self.n += 1
+        return ir.Var(f"{name}{self.n}", t)
+
+    def stack(self, t: T.Type) -> Stack:
+        key = t
+        s = self.stacks.get(key)
+        if s is None:
+            s = Stack(t, len(self.stacks))
+            self.stacks[key] = s
+        return s
+
+    def push(self, value: ir.Expr, out: list):
+        s = self.stack(value.type)
+        s.capacity += self.mult
+        sp = ir.LocalRef(T.INT, s.sp)
+        out.append(ir.ExprStmt(ir.Assign(value.type, "=", ir.Index(value.type, ir.LocalRef(s.var.type, s.var), sp), value)))
+        out.append(ir.ExprStmt(ir.Assign(T.INT, "=", sp, ir.Binary(T.INT, "+", sp, ir.Const(T.INT, 1)))))
+
+    def pop(self, t: T.Type, out: list) -> ir.Expr:
+        s = self.stack(t)
+        sp = ir.LocalRef(T.INT, s.sp)
+        out.append(ir.ExprStmt(ir.Assign(T.INT, "=", sp, ir.Binary(T.INT, "-", sp, ir.Const(T.INT, 1)))))
+        return ir.Index(t, ir.LocalRef(s.var.type, s.var), sp)
+
+    # ------------------------------------------------------------------ driver
+
+    def run(self) -> ir.Block:
+        fn, g = self.fn, self.g
+        if fn.body is None:
+            raise error("E6002", f"cannot differentiate '{fn.slang_name}': it has no body", self.loc)
+        pd, rd = self.ad.signature(fn)
+        body = Flattener().block(fn.body)
+        norm = Normalizer(self, fn)
+        body, decls = norm.run(body)
+        self.count_assignments(body, False)
+        prologue: list = []
+        # hoisted locals (primal), parameters' primal copies
+        for v in decls:
+            prologue.append(ir.VarDecl(v, zero(v.type)))
+        for p in fn.params:
+            self.assign_count[p.uid] = self.assign_count.get(p.uid, 0) + 1
+        fwd: list = []
+        self.sweep_fwd(body, fwd)
+        rev: list = []
+        self.sweep_rev(body, rev)
+        # parameters in, adjoints seeded, results out
+        head: list = []
+        tail: list = []
+        gparams = g.params
+        for p, gp, d in zip(fn.params, gparams, pd):
+            ref = ir.LocalRef(gp.type, gp)
+            if d is None:
+                if p.direction == "out":
+                    head.append(ir.VarDecl(p, zero(p.type)))
+                    tail.append(ir.ExprStmt(ir.Assign(p.type, "=", ref, ir.LocalRef(p.type, p))))
+                else:
+                    head.append(ir.VarDecl(p, ref))
+                continue
+            a = self.adj_var(p)
+            if p.direction == "out":
+                head.append(ir.VarDecl(p, zero(p.type)))
+                head.append(ir.VarDecl(a, zero(a.type)))
+                seed_out = ir.ExprStmt(ir.Assign(a.type, "=", ir.LocalRef(a.type, a), ref))
+                norm.seed_outs.append(seed_out)
+            else:
+                head.append(ir.VarDecl(p, ir.Field(p.type, ref, "p")))
+                head.append(ir.VarDecl(a, zero(a.type)))
+                if p.direction == "inout":
+                    norm.seed_outs.append(ir.ExprStmt(ir.Assign(a.type, "=", ir.LocalRef(a.type, a),
+                                                                ir.Field(a.type, ref, "d"))))
+                tail.append(ir.ExprStmt(ir.Assign(a.type, "=", ir.Field(a.type, ref, "d"), ir.LocalRef(a.type, a))))
+        if rd is not None and norm.ret_var is not None:
+            ra = self.adj_var(norm.ret_var)
+            norm.seed_outs.append(ir.ExprStmt(ir.Assign(ra.type, "=", ir.LocalRef(ra.type, ra),
+                                                        ir.LocalRef(gparams[-1].type, gparams[-1]))))
+        adj_decls = [ir.VarDecl(a, zero(a.type)) for uid, a in self.adj.items()
+                     if uid not in {p.uid for p in fn.params}]
+        stack_decls = []
+        for s in self.stacks.values():
+            if s.capacity > MAX_STACK:
+                raise error("E6006", f"reverse mode of '{fn.slang_name}' would need {s.capacity} stored values of "
+                                     f"type {s.elem} per thread; lower the loop bounds ([MaxIters])", fn.loc)
+            s.var.type = T.ArrayType(s.elem, max(1, s.capacity))
+            stack_decls.append(ir.VarDecl(s.var, None))
+            stack_decls.append(ir.VarDecl(s.sp, ir.Const(T.INT, 0)))
+        stmts = head + prologue + adj_decls + stack_decls + fwd + norm.seed_outs + rev + tail
+        return ir.Block(stmts)
+
+    # ------------------------------------------------------------------ analysis
+
+    def count_assignments(self, s, in_loop: bool):
+        if isinstance(s, ir.Block):
+            for x in s.stmts:
+                self.count_assignments(x, in_loop)
+        elif isinstance(s, ir.ExprStmt):
+            e = s.expr
+            targets = []
+            if isinstance(e, ir.Assign):
+                targets.append(e.lhs)
+                e = e.rhs
+            if isinstance(e, ir.Call):
+                targets += [a for a, p in zip(e.args, e.func.params) if p.direction in ("out", "inout")]
+            if isinstance(e, ir.Intrinsic):
+                targets += [e.args[i] for i in e.out_params]
+            for t in targets:
+                v = root_var(t)
+                if v is not None:
+                    self.assign_count[v.uid] = self.assign_count.get(v.uid, 0) + 1
+                    if in_loop:
+                        self.in_loop_assigned.add(v.uid)
+        elif isinstance(s, ir.If):
+            self.count_assignments(s.then, in_loop)
+            if s.else_ is not None:
+                self.count_assignments(s.else_, in_loop)
+        elif isinstance(s, ir.Loop):
+            self.count_assignments(s.body, True)
+
+    def needs_push(self, target: ir.Expr) -> bool:
+        v = root_var(target)
+        if v is None:
+            return False
+        return self.assign_count.get(v.uid, 0) > 1 or v.uid in self.in_loop_assigned
+
+    # ------------------------------------------------------------------ forward sweep
+
+    def targets_of(self, s: ir.ExprStmt) -> list:
+        e = s.expr
+        out = []
+        if isinstance(e, ir.Assign):
+            out.append(e.lhs)
+            e = e.rhs
+        if isinstance(e, ir.Call):
+            out += [a for a, p in zip(e.args, e.func.params) if p.direction in ("out", "inout")]
+        elif isinstance(e, ir.Intrinsic):
+            out += [e.args[i] for i in e.out_params]
+        elif isinstance(e, ir.MethodCall):
+            from ..check.calls import OutConvert
+            out += [a for a in e.args if isinstance(a, OutConvert)]
+        return [t for t in out if root_var(t) is not None]
+
+    def sweep_fwd(self, s, out: list):
+        if isinstance(s, ir.Block):
+            for x in s.stmts:
+                self.sweep_fwd(x, out)
+        elif isinstance(s, ir.ExprStmt):
+            for t in self.targets_of(s):
+                if self.needs_push(t):
+                    self.push(t, out)
+            out.append(s)
+        elif isinstance(s, ir.If):
+            self.push(s.cond, out)
+            a: list = []
+            b: list = []
+            self.sweep_fwd(s.then, a)
+            if s.else_ is not None:
+                self.sweep_fwd(s.else_, b)
+            out.append(ir.If(s.cond, ir.Block(a), ir.Block(b) if b else None))
+        elif isinstance(s, ir.Loop):
+            bound = s.attrs["bound"]
+            cnt = self.temp(T.INT, "cnt")
+            out.append(ir.VarDecl(cnt, ir.Const(T.INT, 0)))
+            cref = ir.LocalRef(T.INT, cnt)
+            saved = self.mult
+            self.mult *= bound
+            body: list = []
+            self.sweep_fwd(s.body, body)
+            self.mult = saved
+            body.append(ir.ExprStmt(ir.Assign(T.INT, "=", cref, ir.Binary(T.INT, "+", cref, ir.Const(T.INT, 1)))))
+            limit = ir.Binary(T.BOOL, "<", cref, ir.Const(T.INT, bound))
+            cond = ir.Binary(T.BOOL, "&&", s.cond, limit) if s.cond is not None else limit
+            out.append(ir.Loop("do" if s.kind == "do" else "while", [], cond, None, ir.Block(body)))
+            self.push(cref, out)
+        else:
+            raise error("E6007", f"internal: unexpected statement {type(s).__name__} in reverse mode", self.loc)
+
+    # ------------------------------------------------------------------ reverse sweep
+
+    def sweep_rev(self, s, out: list):
+        if isinstance(s, ir.Block):
+            for x in reversed(s.stmts):
+                self.sweep_rev(x, out)
+        elif isinstance(s, ir.ExprStmt):
+            self.rev_stmt(s, out)
+        elif isinstance(s, ir.If):
+            c = self.pop(T.BOOL, out)
+            cv = self.temp(T.BOOL, "c")
+            out.append(ir.VarDecl(cv, c))
+            a: list = []
+            b: list = []
+            self.sweep_rev(s.then, a)
+            if s.else_ is not None:
+                self.sweep_rev(s.else_, b)
+            out.append(ir.If(ir.LocalRef(T.BOOL, cv), ir.Block(a), ir.Block(b) if b else None))
+        elif isinstance(s, ir.Loop):
+            n = self.temp(T.INT, "n")
+            out.append(ir.VarDecl(n, self.pop(T.INT, out)))
+            k = self.temp(T.INT, "k")
+            body: list = []
+            self.sweep_rev(s.body, body)
+            kref = ir.LocalRef(T.INT, k)
+            out.append(ir.Loop("for", [ir.VarDecl(k, ir.Const(T.INT, 0))],
+                               ir.Binary(T.BOOL, "<", kref, ir.LocalRef(T.INT, n)),
+                               ir.Assign(T.INT, "=", kref, ir.Binary(T.INT, "+", kref, ir.Const(T.INT, 1))),
+                               ir.Block(body)))
+
+    def restore(self, targets: list, out: list):
+        for t in reversed(targets):
+            if self.needs_push(t):
+                out.append(ir.ExprStmt(ir.Assign(t.type, "=", t, self.pop(t.type, out))))
+
+    def rev_stmt(self, s: ir.ExprStmt, out: list):
+        e = s.expr
+        targets = self.targets_of(s)
+        dest = None
+        rhs = e
+        if isinstance(e, ir.Assign):
+            dest, rhs = e.lhs, e.rhs
+        if isinstance(rhs, ir.Call) and self.ad.is_differentiable(rhs.func):
+            self.rev_call(rhs, dest, targets, out)
+            return
+        if isinstance(rhs, (ir.Call, ir.MethodCall)) or (isinstance(rhs, ir.Intrinsic) and rhs.out_params):
+            # not differentiable: the written values carry no derivative
+            for t in targets:
+                ap = self.adj_path(t)
+                if ap is not None:
+                    out.append(ir.ExprStmt(ir.Assign(ap.type, "=", ap, zero(ap.type))))
+            self.restore(targets, out)
+            return
+        if dest is None:
+            return
+        ap = self.adj_path(dest)
+        seed = None
+        if ap is not None:
+            sv = self.temp(ap.type, "g")
+            out.append(ir.VarDecl(sv, ap))
+            out.append(ir.ExprStmt(ir.Assign(ap.type, "=", ap, zero(ap.type))))
+            seed = ir.LocalRef(ap.type, sv)
+        self.restore(targets, out)
+        if seed is not None:
+            t = self.jvp(rhs)
+            if t is not None:
+                self.tp.tr(t, seed, out)
+
+    def rev_call(self, call: ir.Call, dest, targets, out: list):
+        f = call.func
+        h = self.ad.bwd(f, call.loc)
+        pd, rd = self.ad.signature(f)
+        seed = None
+        if dest is not None and rd is not None:
+            ap = self.adj_path(dest)
+            if ap is not None:
+                sv = self.temp(ap.type, "g")
+                out.append(ir.VarDecl(sv, ap))
+                out.append(ir.ExprStmt(ir.Assign(ap.type, "=", ap, zero(ap.type))))
+                seed = ir.LocalRef(ap.type, sv)
+        self.restore(targets, out)
+        args = []
+        after: list = []
+        for a, p, d, hp in zip(call.args, f.params, pd, h.params):
+            if d is None:
+                if p.direction == "out":
+                    tmp = self.temp(p.type, "o")
+                    out.append(ir.VarDecl(tmp, zero(p.type)))
+                    args.append(ir.LocalRef(p.type, tmp))
+                else:
+                    args.append(a)
+                continue
+            if p.direction == "out":
+                ap = self.adj_path(a)
+                args.append(ap if ap is not None else zero(d))
+                if ap is not None:
+                    after.append(ir.ExprStmt(ir.Assign(ap.type, "=", ap, zero(ap.type))))
+                continue
+            pv = self.temp(hp.type, "pr")
+            if p.direction == "inout":
+                ap = self.adj_path(a)
+                out.append(ir.VarDecl(pv, ir.Construct(hp.type, [a, ap if ap is not None else zero(d)])))
+                if ap is not None:
+                    after.append(ir.ExprStmt(ir.Assign(ap.type, "=", ap, ir.Field(d, ir.LocalRef(hp.type, pv), "d"))))
+            else:
+                out.append(ir.VarDecl(pv, ir.Construct(hp.type, [a, zero(d)])))
+                t = self.jvp(a)
+                if t is not None:
+                    after.append(("tr", t, ir.Field(d, ir.LocalRef(hp.type, pv), "d")))
+            args.append(ir.LocalRef(hp.type, pv))
+        if rd is not None:
+            args.append(seed if seed is not None else zero(rd))
+        out.append(ir.ExprStmt(ir.Call(T.VOID, h, args)))
+        for x in after:
+            if isinstance(x, tuple):
+                self.tp.tr(x[1], x[2], out)
+            else:
+                out.append(x)
