@@ -468,10 +468,13 @@ def test_create_buffer_rules(device):
 def test_device_api_misc(tmp_path):
     assert slangjit.DeviceType.cpu == 5 and slangjit.DeviceType.automatic == 0 and slangjit.DeviceType.wgpu == 7
     assert slangjit.BufferUsage.shared == 2048 and slangjit.BufferUsage.unordered_access == 16
-    d = slangjit.create_device()
-    assert d.type == slangjit.DeviceType.cpu and d.info is not None
-    with pytest.raises(NotImplementedError, match="CUDA"):
-        slangjit.create_device(type=slangjit.DeviceType.cuda)
+    d = slangjit.create_device()      # automatic: CUDA when a GPU is usable, else the CPU
+    assert d.type in (slangjit.DeviceType.cpu, slangjit.DeviceType.cuda) and d.info is not None
+    from slangjit.runtime import cuda as _cuda
+    if not _cuda.is_available():
+        assert d.type == slangjit.DeviceType.cpu
+        with pytest.raises(RuntimeError, match="CUDA"):
+            slangjit.create_device(type=slangjit.DeviceType.cuda)
     d2 = slangjit.create_device(include_paths=[str(tmp_path)])
     (tmp_path / "mymod.slang").write_text("// empty\n")
     m = d2.load_module("mymod")

@@ -188,7 +188,7 @@ class AutoDiff:
         g.attrs["generated_derivative"] = ("bwd", fn)
         g.attrs["decl"] = None
         self.bwd_cache[id(fn)] = g
-        self.pending.append(("bwd", fn, g, loc))
+        self.pending.append(("bwd-intrinsic" if fn.intrinsic is not None else "bwd", fn, g, loc))
         self.chk.functions.append(g)
         return g
 
@@ -208,6 +208,8 @@ class AutoDiff:
                 g.body = ForwardTransform(self, fn, g, pd, rd).run()
             elif kind == "fwd-intrinsic":
                 g.body = self.intrinsic_fwd_body(fn, g, loc)
+            elif kind == "bwd-intrinsic":
+                g.body = self.intrinsic_bwd_body(fn, g, loc)
             else:
                 from .reverse import ReverseTransform
                 g.body = ReverseTransform(self, fn, g, loc).run()
@@ -284,6 +286,38 @@ class AutoDiff:
         from .inline import substitute
         t = substitute(rule[2], rule[0].params, args, tans, pd)
         return ir.Block([ir.Return(ir.Construct(g.ret, [node, tz(rd, t)]))])
+
+    def intrinsic_bwd_body(self, fn: ir.Function, g: ir.Function, loc) -> ir.Block:
+        """bwd_diff(sin) called directly: the transposed rule."""
+        from .transpose import Transposer
+        from .inline import substitute
+        pd, rd = self.signature(fn)
+        rule = self.intrinsic_rule(fn)
+        if rule is None:
+            raise error("E6004", f"no derivative is known for '{fn.slang_name}'", loc)
+        stmts, args, tans, adjs = [], [], [], []
+        for gp, d in zip(g.params, pd):
+            r = ir.LocalRef(gp.type, gp)
+            if d is None:
+                args.append(r)
+                tans.append(None)
+                adjs.append(None)
+                continue
+            a = ir.Var("adj_" + gp.name, d)
+            a.is_adjoint = True
+            stmts.append(ir.VarDecl(a, zero(d)))
+            args.append(ir.Field(gp.type.primal, r, "p"))
+            tans.append(ir.LocalRef(d, a))
+            adjs.append((a, r))
+        t = substitute(rule[2], rule[0].params, args, tans, pd)
+        if t is not None and rd is not None:
+            dout = g.params[-1]
+            Transposer(lambda v: getattr(v, "is_adjoint", False), self.chk).tr(t, ir.LocalRef(dout.type, dout), stmts)
+        for x in adjs:
+            if x is not None:
+                a, r = x
+                stmts.append(ir.ExprStmt(ir.Assign(a.type, "=", ir.Field(a.type, r, "d"), ir.LocalRef(a.type, a))))
+        return ir.Block(stmts)
 
     def intrinsic_with_outs_fwd(self, fwd, e, dest, out):
         """Core functions with out parameters (sincos, modf, frexp): handled as calls of

@@ -38,7 +38,9 @@ class ReverseTransform:
         self.assign_count: dict[int, int] = {}
         self.in_loop_assigned: set = set()
         self.jvp = Jvp(ad, self.adj_ref)
-        self.tp = Transposer(lambda v: getattr(v, "is_adjoint", False))
+        self.tp = Transposer(lambda v: getattr(v, "is_adjoint", False), ad.chk)
+        pd, _ = ad.signature(fn)
+        self.no_adjoint = {p.uid for p, d in zip(fn.params, pd) if d is None}
         self.n = 0
 
     # ------------------------------------------------------------------ variables
@@ -46,6 +48,8 @@ class ReverseTransform:
     def adj_var(self, v: ir.Var) -> Optional[ir.Var]:
         a = self.adj.get(v.uid)
         if a is None:
+            if v.uid in self.no_adjoint:
+                return None
             dt = diff_type(self.chk, v.type)
             if dt is None:
                 return None

@@ -9,9 +9,17 @@ from .difftypes import zero
 
 
 class Transposer:
-    def __init__(self, is_adj_var):
+    def __init__(self, is_adj_var, chk=None):
         self.is_adj_var = is_adj_var        # Var -> bool
+        self.chk = chk
         self.n = 0
+
+    def accumulate(self, path: ir.Expr, value: ir.Expr, out: list):
+        from .difftypes import add, is_float_like
+        if is_float_like(path.type):
+            out.append(ir.ExprStmt(ir.Assign(path.type, "+=", path, value)))
+        else:
+            out.append(ir.ExprStmt(ir.Assign(path.type, "=", path, add(self.chk, path, value))))
 
     def has_adj(self, e) -> bool:
         if e is None:
@@ -62,7 +70,7 @@ class Transposer:
                 return
             if isinstance(e, ir.Swizzle):
                 e = ir.Index(e.type, e.obj, ir.Const(T.INT, e.indices[0]))
-            out.append(ir.ExprStmt(ir.Assign(e.type, "+=", e, self.reduce(seed, e.type))))
+            self.accumulate(e, self.reduce(seed, e.type), out)
             return
         m = getattr(self, "t_" + type(e).__name__, None)
         if m is None:
@@ -111,7 +119,7 @@ class Transposer:
         def assign(tmp):
             if len(e.indices) == 1:
                 tgt = ir.Index(e.type, tmp, ir.Const(T.INT, e.indices[0]))
-                out.append(ir.ExprStmt(ir.Assign(e.type, "+=", tgt, seed)))
+                self.accumulate(tgt, seed, out)
                 return
             el = e.type.elem
             for k, j in enumerate(e.indices):
@@ -123,12 +131,10 @@ class Transposer:
         self._via_temp(e, seed, out, assign)
 
     def t_Index(self, e, seed, out):
-        self._via_temp(e, seed, out, lambda tmp: out.append(
-            ir.ExprStmt(ir.Assign(e.type, "+=", ir.Index(e.type, tmp, e.index), seed))))
+        self._via_temp(e, seed, out, lambda tmp: self.accumulate(ir.Index(e.type, tmp, e.index), seed, out))
 
     def t_Field(self, e, seed, out):
-        self._via_temp(e, seed, out, lambda tmp: out.append(
-            ir.ExprStmt(ir.Assign(e.type, "+=", ir.Field(e.type, tmp, e.name), seed))))
+        self._via_temp(e, seed, out, lambda tmp: self.accumulate(ir.Field(e.type, tmp, e.name), seed, out))
 
     def t_Select(self, e, seed, out):
         a: list = []

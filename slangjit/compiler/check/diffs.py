@@ -50,6 +50,13 @@ class DiffsMixin:
             pt = self.pair_type(p.type, e.loc)
             d = self.coerce(self.expr(e.args[1], ctx), pt.diff, e.args[1].loc) if len(e.args) == 2 else ir.Construct(pt.diff, [])
             return ir.Construct(pt, [p, d], loc=e.loc)
+        if name == "updateDiff" and len(e.args) == 2:
+            p = self.expr(e.args[0], ctx)
+            if not isinstance(p.type, T.PairType):
+                raise self.err("E3001", f"updateDiff needs a DifferentialPair, got '{p.type}'", e.args[0].loc)
+            self.require_lvalue(p, e.args[0].loc, "argument of updateDiff")
+            d = self.coerce(self.expr(e.args[1], ctx), p.type.diff, e.args[1].loc)
+            return ir.Assign(p.type.diff, "=", ir.Field(p.type.diff, p, "d", loc=e.loc), d, loc=e.loc)
         if name in ("no_diff", "detach"):
             if len(e.args) != 1:
                 raise self.err("E3030", f"{name} takes one argument", e.loc)

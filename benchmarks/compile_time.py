@@ -1,0 +1,160 @@
+"""Compile-time benchmark: `load_program` -> first dispatch for a ~300-line Slang module.
+
+    python benchmarks/compile_time.py [--cold N] [--warm N]
+
+Every measurement runs in a fresh Python process (so no in-memory cache helps):
+
+* cold   empty cache dir (a new temporary SLANGJIT_CACHE_DIR per run): front end (core library
+         parse + parse + check + emit, from `CompiledProgram.timings`) and the C++ compile
+         (`kernel.timings["cxx"]`).
+* warm   new process, disk caches filled by a cold run: the front-end cache and the compiled
+         library cache; nothing is parsed and no C++ compiler runs.  Measured with bytecode
+         caching on (as after a normal `pip install`) and, for reference, with
+         PYTHONDONTWRITEBYTECODE=1 (every slangjit module imported from source).
+* warm, front-end cache off (SLANGJIT_NO_FRONTEND_CACHE=1): the front end runs, the C++ library
+         comes from the disk cache.
+
+"ready" = `load_program` + `create_compute_kernel` (the kernel can be dispatched).  Medians of
+several runs are printed; nothing is asserted.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+MODULE = HERE / "data" / "module300.slang"
+
+
+def child() -> None:
+    t_import = time.perf_counter()
+    import numpy as np
+    import slangjit as spy
+    t_imported = time.perf_counter()
+    device = spy.create_device(type=spy.DeviceType.cpu)
+    t0 = time.perf_counter()
+    program = device.load_program(str(MODULE), ["renderMain"])
+    t1 = time.perf_counter()
+    kernel = device.create_compute_kernel(program)
+    t2 = time.perf_counter()
+    w = h = 16
+    image = device.create_buffer(element_count=w * h, struct_size=16, usage=spy.BufferUsage.unordered_access)
+    kernel.dispatch(thread_count=[w, h, 1], vars={
+        "image": image,
+        "particles": device.create_buffer(element_count=1, struct_size=32, usage=spy.BufferUsage.unordered_access),
+        "stats": device.create_buffer(element_count=2, struct_size=4, usage=spy.BufferUsage.unordered_access),
+        "scene": {"width": w, "height": h, "samples": 1, "frame": 0, "exposure": 1.0},
+        "camera": {"position": [0, 1.5, -5], "forward": [0, 0, 1], "up": [0, 1, 0], "fov": 1.0},
+    })
+    t3 = time.perf_counter()
+    img = image.to_numpy().view(np.float32).reshape(h, w, 4)
+    assert np.all(np.isfinite(img)) and np.all(img[..., 3] == 1.0)
+    print(json.dumps({
+        "import_s": t_imported - t_import,
+        "load_program_s": t1 - t0,
+        "create_kernel_s": t2 - t1,
+        "ready_s": t2 - t0,
+        "first_dispatch_s": t3 - t2,
+        "frontend": dict(program.compiled.timings),
+        "frontend_cache": getattr(program.compiled, "frontend_cache", None),
+        "kernel_timings": dict(kernel.timings),
+        "library_from_disk": kernel.library.from_disk,
+    }))
+
+
+def run_child(env_extra: dict, drop=()) -> dict:
+    env = dict(os.environ)
+    for k in drop:
+        env.pop(k, None)
+    env.update(env_extra)
+    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    p = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child"], capture_output=True, text=True,
+                       env=env, cwd=str(ROOT))
+    if p.returncode != 0:
+        raise SystemExit(f"child failed:\n{p.stderr}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def ms(x: float) -> str:
+    return f"{x * 1e3:9.2f}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cold", type=int, default=3)
+    ap.add_argument("--warm", type=int, default=9)
+    ap.add_argument("--child", action="store_true")
+    args = ap.parse_args()
+    if args.child:
+        child()
+        return
+
+    lines = sum(1 for _ in open(MODULE))
+    print(f"module: {MODULE.relative_to(ROOT)} ({lines} lines), entry point renderMain")
+    pyc = tempfile.mkdtemp(prefix="sj-pyc-")
+    bytecode = {"PYTHONPYCACHEPREFIX": pyc}
+    no_bytecode = {"PYTHONDONTWRITEBYTECODE": "1"}
+
+    cold = []
+    cache = None
+    for i in range(args.cold):
+        cache = tempfile.mkdtemp(prefix="sj-bench-cold-")
+        r = run_child({"SLANGJIT_CACHE_DIR": cache, **bytecode}, drop=["PYTHONDONTWRITEBYTECODE",
+                                                                       "SLANGJIT_NO_FRONTEND_CACHE"])
+        assert r["frontend_cache"] is None and not r["library_from_disk"], r
+        cold.append(r)
+
+    def fe(r, with_core=True):
+        t = r["frontend"]
+        return sum(v for k, v in t.items() if with_core or k != "core")
+
+    warm_env = {"SLANGJIT_CACHE_DIR": cache}
+    warm = [run_child({**warm_env, **bytecode}, drop=["PYTHONDONTWRITEBYTECODE", "SLANGJIT_NO_FRONTEND_CACHE"])
+            for _ in range(args.warm)]
+    warm_src = [run_child({**warm_env, **no_bytecode}, drop=["SLANGJIT_NO_FRONTEND_CACHE", "PYTHONPYCACHEPREFIX"])
+                for _ in range(args.warm)]
+    warm_nofe = [run_child({**warm_env, **bytecode, "SLANGJIT_NO_FRONTEND_CACHE": "1"},
+                           drop=["PYTHONDONTWRITEBYTECODE"]) for _ in range(args.warm)]
+    for r in warm + warm_src:
+        assert r["frontend_cache"] == "disk" and r["library_from_disk"], r
+    for r in warm_nofe:
+        assert r["frontend_cache"] is None and r["library_from_disk"], r
+
+    med = statistics.median
+    print()
+    print(f"{'cold (empty cache), median of ' + str(len(cold)):<58}{'ms':>9}")
+    print("-" * 67)
+    stages = ["core", "parse", "check", "emit"]
+    for s in stages:
+        print(f"  front end: {s:<45}{ms(med(r['frontend'].get(s, 0.0) for r in cold))}")
+    print(f"  front end total (core library + parse + check + emit)    {ms(med(fe(r) for r in cold))}")
+    print(f"  front end without the core library (parsed once/process) {ms(med(fe(r, False) for r in cold))}")
+    print(f"  C++ compile (g++)                                        {ms(med(r['kernel_timings']['cxx'] for r in cold))}")
+    print(f"  load_program -> kernel ready                             {ms(med(r['ready_s'] for r in cold))}")
+    print(f"  first dispatch (16x16 pixels, 1 sample)                  {ms(med(r['first_dispatch_s'] for r in cold))}")
+    print()
+    print(f"{'warm (new process, disk caches), median of ' + str(args.warm):<58}{'ms':>9}")
+    print("-" * 67)
+    for title, rs in (("front-end cache + library cache, .pyc cached", warm),
+                      ("front-end cache + library cache, no .pyc", warm_src),
+                      ("library cache only (SLANGJIT_NO_FRONTEND_CACHE=1)", warm_nofe)):
+        print(f"  {title}")
+        print(f"    load_program                                           {ms(med(r['load_program_s'] for r in rs))}")
+        print(f"    create_compute_kernel (library from disk)              {ms(med(r['create_kernel_s'] for r in rs))}")
+        print(f"    load_program -> kernel ready                           {ms(med(r['ready_s'] for r in rs))}")
+        print(f"    first dispatch                                         {ms(med(r['first_dispatch_s'] for r in rs))}")
+    print()
+    print(f"  (import slangjit in the child: {ms(med(r['import_s'] for r in warm)).strip()} ms with .pyc, "
+          f"{ms(med(r['import_s'] for r in warm_src)).strip()} ms without; not part of the load time)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,132 @@
+"""CPU throughput: elementwise Slang kernels over 2^24 float32 vs numpy, side by side.
+
+    python benchmarks/cpu_throughput.py [--log2n 24] [--repeat 7]
+
+Kernels:
+  poly   y = a*x*x + b*x + c
+  heavy  y = sin(x) * exp(-x*x) + sqrt(abs(x)) * cos(3x)
+
+For each: numpy (the same expression on float32 arrays), slangjit on all worker threads
+(`$SLANGJIT_NUM_THREADS` or os.cpu_count()) and slangjit with SLANGJIT_NUM_THREADS=1; the speedup
+of all threads over one thread.  Times are the median of `--repeat` runs of the dispatch alone
+(buffers stay resident, like device memory); numpy times include its temporaries.  Results are
+checked against numpy (max relative error printed).  Nothing is asserted about time.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import slangjit as spy  # noqa: E402
+from slangjit.runtime import device as device_mod  # noqa: E402
+
+SOURCE = r"""
+StructuredBuffer<float> x;
+RWStructuredBuffer<float> y;
+
+[numthreads(256, 1, 1)]
+void poly(uint3 tid : SV_DispatchThreadID, uniform uint count, uniform float a, uniform float b, uniform float c)
+{
+    uint i = tid.x;
+    if (i >= count)
+        return;
+    float v = x[i];
+    y[i] = a * v * v + b * v + c;
+}
+
+[numthreads(256, 1, 1)]
+void heavy(uint3 tid : SV_DispatchThreadID, uniform uint count)
+{
+    uint i = tid.x;
+    if (i >= count)
+        return;
+    float v = x[i];
+    y[i] = sin(v) * exp(-v * v) + sqrt(abs(v)) * cos(3.0 * v);
+}
+"""
+
+A, B, C = np.float32(0.5), np.float32(-1.25), np.float32(3.0)
+
+
+def np_poly(x):
+    return A * x * x + B * x + C
+
+
+def np_heavy(x):
+    return np.sin(x) * np.exp(-x * x) + np.sqrt(np.abs(x)) * np.cos(np.float32(3.0) * x)
+
+
+def timeit(fn, repeat: int) -> float:
+    fn()                                   # warm-up (first dispatch / page faults)
+    ts = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--log2n", type=int, default=24)
+    ap.add_argument("--repeat", type=int, default=7)
+    args = ap.parse_args()
+    n = 1 << args.log2n
+
+    device = spy.create_device(type=spy.DeviceType.cpu)
+    module = device.load_module_from_source("cpu_throughput", SOURCE)
+    kernels = {name: device.create_compute_kernel(device.link_program([module], [module.entry_point(name)]))
+               for name in ("poly", "heavy")}
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal(n) * 2.0).astype(np.float32)
+    usage = spy.BufferUsage.shader_resource | spy.BufferUsage.unordered_access
+    bx = device.create_buffer(element_count=n, struct_size=4, usage=usage, data=x)
+    by = device.create_buffer(element_count=n, struct_size=4, usage=usage)
+
+    multi_env = os.environ.get("SLANGJIT_NUM_THREADS")
+    nthreads = device_mod.num_threads()
+    print(f"n = 2^{args.log2n} = {n} float32; {nthreads} worker threads (os.cpu_count() = {os.cpu_count()}); "
+          f"median of {args.repeat}")
+    print()
+    hdr = (f"{'kernel':<7}{'numpy ms':>10}{'slangjit ms':>13}{'1 thread ms':>13}{'vs numpy':>10}"
+           f"{'MT speedup':>12}{'Melem/s':>10}{'max rel err':>13}")
+    print(hdr)
+    print("-" * len(hdr))
+    for name, ref, kw in (("poly", np_poly, dict(a=float(A), b=float(B), c=float(C))), ("heavy", np_heavy, {})):
+        k = kernels[name]
+
+        def run():
+            k.dispatch(thread_count=[n, 1, 1], vars={"x": bx, "y": by}, count=n, **kw)
+
+        t_np = timeit(lambda: ref(x), args.repeat)
+        if multi_env is None:
+            os.environ.pop("SLANGJIT_NUM_THREADS", None)
+        else:
+            os.environ["SLANGJIT_NUM_THREADS"] = multi_env
+        t_mt = timeit(run, args.repeat)
+        got = by.to_numpy().view(np.float32)
+        want = ref(x.astype(np.float64))
+        err = float(np.max(np.abs(got - want) / np.maximum(1.0, np.abs(want))))
+        os.environ["SLANGJIT_NUM_THREADS"] = "1"
+        t_1 = timeit(run, args.repeat)
+        got1 = by.to_numpy().view(np.float32)
+        if multi_env is None:
+            os.environ.pop("SLANGJIT_NUM_THREADS", None)
+        else:
+            os.environ["SLANGJIT_NUM_THREADS"] = multi_env
+        same = "" if np.array_equal(got, got1) else "  (1-thread result differs!)"
+        print(f"{name:<7}{t_np * 1e3:>10.2f}{t_mt * 1e3:>13.2f}{t_1 * 1e3:>13.2f}{t_np / t_mt:>9.2f}x"
+              f"{t_1 / t_mt:>11.2f}x{n / t_mt / 1e6:>10.0f}{err:>13.2e}{same}")
+    print()
+    print("vs numpy = numpy time / slangjit (all threads) time;  MT speedup = 1-thread time / all-threads time")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,463 @@
+"""The CUDA device: the same compute API as the CPU device, on NVIDIA GPUs.
+
+    device = slangjit.create_device(type=slangjit.DeviceType.cuda)   # or automatic, with a GPU
+
+Built on NVIDIA's `cuda-bindings` (`cuda.bindings.driver` + `cuda.bindings.nvrtc`); no nvcc, no
+CUDA toolkit, no torch (`pip install 'slangjit[cuda]'`).
+
+* Context: the device's *primary* context (cuDevicePrimaryCtxRetain), the one the CUDA runtime
+  and PyTorch use, made current on whichever Python thread calls in.
+* Stream: one stream per device, created with default flags, so it is ordered with the legacy
+  default stream (PyTorch's default). `dispatch(..., cuda_stream=h)` launches on another stream.
+* Buffers: cuMemAlloc, zero-filled; `device_address` is the device pointer (usable as a
+  `uniform T*`); `to_numpy` waits for the stream and copies back; `copy_from_numpy` copies in
+  stream order.
+* Kernels: the front end emits CUDA C++ (emit/cuda.py documents the kernel ABI); NVRTC builds a
+  cubin for the device's exact arch (sm_XY), cached in memory and on disk (cuda_compiler.py),
+  keyed by source hash + arch + NVRTC version + options; modules are cached per context.
+  The globals block goes to the module's `__constant__ sj_globals` with cuMemcpyHtoDAsync from
+  a pinned staging ring (no host stall; skipped when the bytes did not change since the last
+  launch of the module); the entry point's parameter block is the kernel argument.
+* `device.wait()` synchronizes the device's stream only.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+import time
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from ..compiler.reflection import CompiledProgram, EntryPointInfo
+from . import layout_pack as _lp
+from .device import (Buffer, BufferDesc, Device, DeviceInfo, DeviceType, ReflectionCursor, ShaderProgram,
+                     _EXTRA_DISPATCH_KWARGS, _thread_count3)
+
+
+class CudaError(RuntimeError):
+    """A CUDA driver call failed."""
+
+
+class CudaUnavailableError(CudaError):
+    """No usable CUDA GPU (or cuda-bindings / the driver is missing)."""
+
+
+_driver = None
+
+
+def _drv():
+    global _driver
+    if _driver is None:
+        try:
+            from cuda.bindings import driver  # noqa: PLC0415
+        except ImportError as e:
+            raise CudaUnavailableError("CUDA device: the 'cuda-bindings' package is not installed "
+                                       "(pip install 'slangjit[cuda]')") from e
+        _driver = driver
+    return _driver
+
+
+def _ck(res, what: str):
+    """cuda-bindings returns (CUresult, *values)."""
+    if isinstance(res, tuple):
+        status, vals = res[0], res[1:]
+    else:
+        status, vals = res, ()
+    if int(status) != 0:
+        name = getattr(status, "name", str(status))
+        raise CudaError(f"CUDA {what} failed: {name} ({int(status)})")
+    if not vals:
+        return None
+    return vals[0] if len(vals) == 1 else vals
+
+
+_init_lock = threading.Lock()
+_init_state: Optional[str] = None      # None: not tried; "" ok; else the error message
+
+
+def _init() -> None:
+    global _init_state
+    with _init_lock:
+        if _init_state is None:
+            try:
+                d = _drv()
+                _ck(d.cuInit(0), "cuInit")
+                n = _ck(d.cuDeviceGetCount(), "cuDeviceGetCount")
+                _init_state = "" if n > 0 else "no CUDA GPU found"
+            except CudaUnavailableError as e:
+                _init_state = str(e)
+            except Exception as e:  # noqa: BLE001  (driver library missing, ...)
+                _init_state = f"the CUDA driver is not usable: {e}"
+    if _init_state:
+        raise CudaUnavailableError(f"CUDA device unavailable: {_init_state}")
+
+
+def is_available() -> bool:
+    """True when cuda-bindings, the driver and at least one GPU are there (never raises)."""
+    try:
+        _init()
+        from . import cuda_compiler
+        return cuda_compiler.available()
+    except Exception:  # noqa: BLE001
+        return False
+
+
+# ------------------------------------------------------------------------------------------ context
+
+
+class _Context:
+    """Primary context of one GPU + the device's stream; shared by every CudaDevice on that GPU."""
+
+    _by_ordinal: dict[int, "_Context"] = {}
+    _lock = threading.Lock()
+
+    @classmethod
+    def get(cls, ordinal: int = 0) -> "_Context":
+        with cls._lock:
+            c = cls._by_ordinal.get(ordinal)
+            if c is None:
+                c = cls._by_ordinal[ordinal] = _Context(ordinal)
+            return c
+
+    def __init__(self, ordinal: int):
+        _init()
+        d = _drv()
+        self.d = d
+        self.ordinal = ordinal
+        self.dev = _ck(d.cuDeviceGet(ordinal), "cuDeviceGet")
+        self.ctx = _ck(d.cuDevicePrimaryCtxRetain(self.dev), "cuDevicePrimaryCtxRetain")
+        self._tls = threading.local()
+        self.make_current()
+        A = d.CUdevice_attribute
+        self.cc = (int(_ck(d.cuDeviceGetAttribute(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, self.dev), "attr")),
+                   int(_ck(d.cuDeviceGetAttribute(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, self.dev), "attr")))
+        self.sm_count = int(_ck(d.cuDeviceGetAttribute(A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, self.dev), "attr"))
+        name = _ck(d.cuDeviceGetName(256, self.dev), "cuDeviceGetName")
+        self.name = bytes(name).split(b"\0", 1)[0].decode(errors="replace") if not isinstance(name, str) else name
+        self.stream = _ck(d.cuStreamCreate(0), "cuStreamCreate")
+        self.modules: dict[str, Any] = {}          # image key -> _Module
+        self.modules_lock = threading.Lock()
+
+    def make_current(self) -> None:
+        if getattr(self._tls, "current", False):
+            return
+        _ck(self.d.cuCtxSetCurrent(self.ctx), "cuCtxSetCurrent")
+        self._tls.current = True
+
+    @property
+    def arch(self) -> str:
+        return f"sm_{self.cc[0]}{self.cc[1]}"
+
+    def synchronize(self, stream=None) -> None:
+        self.make_current()
+        _ck(self.d.cuStreamSynchronize(self.stream if stream is None else stream), "cuStreamSynchronize")
+
+
+class _Staging:
+    """Pinned host ring for small host->device copies that must not stall the host."""
+
+    SLOTS = 64
+
+    def __init__(self, ctx: _Context, slot_size: int):
+        self.ctx = ctx
+        self.slot = max(64, (slot_size + 63) // 64 * 64)
+        d = ctx.d
+        self.base = int(_ck(d.cuMemHostAlloc(self.slot * self.SLOTS, 0), "cuMemHostAlloc"))
+        self.events = [None] * self.SLOTS
+        self.i = 0
+
+    def copy_to_device(self, dptr: int, data: np.ndarray, stream) -> None:
+        d = self.ctx.d
+        k = self.i
+        self.i = (self.i + 1) % self.SLOTS
+        ev = self.events[k]
+        if ev is not None:
+            _ck(d.cuEventSynchronize(ev), "cuEventSynchronize")    # normally long complete
+        else:
+            ev = self.events[k] = _ck(d.cuEventCreate(d.CUevent_flags.CU_EVENT_DISABLE_TIMING), "cuEventCreate")
+        addr = self.base + k * self.slot
+        n = int(data.nbytes)
+        ctypes.memmove(addr, data.ctypes.data, n)
+        _ck(d.cuMemcpyHtoDAsync(dptr, addr, n, stream), "cuMemcpyHtoDAsync")
+        _ck(d.cuEventRecord(ev, stream), "cuEventRecord")
+
+
+class _Module:
+    """A loaded cubin: its functions, and the state of its __constant__ globals block."""
+
+    def __init__(self, ctx: _Context, image: bytes):
+        from ..compiler.emit.cuda import GLOBALS_SYMBOL
+        d = ctx.d
+        self.ctx = ctx
+        self._image = image
+        self.module = _ck(d.cuModuleLoadData(image), "cuModuleLoadData")
+        dptr, size = _ck(d.cuModuleGetGlobal(self.module, GLOBALS_SYMBOL.encode()), "cuModuleGetGlobal")
+        self.globals_ptr, self.globals_size = int(dptr), int(size)
+        self.functions: dict[str, Any] = {}
+        self.last_globals: Optional[bytes] = None
+        self.last_stream = None
+        self.staging = _Staging(ctx, self.globals_size)
+        self.lock = threading.Lock()
+
+    def function(self, symbol: str):
+        f = self.functions.get(symbol)
+        if f is None:
+            f = self.functions[symbol] = _ck(self.ctx.d.cuModuleGetFunction(self.module, symbol.encode()),
+                                             "cuModuleGetFunction")
+        return f
+
+    def set_globals(self, block: np.ndarray, stream) -> None:
+        raw = block.tobytes()[: self.globals_size]
+        if raw == self.last_globals and stream is self.last_stream:
+            return
+        self.staging.copy_to_device(self.globals_ptr, np.frombuffer(raw, np.uint8), stream)
+        self.last_globals = raw
+        self.last_stream = stream
+
+
+# ------------------------------------------------------------------------------------------ buffers
+
+
+class CudaBuffer(Buffer):
+    """Device memory (cuMemAlloc), zero-initialised."""
+
+    def __init__(self, device: "CudaDevice", desc: BufferDesc):   # noqa: super().__init__ allocates host memory
+        self.device = device
+        self.desc = desc
+        ctx = device._ctx
+        ctx.make_current()
+        self._ctx = ctx
+        self._addr = int(_ck(ctx.d.cuMemAlloc(desc.size), "cuMemAlloc"))
+        _ck(ctx.d.cuMemsetD8Async(self._addr, 0, desc.size, ctx.stream), "cuMemsetD8Async")
+
+    def __del__(self):
+        addr = getattr(self, "_addr", 0)
+        if addr:
+            self._addr = 0
+            try:
+                self._ctx.make_current()
+                self._ctx.d.cuMemFree(addr)
+            except Exception:  # noqa: BLE001  (interpreter shutdown)
+                pass
+
+    @property
+    def device_address(self) -> int:
+        return self._addr
+
+    def to_numpy(self) -> np.ndarray:
+        """A copy of the contents as raw bytes (uint8, length `size`), after the device's queued work."""
+        ctx = self._ctx
+        ctx.make_current()
+        out = np.empty(self.desc.size, np.uint8)
+        _ck(ctx.d.cuMemcpyDtoHAsync(out.ctypes.data, self._addr, self.desc.size, ctx.stream), "cuMemcpyDtoHAsync")
+        ctx.synchronize()
+        return out
+
+    def _upload(self, raw: np.ndarray, offset: int = 0) -> None:
+        ctx = self._ctx
+        ctx.make_current()
+        raw = np.ascontiguousarray(raw)
+        if raw.size:
+            # From pageable memory the driver stages the data before returning: `raw` may be freed.
+            _ck(ctx.d.cuMemcpyHtoDAsync(self._addr + offset, raw.ctypes.data, raw.size, ctx.stream),
+                "cuMemcpyHtoDAsync")
+
+    def copy_from_numpy(self, data) -> None:
+        raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+        if raw.size > self.desc.size:
+            raise ValueError(f"copy_from_numpy: data is {raw.size} bytes, larger than the buffer ({self.desc.size} bytes)")
+        self._upload(raw)
+
+    def set_data(self, data, offset: int = 0) -> None:
+        raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+        if offset < 0 or offset + raw.size > self.desc.size:
+            raise ValueError("set_data: upload would exceed the size of the destination buffer")
+        self._upload(raw, offset)
+
+    @property
+    def _mem(self):   # CPU-buffer internals are not available on the GPU
+        raise AttributeError("a CUDA buffer has no host memory; use to_numpy() / copy_from_numpy()")
+
+    def __repr__(self) -> str:
+        return f"CudaBuffer(size={self.size}, struct_size={self.struct_size}, usage={self.usage!r})"
+
+
+# ------------------------------------------------------------------------------------------ kernels
+
+
+def _stream_handle(s: Any):
+    """A CUstream from an int handle, a CUstream, or an object with .cuda_stream / .ptr (torch)."""
+    d = _drv()
+    if s is None:
+        return None
+    if isinstance(s, d.CUstream):
+        return s
+    for attr in ("cuda_stream", "ptr", "handle"):
+        v = getattr(s, attr, None)
+        if isinstance(v, int):
+            return d.CUstream(v)
+    return d.CUstream(int(s))
+
+
+class CudaComputeKernel:
+    """A compiled, loaded entry point on the GPU. `dispatch` launches it on the device's stream."""
+
+    def __init__(self, device: "CudaDevice", program: Optional[ShaderProgram], compiled: CompiledProgram,
+                 entry_name: str):
+        refl = compiled.reflection
+        if entry_name not in refl.entry_points:
+            raise ValueError(f"entry point '{entry_name}' is not in the compiled program "
+                             f"(entry points: {', '.join(refl.entry_points) or 'none'})")
+        if compiled.target != "cuda":
+            raise ValueError(f"the CUDA device needs a program compiled for target 'cuda', got {compiled.target!r}")
+        self.device = device
+        self.program = program
+        self.compiled = compiled
+        self.entry: EntryPointInfo = refl.entry_points[entry_name]
+        self.entry_name = entry_name
+        ctx = device._ctx
+        self._ctx = ctx
+        from . import cuda_compiler
+        t0 = time.perf_counter()
+        img = cuda_compiler.compile_cached(compiled.source, ctx.arch)
+        t1 = time.perf_counter()
+        with ctx.modules_lock:
+            ctx.make_current()
+            mod = ctx.modules.get(img.key)
+            if mod is None:
+                mod = ctx.modules[img.key] = _Module(ctx, img.image)
+        self._module = mod
+        self._fn = mod.function(self.entry.symbol)
+        self.timings = dict(compiled.timings)
+        self.timings["nvrtc"] = img.compile_seconds
+        self.timings["cache_hit"] = float(img.cached)
+        self.timings["load"] = time.perf_counter() - t1
+        self._globals = _lp.field_map(refl.globals)
+        self._globals_size = refl.globals_size
+        self._globals_required = _lp.required_bindings(refl.globals)
+        self._params = _lp.field_map(self.entry.params)
+        self._params_size = self.entry.params_size
+        self._params_required = _lp.required_bindings(self.entry.params)
+        self._numthreads = tuple(int(n) for n in self.entry.numthreads)
+        nt = self._numthreads[0] * self._numthreads[1] * self._numthreads[2]
+        if nt > 1024:
+            raise ValueError(f"[numthreads{self._numthreads}] has {nt} threads per group; CUDA allows at most 1024")
+        self._reflection = ReflectionCursor(None, list(refl.globals) + [p for p in self.entry.params
+                                                                         if p.name not in self._globals])
+
+    @property
+    def reflection(self) -> ReflectionCursor:
+        return self._reflection
+
+    @property
+    def thread_group_size(self) -> tuple[int, int, int]:
+        return self._numthreads
+
+    def _check_buffers(self, values: dict) -> None:
+        for k, v in values.items():
+            if getattr(v, "_sj_buffer", False) and not isinstance(v, CudaBuffer):
+                raise TypeError(f"dispatch: '{k}' is a {type(v).__name__} of another device; "
+                                "the CUDA device needs buffers from device.create_buffer")
+
+    def dispatch(self, thread_count, vars: Optional[dict] = None, command_encoder=None, **kwargs) -> None:
+        stream = kwargs.pop("cuda_stream", None) if "cuda_stream" not in self._params else None
+        for k in _EXTRA_DISPATCH_KWARGS:
+            if k in kwargs and k not in self._params:
+                del kwargs[k]
+        tx, ty, tz = _thread_count3(thread_count)
+        nx, ny, nz = self._numthreads
+        gx, gy, gz = -(-tx // nx), -(-ty // ny), -(-tz // nz)
+        if vars is None:
+            vars = {}
+        elif not isinstance(vars, dict):
+            raise TypeError(f"dispatch: vars must be a dict of global names to values, got {type(vars).__name__}")
+        if vars and self._params:
+            moved = [k for k in vars if k not in self._globals and k in self._params and k not in kwargs]
+            if moved:
+                vars = dict(vars)
+                for k in moved:
+                    kwargs[k] = vars.pop(k)
+        self._check_buffers(vars)
+        self._check_buffers(kwargs)
+        ctx = _lp.PackContext("dispatch")
+        gblock = _lp.pack_block(self._globals, self._globals_size, vars, ctx, self._globals_required)
+        pblock = _lp.pack_block(self._params, self._params_size, kwargs, ctx, self._params_required)
+        if gx * gy * gz == 0:
+            return
+        if gx >= 1 << 31 or gy > 65535 or gz > 65535:
+            raise ValueError(f"dispatch: too many thread groups ({gx} x {gy} x {gz}) for CUDA "
+                             "(at most 2^31-1 x 65535 x 65535)")
+        c = self._ctx
+        c.make_current()
+        s = c.stream if stream is None else _stream_handle(stream)
+        with self._module.lock:
+            self._module.set_globals(gblock, s)
+            argp = (ctypes.c_void_p * 1)(pblock.ctypes.data)
+            _ck(c.d.cuLaunchKernel(self._fn, gx, gy, gz, nx, ny, nz, 0, s, ctypes.addressof(argp), 0),
+                "cuLaunchKernel")
+        if self.device.enable_debug_layers:
+            c.synchronize(s)
+        del pblock, argp
+
+    def __repr__(self) -> str:
+        return f"CudaComputeKernel({self.entry_name!r}, numthreads={self._numthreads})"
+
+
+# ------------------------------------------------------------------------------------------ device
+
+
+class CudaDeviceInfo(DeviceInfo):
+    def __init__(self, ctx: _Context):
+        self.type = DeviceType.cuda
+        self.api_name = "cuda"
+        self.adapter_name = ctx.name
+        self.adapter_luid = None
+        self.compute_capability = ctx.cc
+        self.multiprocessor_count = ctx.sm_count
+        self.num_threads = ctx.sm_count * 2048
+
+    def __repr__(self) -> str:
+        return f"DeviceInfo(type={self.type!r}, adapter_name={self.adapter_name!r}, sm={self.compute_capability})"
+
+
+class CudaDevice(Device):
+    _target = "cuda"
+    _kernel_class = CudaComputeKernel
+
+    def __init__(self, include_paths: Sequence = (), compiler_args: Sequence = (), enable_debug_layers: bool = False,
+                 ordinal: Optional[int] = None):
+        if ordinal is None:
+            ordinal = int(os.environ.get("SLANGJIT_CUDA_DEVICE", "0") or 0)
+        self._ctx = _Context.get(ordinal)
+        super().__init__(DeviceType.cuda, include_paths, compiler_args, enable_debug_layers)
+        self.info = CudaDeviceInfo(self._ctx)
+
+    @property
+    def cuda_stream(self) -> int:
+        """The device's stream handle (an int), e.g. for torch.cuda.ExternalStream."""
+        return int(self._ctx.stream)
+
+    def _new_buffer(self, desc: BufferDesc, raw) -> CudaBuffer:
+        b = CudaBuffer(self, desc)
+        if raw is not None and raw.size:
+            b._upload(raw)
+        return b
+
+    def wait(self) -> None:
+        self._ctx.synchronize()
+
+    def wait_for_idle(self, *args, **kwargs) -> None:
+        self._ctx.synchronize()
+
+    def close(self) -> None:
+        if not self.closed:
+            try:
+                self._ctx.synchronize()
+            except CudaError:
+                pass
+        self.closed = True
+
+    def __repr__(self) -> str:
+        return f"Device(type=cuda, adapter={self._ctx.name!r}, arch={self._ctx.arch})"

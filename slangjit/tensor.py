@@ -1,0 +1,372 @@
+"""`spy.Tensor`: a strided N-D view over a device `Buffer`, with optional gradient tensors.
+
+Strides and offset are in elements.  The element layout is C natural layout (float3: 12 bytes), the same
+the compiler uses for `T*` / `StructuredBuffer<T>` elements.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from .functional import stypes as S
+from .runtime.device import Buffer, BufferUsage, MemoryType
+
+DEFAULT_USAGE = BufferUsage.shader_resource | BufferUsage.unordered_access      # 24
+
+
+class Shape(tuple):
+    """A tuple of ints that also has SlangPy's `Shape` helpers."""
+
+    def as_tuple(self) -> tuple:
+        return tuple(self)
+
+    def as_list(self) -> list:
+        return list(self)
+
+    @property
+    def valid(self) -> bool:
+        return True
+
+    @property
+    def concrete(self) -> bool:
+        return all(d >= 0 for d in self)
+
+
+def resolve_dtype(dtype: Any, module=None) -> S.SType:
+    """A dtype given as an SType, Struct, Python type, spy vector class, numpy dtype or string -> SType."""
+    if isinstance(dtype, S.SType):
+        return dtype
+    t = getattr(dtype, "_sj_stype", None)            # functional.Struct
+    if t is not None:
+        return t
+    if dtype is float:
+        return S.scalar("float")
+    if dtype is int:
+        return S.scalar("int")
+    if dtype is bool:
+        return S.scalar("bool")
+    from .functional import values as V
+    if isinstance(dtype, type) and issubclass(dtype, (V.VectorValue, V.MatrixValue)):
+        return V.slang_type_of_vector(dtype())
+    if isinstance(dtype, str):
+        refl = getattr(module, "_refl", None)
+        t = refl.find_type(dtype) if refl is not None else S.builtin_type(dtype)
+        if t is None:
+            t = S.parse_type_string(dtype, refl)
+        return t
+    try:
+        nd = np.dtype(dtype)
+    except TypeError:
+        nd = None
+    if nd is not None and nd.name in S.NUMPY_TO_SCALAR:
+        return S.scalar(S.NUMPY_TO_SCALAR[nd.name])
+    raise TypeError(f"Unsupported dtype {dtype!r}")
+
+
+def _contig_strides(shape) -> tuple:
+    st, acc = [], 1
+    for d in reversed(shape):
+        st.append(acc)
+        acc *= d
+    return tuple(reversed(st))
+
+
+class Tensor:
+    """A strided N-D view over a Buffer of elements of a Slang type."""
+
+    _sj_tensor = True
+
+    def __init__(self, storage: Any = None, dtype: Any = None, shape: Sequence[int] = None, strides: Sequence[int] = (),
+                 offset: int = 0, grad_in: Optional["Tensor"] = None, grad_out: Optional["Tensor"] = None,
+                 element_type: Any = None, usage=None):
+        if dtype is None:
+            dtype = element_type
+        if shape is None:
+            raise ValueError("Tensor needs a shape")
+        if dtype is None:
+            raise ValueError("Element type (dtype) must be specified")
+        dt = resolve_dtype(dtype)
+        shape = tuple(int(s) for s in shape)
+        if len(shape) == 0:
+            raise ValueError("Cannot create a tensor with zero dimensions")
+        if not isinstance(storage, Buffer):
+            device = storage
+            n = max(1, math.prod(shape)) * max(dt.size, 1)
+            storage = device.create_buffer(size=n, struct_size=max(dt.size, 1),
+                                           usage=DEFAULT_USAGE if usage is None else usage)
+        self.storage: Buffer = storage
+        self.device = storage.device
+        self.dtype: S.SType = dt
+        self._shape = Shape(shape)
+        self._strides = Shape(tuple(int(s) for s in strides) if strides else _contig_strides(shape))
+        if len(self._strides) != len(self._shape):
+            raise ValueError(f"Shape dimensions ({len(self._shape)}) must match stride dimensions "
+                             f"({len(self._strides)})")
+        self.offset = int(offset)
+        self.grad_in: Optional[Tensor] = grad_in
+        self.grad_out: Optional[Tensor] = grad_out
+
+    # -- factories
+
+    @staticmethod
+    def empty(device, shape: Sequence[int], dtype: Any = None, usage=DEFAULT_USAGE,
+              memory_type=MemoryType.device_local, program_layout=None) -> "Tensor":
+        if dtype is None:
+            raise ValueError("Element type (dtype) must be specified")
+        if isinstance(shape, int):
+            shape = (shape,)
+        return Tensor(device, dtype, tuple(shape), usage=usage)
+
+    @staticmethod
+    def zeros(device, shape: Sequence[int], dtype: Any = None, usage=DEFAULT_USAGE,
+              memory_type=MemoryType.device_local, program_layout=None) -> "Tensor":
+        return Tensor.empty(device, shape, dtype, usage)       # buffers are zero-initialised
+
+    @staticmethod
+    def ones(device, shape: Sequence[int], dtype: Any = None, usage=DEFAULT_USAGE,
+             memory_type=MemoryType.device_local, program_layout=None) -> "Tensor":
+        t = Tensor.empty(device, shape, dtype, usage)
+        if t.dtype.scalar is None:
+            raise ValueError(f"Tensor.ones needs a numeric element type, got {t.dtype.name}")
+        n = math.prod(t.shape) * (math.prod(t.dtype.shape) if t.dtype.shape else 1)
+        t.storage._mem[: t.storage.size].view(t.dtype.np_dtype)[:n] = 1
+        return t
+
+    @staticmethod
+    def empty_like(other: "Tensor") -> "Tensor":
+        return Tensor.empty(other.device, other.shape, other.dtype, other.usage)
+
+    @staticmethod
+    def zeros_like(other: "Tensor") -> "Tensor":
+        return Tensor.zeros(other.device, other.shape, other.dtype, other.usage)
+
+    @staticmethod
+    def from_numpy(device, ndarray: np.ndarray, usage=DEFAULT_USAGE, memory_type=MemoryType.device_local,
+                   program_layout=None, target_slang_dtype=None) -> "Tensor":
+        a = np.asarray(ndarray)
+        if target_slang_dtype is not None:
+            dt = resolve_dtype(target_slang_dtype)
+            if a.dtype.names is not None or (dt.kind == "struct"):
+                if a.dtype.itemsize != dt.size:
+                    raise ValueError(f"numpy dtype itemsize ({a.dtype.itemsize}) does not match the size of "
+                                     f"{dt.name} ({dt.size})")
+                if not a.flags.c_contiguous:
+                    raise ValueError("from_numpy: structured arrays must be C-contiguous")
+                t = Tensor(device, dt, a.shape or (1,), usage=usage)
+                t.storage._mem[: a.nbytes] = a.reshape(-1).view(np.uint8)
+                return t
+            es = tuple(dt.shape)
+            shape = a.shape[: a.ndim - len(es)] if es else a.shape
+            t = Tensor(device, dt, shape or (1,), usage=usage)
+            t.copy_from_numpy(np.ascontiguousarray(a.astype(dt.np_dtype, copy=False)))
+            return t
+        if a.dtype.names is not None:
+            raise ValueError("Structured numpy arrays need target_slang_dtype")
+        if a.dtype.name not in S.NUMPY_TO_SCALAR:
+            raise ValueError(f"Unsupported numpy dtype {a.dtype}")
+        dt = S.scalar(S.NUMPY_TO_SCALAR[a.dtype.name])
+        if a.ndim == 0:
+            a = a.reshape(1)
+        t = Tensor(device, dt, a.shape, usage=usage)
+        t.copy_from_numpy(np.ascontiguousarray(a))
+        return t
+
+    @staticmethod
+    def numpy(device, ndarray: np.ndarray) -> "Tensor":
+        warnings.warn("Tensor.numpy is deprecated, use Tensor.from_numpy", DeprecationWarning, stacklevel=2)
+        return Tensor.from_numpy(device, ndarray)
+
+    # -- properties
+
+    shape = property(lambda self: self._shape)
+    strides = property(lambda self: self._strides)
+
+    @property
+    def usage(self):
+        return self.storage.usage
+
+    @property
+    def memory_type(self):
+        return self.storage.memory_type
+
+    @property
+    def element_count(self) -> int:
+        return math.prod(self._shape)
+
+    @property
+    def writable(self) -> bool:
+        return bool(int(self.storage.usage) & int(BufferUsage.unordered_access))
+
+    @property
+    def grad(self) -> "Tensor":
+        if self.grad_out is None:
+            raise ValueError("Tensor has no grad.")
+        return self.grad_out
+
+    def is_contiguous(self) -> bool:
+        exp = 1
+        for d, s in zip(reversed(self._shape), reversed(self._strides)):
+            if d != 1 and s != exp:
+                return False
+            exp *= d
+        return True
+
+    # -- data
+
+    def _scalar_view(self):
+        """(flat numpy view of the storage in the element's scalar type, scalars per element) or None."""
+        dt = self.dtype
+        if dt.kind in ("scalar", "vector", "matrix", "array") and dt.scalar is not None:
+            nd = dt.np_dtype
+            n = self.storage.size // nd.itemsize
+            return self.storage._mem[: n * nd.itemsize].view(nd), max(1, dt.size // nd.itemsize)
+        if dt.kind == "enum":
+            nd = dt.underlying.np
+            n = self.storage.size // nd.itemsize
+            return self.storage._mem[: n * nd.itemsize].view(nd), 1
+        return None
+
+    def to_numpy(self) -> np.ndarray:
+        sv = self._scalar_view()
+        if sv is not None:
+            flat, k = sv
+            es = tuple(self.dtype.shape)
+            inner = _contig_strides(es) if es else ()
+            isz = flat.itemsize
+            strides = tuple(s * k * isz for s in self._strides) + tuple(s * isz for s in inner)
+            base = flat[self.offset * k:]
+            return np.lib.stride_tricks.as_strided(base, shape=tuple(self._shape) + es, strides=strides).copy()
+        sz = self.dtype.size
+        mem = self.storage._mem
+        base = mem[self.offset * sz:]
+        strides = tuple(s * sz for s in self._strides) + (1,)
+        return np.lib.stride_tricks.as_strided(base, shape=tuple(self._shape) + (sz,), strides=strides).copy()
+
+    def copy_from_numpy(self, data) -> None:
+        a = np.asarray(data)
+        if not a.flags.c_contiguous:
+            raise ValueError("copy_from_numpy: the numpy array must be contiguous")
+        if not self.is_contiguous():
+            raise ValueError("copy_from_numpy: the tensor must be contiguous")
+        raw = a.reshape(-1).view(np.uint8)
+        start = self.offset * self.dtype.size
+        if start + raw.size > self.storage.size:
+            raise ValueError(f"copy_from_numpy: data ({raw.size} bytes) does not fit the tensor's storage")
+        self.storage._mem[start: start + raw.size] = raw
+
+    def clear(self, command_encoder=None) -> None:
+        self.storage._mem[: self.storage.size] = 0
+
+    def uniforms(self) -> dict:
+        return {"_data": self.storage, "_shape": list(self._shape), "_offset": self.offset,
+                "_strides": list(self._strides)}
+
+    # -- grads
+
+    def with_grads(self, grad_in: Optional["Tensor"] = None, grad_out: Optional["Tensor"] = None,
+                   zero: bool = False) -> "Tensor":
+        if grad_in is None and grad_out is None:
+            d = self.dtype.derivative
+            if d is None:
+                raise ValueError(f"No derivative type found for {self.dtype.name}")
+            g = Tensor(self.device, d, tuple(self._shape),
+                       usage=DEFAULT_USAGE | BufferUsage.shared)
+            grad_in = grad_out = g
+        if zero:
+            for g in {id(x): x for x in (grad_in, grad_out) if x is not None}.values():
+                g.clear()
+        return Tensor(self.storage, self.dtype, self._shape, self._strides, self.offset, grad_in, grad_out)
+
+    def detach(self) -> "Tensor":
+        return Tensor(self.storage, self.dtype, self._shape, self._strides, self.offset)
+
+    # -- views
+
+    def view(self, shape: Sequence[int], strides: Sequence[int] = (), offset: int = 0) -> "Tensor":
+        shape = tuple(shape)
+        if strides and len(strides) != len(shape):
+            raise ValueError(f"Shape dimensions ({len(shape)}) must match stride dimensions ({len(strides)})")
+        if strides and any(s < 0 for s in strides):
+            raise ValueError("Strides must be positive")
+        if self.offset + offset < 0:
+            raise ValueError("Tensor view offset is negative")
+        return Tensor(self.storage, self.dtype, shape, tuple(strides), self.offset + offset)
+
+    def broadcast_to(self, shape: Sequence[int]) -> "Tensor":
+        shape = tuple(shape)
+        if len(shape) < len(self._shape):
+            raise ValueError("Broadcast shape must be larger than tensor shape")
+        pad = len(shape) - len(self._shape)
+        strides = [0] * pad
+        for i, (d, s) in enumerate(zip(self._shape, self._strides)):
+            nd = shape[pad + i]
+            if d == nd:
+                strides.append(s)
+            elif d == 1:
+                strides.append(0)
+            else:
+                raise ValueError(f"Current dimension {d} at index {i} must be equal to new dimension {nd} or 1")
+        return Tensor(self.storage, self.dtype, shape, tuple(strides), self.offset, self.grad_in, self.grad_out)
+
+    def __getitem__(self, idx) -> "Tensor":
+        if not isinstance(idx, tuple):
+            idx = (idx,)
+        n_real = sum(1 for i in idx if i is not None and i is not Ellipsis)
+        if n_real > len(self._shape):
+            raise IndexError(f"Too many indices for tensor of dimension {len(self._shape)}")
+        shape, strides, off = [], [], self.offset
+        dim = 0
+        for pos, i in enumerate(idx):
+            if i is Ellipsis:
+                n = len(self._shape) - n_real
+                for _ in range(n):
+                    shape.append(self._shape[dim])
+                    strides.append(self._strides[dim])
+                    dim += 1
+            elif i is None:
+                shape.append(1)
+                strides.append(0)
+            elif isinstance(i, (int, np.integer)):
+                i = int(i)
+                d = self._shape[dim]
+                if i < 0:
+                    i += d
+                if not 0 <= i < d:
+                    raise IndexError(f"Index {i} is out of bounds for dimension {dim} with size {d}")
+                off += i * self._strides[dim]
+                dim += 1
+            elif isinstance(i, slice):
+                start, stop, step = i.indices(self._shape[dim])
+                if step <= 0:
+                    raise ValueError("Slice step must be positive")
+                n = max(0, (stop - start + step - 1) // step)
+                off += start * self._strides[dim]
+                shape.append(n)
+                strides.append(self._strides[dim] * step)
+                dim += 1
+            else:
+                raise ValueError(f"Illegal argument at dimension {pos}: Allowed are int, slice, ..., or None")
+        while dim < len(self._shape):
+            shape.append(self._shape[dim])
+            strides.append(self._strides[dim])
+            dim += 1
+        if not shape:
+            shape, strides = [1], [1]
+        return Tensor(self.storage, self.dtype, tuple(shape), tuple(strides), off)
+
+    def point_to(self, other: "Tensor") -> None:
+        if tuple(other.shape) != tuple(self.shape) or other.dtype.size != self.dtype.size:
+            raise ValueError("point_to: shape and element stride must match")
+        self.storage = other.storage
+        self._strides = other._strides
+        self.offset = other.offset
+
+    def __str__(self) -> str:
+        return str(self.to_numpy())
+
+    def __repr__(self) -> str:
+        return (f"Tensor(dtype={self.dtype.name}, shape={list(self._shape)}, "
+                f"has_grad_in={self.grad_in is not None}, has_grad_out={self.grad_out is not None})")
