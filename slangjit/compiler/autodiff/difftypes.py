@@ -65,13 +65,21 @@ def struct_diff_type(chk, t: T.StructType) -> Optional[T.Type]:
         return None
     fields = []
     decl_members = {m.name: m for m in info.sym.decl.members if isinstance(m, ast.VarDecl)}
+    self_diff = True
     for name, ft, _, _ in info.fields:
         m = decl_members.get(name)
         if m is not None and "no_diff" in m.mods:
+            self_diff = False
             continue
         dt = diff_type(chk, ft)
         if dt is not None:
             fields.append((name, dt))
+        if dt is None or dt != ft:
+            self_diff = False
+    if self_diff and fields:
+        # Every field is its own Differential: so is the struct (as in Slang).
+        info.diff_type = t
+        return t
     if not fields:
         # Slang gives such a type an empty Differential; one dummy field keeps C++ happy.
         pass

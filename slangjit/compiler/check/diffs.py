@@ -64,8 +64,46 @@ class DiffsMixin:
             return ir.Detach(x.type, x, loc=e.loc)
         return None
 
+    def nested_diff_fn(self, fexpr: ast.Expr, args: list, loc: Loc, ctx) -> Optional[ir.Function]:
+        """fwd_diff(fwd_diff(f)) and friends: the inner derivative function for these args."""
+        if not (isinstance(fexpr, ast.Call) and isinstance(fexpr.callee, ast.Name) and fexpr.callee.name in DIFF_OPS
+                and len(fexpr.args) == 1):
+            return None
+        from .checker import OverloadRes
+        inner_mode = DIFF_OPS[fexpr.callee.name]
+        inner = fexpr.args[0]
+        views = [ir.LocalRef(a.type.primal, ir.Var("x", a.type.primal)) if isinstance(a.type, T.PairType) else a
+                 for a in args]
+        fn = self.nested_diff_fn(inner, views, loc, ctx)
+        if fn is None:
+            res = self.resolve(inner, ctx)
+            if not isinstance(res, OverloadRes):
+                raise self.err("E6011", "fwd_diff/bwd_diff needs a function", inner.loc)
+            attempts = [views] if inner_mode == "fwd" else [views[:-1], views]
+            fn = None
+            for att in attempts:
+                try:
+                    fn, _ = self.pick_function(res, att, loc)
+                    break
+                except CompileError:
+                    continue
+            if fn is None:
+                raise self.err("E3010", f"no overload of '{res.name}' matches these arguments", loc)
+        return self.autodiff.fwd(fn, loc) if inner_mode == "fwd" else self.autodiff.bwd(fn, loc)
+
     def diff_call(self, mode: str, fexpr: ast.Expr, args_ast: list, loc: Loc, ctx) -> ir.Expr:
         from .checker import OverloadRes
+        pre_args = None
+        if isinstance(fexpr, ast.Call) and isinstance(fexpr.callee, ast.Name) and fexpr.callee.name in DIFF_OPS:
+            args = self.call_args(args_ast, ctx)
+            views = [ir.LocalRef(a.type.primal, ir.Var("x", a.type.primal)) if isinstance(a.type, T.PairType) else a
+                     for a in args]
+            inner_fn = self.nested_diff_fn(fexpr, views if mode == "fwd" else views[:-1], loc, ctx)
+            g = self.autodiff.fwd(inner_fn, loc) if mode == "fwd" else self.autodiff.bwd(inner_fn, loc)
+            if len(args) != len(g.params):
+                raise self.err("E3010", f"{mode}_diff takes {len(g.params)} argument(s), got {len(args)}", loc)
+            return ir.Call(g.ret, g, [a if p.direction in ("out", "inout") else self.coerce_arg(a, p.type, ctx)
+                                      for a, p in zip(args, g.params)], loc=loc)
         fres = self.resolve(fexpr, ctx)
         if not isinstance(fres, OverloadRes):
             raise self.err("E6011", f"{mode}_diff needs a function", fexpr.loc)

@@ -717,6 +717,10 @@ class ExprsMixin:
             return ir.Assign(lhs.type, "=", lhs, rhs, loc=loc)
         op = e.op[:-1]
         rhs = self.expr(e.rhs, ctx)
+        if isinstance(lhs.type, T.AtomicType) and op in ("+", "-"):
+            # `atomicBuffer[i] += v` is an atomic add.
+            return ir.MethodCall(lhs.type.elem, lhs, "add" if op == "+" else "sub",
+                                 [self.coerce(rhs, lhs.type.elem, e.rhs.loc)], loc=loc)
         if isinstance(lhs.type, T.StructType) or isinstance(rhs.type, T.StructType):
             syms = ctx.env.lookup("operator" + e.op) or (self.member_syms(lhs.type, "operator" + e.op)
                                                           if isinstance(lhs.type, T.StructType) else [])
