@@ -219,13 +219,17 @@ class ReverseTransform:
                     self.push(t, out)
             out.append(s)
         elif isinstance(s, ir.If):
-            self.push(s.cond, out)
+            # The condition is saved AFTER the branch so the reverse sweep pops it first.
+            cv = self.temp(T.BOOL, "cf")
+            out.append(ir.VarDecl(cv, s.cond))
             a: list = []
             b: list = []
             self.sweep_fwd(s.then, a)
             if s.else_ is not None:
                 self.sweep_fwd(s.else_, b)
-            out.append(ir.If(s.cond, ir.Block(a), ir.Block(b) if b else None))
+            cref = ir.LocalRef(T.BOOL, cv)
+            out.append(ir.If(cref, ir.Block(a), ir.Block(b) if b else None))
+            self.push(cref, out)
         elif isinstance(s, ir.Loop):
             bound = s.attrs["bound"]
             cnt = self.temp(T.INT, "cnt")
