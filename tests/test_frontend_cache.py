@@ -42,6 +42,9 @@ def proj(tmp_path, monkeypatch):
     (src / "helper.slang").write_text("float helperf(float x) { return x * 2.0; }\n")
     (src / "consts.h").write_text("#define OFFSET 1.0\n")
     fc.clear_memory_cache()
+    # the compiler hash is computed once per process; recompute it so that a child process (which hashes the
+    # compiler files afresh) agrees with this one even if the compiler's sources were edited since start-up
+    monkeypatch.setattr(fc, "_compiler_hash", None)
     yield src, cache
     fc.clear_memory_cache()
 
