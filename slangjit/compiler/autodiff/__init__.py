@@ -158,7 +158,9 @@ class AutoDiff:
         g.attrs["ad_sig"] = ([diff_type(self.chk, p.type) for p in params],
                              diff_type(self.chk, ret) if ret != T.VOID else None)
         self.fwd_cache[id(fn)] = g
-        if fn.intrinsic is not None:
+        if "TreatAsDifferentiable" in self.attrs(fn):
+            self.pending.append(("fwd-zero", fn, g, loc))
+        elif fn.intrinsic is not None:
             self.pending.append(("fwd-intrinsic", fn, g, loc))
         else:
             self.pending.append(("fwd", fn, g, loc))
@@ -188,7 +190,9 @@ class AutoDiff:
         g.attrs["generated_derivative"] = ("bwd", fn)
         g.attrs["decl"] = None
         self.bwd_cache[id(fn)] = g
-        self.pending.append(("bwd-intrinsic" if fn.intrinsic is not None else "bwd", fn, g, loc))
+        kind = "bwd-zero" if "TreatAsDifferentiable" in self.attrs(fn) else \
+            "bwd-intrinsic" if fn.intrinsic is not None else "bwd"
+        self.pending.append((kind, fn, g, loc))
         self.chk.functions.append(g)
         return g
 
@@ -210,6 +214,8 @@ class AutoDiff:
                 g.body = self.intrinsic_fwd_body(fn, g, loc)
             elif kind == "bwd-intrinsic":
                 g.body = self.intrinsic_bwd_body(fn, g, loc)
+            elif kind in ("fwd-zero", "bwd-zero"):
+                g.body = self.zero_body(kind, fn, g)
             else:
                 from .reverse import ReverseTransform
                 g.body = ReverseTransform(self, fn, g, loc).run()
@@ -286,6 +292,32 @@ class AutoDiff:
         from .inline import substitute
         t = substitute(rule[2], rule[0].params, args, tans, pd)
         return ir.Block([ir.Return(ir.Construct(g.ret, [node, tz(rd, t)]))])
+
+    def zero_body(self, kind: str, fn: ir.Function, g: ir.Function) -> ir.Block:
+        """[TreatAsDifferentiable]: the primal runs as is and every derivative is zero."""
+        pd, rd = self.signature(fn)
+        stmts: list = []
+        if kind == "fwd-zero":
+            args = []
+            for p, gp, d in zip(fn.params, g.params, pd):
+                r = ir.LocalRef(gp.type, gp)
+                if d is None:
+                    args.append(r)
+                elif p.direction == "in":
+                    args.append(ir.Field(p.type, r, "p"))
+                else:
+                    args.append(ir.Field(p.type, r, "p"))
+                    stmts.append(ir.ExprStmt(ir.Assign(d, "=", ir.Field(d, r, "d"), zero(d))))
+            call = ir.Call(fn.ret, fn, args)
+            if rd is None:
+                stmts.insert(0, ir.ExprStmt(call))
+                return ir.Block(stmts)
+            return ir.Block(stmts + [ir.Return(ir.Construct(g.ret, [call, zero(rd)]))])
+        for p, gp, d in zip(fn.params, g.params, pd):
+            if d is not None and p.direction != "out":
+                r = ir.LocalRef(gp.type, gp)
+                stmts.append(ir.ExprStmt(ir.Assign(d, "=", ir.Field(d, r, "d"), zero(d))))
+        return ir.Block(stmts)
 
     def intrinsic_bwd_body(self, fn: ir.Function, g: ir.Function, loc) -> ir.Block:
         """bwd_diff(sin) called directly: the transposed rule."""

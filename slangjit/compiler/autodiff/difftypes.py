@@ -141,3 +141,19 @@ def scale(chk, s: ir.Expr, a: ir.Expr) -> ir.Expr:
     if isinstance(t, T.StructType):
         return ir.Construct(t, [scale(chk, s, ir.Field(ft, a, n)) for n, ft in t.info.field_list()])
     raise ValueError(f"cannot scale differentials of type {t}")
+
+
+def diff_field_name(chk, struct_t: T.StructType, name: str) -> Optional[str]:
+    """The field of struct_t's Differential that holds the derivative of field `name`
+    (same name, or the one named by [DerivativeMember(D.f)])."""
+    dt = diff_type(chk, struct_t)
+    if not isinstance(dt, T.StructType):
+        return None
+    for m in struct_t.info.sym.decl.members:
+        if isinstance(m, ast.VarDecl) and m.name == name:
+            if "no_diff" in m.mods:
+                return None
+            for a in m.attrs:
+                if a.name == "DerivativeMember" and a.args and isinstance(a.args[0], ast.Member):
+                    return a.args[0].name
+    return name if dt.info.field_type(name) is not None else None

@@ -73,11 +73,12 @@ class Jvp:
             return ir.Field(ft, t, e.name)
         if isinstance(ot, T.TupleType):
             return ir.Field(t.type.elems[int(e.name[1:])], t, e.name)
-        if isinstance(t.type, T.StructType):
-            ft = t.type.info.field_type(e.name)
-            if ft is None:
+        if isinstance(t.type, T.StructType) and isinstance(ot, T.StructType):
+            from .difftypes import diff_field_name
+            fname = diff_field_name(self.chk, ot, e.name)
+            if fname is None:
                 return None
-            return ir.Field(ft, t, e.name)
+            return ir.Field(t.type.info.field_type(fname), t, fname)
         return None
 
     def j_Swizzle(self, e):
@@ -122,12 +123,14 @@ class Jvp:
         if isinstance(t, T.StructType):
             parts = []
             any_t = False
+            from .difftypes import diff_field_name
             for (fname, ft), a in zip(t.info.field_list(), e.args):
-                if dt.info.field_type(fname) is None:
+                dname = diff_field_name(self.chk, t, fname)
+                if dname is None:
                     continue
                 ta = self(a)
                 any_t = any_t or ta is not None
-                parts.append((fname, ta, dt.info.field_type(fname)))
+                parts.append((dname, ta, dt.info.field_type(dname)))
             if not any_t:
                 return None
             # Fields not given in the Construct stay zero.

@@ -208,14 +208,14 @@ class StmtsMixin:
         ctx.env.add(d.name, ValueSym(d.name, ir.LocalRef(t, var, loc=d.loc)))
         return ir.VarDecl(var, init, loc=d.loc)
 
-    def loop_attrs(self, s: ast.Stmt) -> dict:
+    def loop_attrs(self, s: ast.Stmt, ctx=None) -> dict:
         out = {}
         for a in s.attrs:
             if a.name in ("unroll", "ForceUnroll"):
                 out["unroll"] = True
             elif a.name == "MaxIters":
                 if a.args:
-                    v = self.fold(self.expr(a.args[0], self.ctx_for_env(self.core_env)))
+                    v = self.fold(self.expr(a.args[0], ctx if ctx is not None else self.ctx_for_env(self.core_env)))
                     if isinstance(v, int):
                         out["max_iters"] = v
             elif a.name == "loop":
@@ -235,14 +235,14 @@ class StmtsMixin:
             cond = self.condition(s.cond, c) if s.cond is not None else None
             step = self.expr(s.step, c) if s.step is not None else None
             body = self.sub_stmt(s.body, c)
-            return ir.Loop("for", init, cond, step, body, label, self.loop_attrs(s), loc=s.loc)
+            return ir.Loop("for", init, cond, step, body, label, self.loop_attrs(s, c), loc=s.loc)
         if isinstance(s, ast.While):
             cond = self.condition(s.cond, c)
             body = self.sub_stmt(s.body, c)
-            return ir.Loop("while", [], cond, None, body, label, self.loop_attrs(s), loc=s.loc)
+            return ir.Loop("while", [], cond, None, body, label, self.loop_attrs(s, c), loc=s.loc)
         body = self.sub_stmt(s.body, c)
         cond = self.condition(s.cond, c)
-        return ir.Loop("do", [], cond, None, body, label, self.loop_attrs(s), loc=s.loc)
+        return ir.Loop("do", [], cond, None, body, label, self.loop_attrs(s, c), loc=s.loc)
 
     def switch(self, s: ast.Switch, ctx: FuncCtx, label: Optional[str]) -> ir.Switch:
         v = self.expr(s.value, ctx)
