@@ -97,6 +97,7 @@ def _compile_program_uncached(sources: Sequence[SourceSpec], entry_points: Seque
 
     checker = Checker()
     checker.core_env.module = "core"
+    checker.target = target
     for m in core:
         checker.declare_module(m, checker.core_env)
 

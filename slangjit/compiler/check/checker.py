@@ -76,6 +76,7 @@ class Checker(DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, StmtsMixin):
         self.module_loader = None                 # callable(name, is_path, loc, from_path) -> ast.Module
         self._ext_cache: dict = {}
         self._depth = 0
+        self.target = "cpp"
         self.deriv_of: list = []          # (FuncSym g, "ForwardDerivativeOf"/..., target expr)
         self._autodiff = None
 
