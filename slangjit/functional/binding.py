@@ -1,0 +1,872 @@
+"""Overload resolution, argument binding, kernel generation, compilation and dispatch of one call signature
+(`CallData`).  See calldata.py for the leaf types and the kernel layout."""
+from __future__ import annotations
+
+import ctypes
+import math
+import struct
+from typing import Any, Optional
+
+import numpy as np
+
+from . import stypes as S
+from . import values as V
+from .calldata import (NUMTHREADS, ContainerLeaf, GeneratorLeaf, KernelBuilder, Leaf, RefLeaf, StructLeaf,
+                       TensorParamLeaf, ValueLeaf, _FAST_FMT, _py_type_name, _scalar_to_slang, _zero_expr,
+                       generic_names, unify)
+from .errors import BoundVariableException, KernelGenException, ResolveException
+from .generators import Generator, GridArg
+
+_RESERVED_KW = ("_result", "_thread_count", "_append_to", "_this")
+_U64 = struct.Struct("<Q")
+_I32 = struct.Struct("<i")
+
+
+class _Fail(Exception):
+    pass
+
+
+def _is_tensor(v) -> bool:
+    return getattr(v, "_sj_tensor", False) is True
+
+
+class Bound:
+    """One Slang parameter (or the result) with its bound argument."""
+
+    def __init__(self, pname: str, ptype: S.SType, direction: str, no_diff: bool, leaf: Leaf, index):
+        self.pname, self.ptype, self.direction, self.no_diff, self.leaf, self.index = \
+            pname, ptype, direction, no_diff, leaf, index
+
+
+def _all_leaves(leaf):
+    if isinstance(leaf, StructLeaf):
+        for _, c in leaf.children:
+            yield from _all_leaves(c)
+    else:
+        yield leaf
+
+
+# ----------------------------------------------------------------------------------------- binding values
+
+
+class Binder:
+    def __init__(self, fn_name: str, refl: S.ModuleReflection, bwds: bool):
+        self.fn_name = fn_name
+        self.refl = refl
+        self.bwds = bwds
+
+    # natural Slang type of a Python value (for generic inference)
+    def natural(self, v, pattern: S.SType, type_override=None) -> Optional[S.SType]:
+        if type_override is not None:
+            return type_override
+        if isinstance(v, (bool, int, float, np.number)):
+            return _scalar_to_slang(v)
+        if isinstance(v, (V.VectorValue, V.MatrixValue)):
+            return V.slang_type_of_vector(v)
+        if _is_tensor(v) or isinstance(v, np.ndarray):
+            dt = v.dtype if _is_tensor(v) else S.scalar(S.NUMPY_TO_SCALAR.get(v.dtype.name, "float"))
+            nd = len(v.shape)
+            if isinstance(pattern, S.TensorT):
+                d = pattern.dims if isinstance(pattern.dims, int) else nd
+                return S.TensorT(pattern.tkind, dt, d)
+            if isinstance(pattern, S.GenericT):
+                raise _Fail("Ambiguous call: a tensor to the generic parameter type "
+                            f"'{pattern.name}' (use .map to give the element type)")
+            return dt
+        if isinstance(v, V.ValueRef):
+            return self.natural(v.value, pattern) if v.value is not None else None
+        if isinstance(v, V.DiffPair):
+            return self.natural(v.primal, pattern)
+        if isinstance(v, dict) and "_type" in v:
+            t = self.refl.find_type(v["_type"])
+            return t
+        if isinstance(v, range):
+            return S.scalar("int")
+        if isinstance(v, list) and v and all(isinstance(x, (int, float)) for x in v):
+            if isinstance(pattern, S.GenericT):
+                return None
+            el = S.scalar("float") if any(isinstance(x, float) for x in v) else S.scalar("int")
+            if isinstance(pattern, S.VectorT):
+                return S.VectorT(el, len(v))
+            return S.ArrayT(el, len(v))
+        if hasattr(v, "get_this"):
+            return self.natural(v.get_this(), pattern)
+        return None
+
+    def bind(self, v, P: S.SType, direction: str, name: str, getter, type_override=None) -> Leaf:
+        if hasattr(v, "get_this") and not isinstance(v, (dict, list)) and not _is_tensor(v):
+            inner = v.get_this()
+            leaf = self.bind(inner, P, direction, name, lambda vals, g=getter: g(vals).get_this(), type_override)
+            leaf.instance_getter = getter
+            return leaf
+        writes = direction in ("out", "inout")
+        if v is None:
+            raise BoundVariableException(f"Failed to create type marshall for argument {name}: None with error:\n"
+                                         "Unsupported type <class 'NoneType'>")
+        if isinstance(v, Generator):
+            if writes:
+                raise BoundVariableException("Cannot read back value for non-writable type")
+            leaf = GeneratorLeaf(name, P, getter, v)
+            self._check_generator(leaf, P)
+            return leaf
+        if _is_tensor(v) or isinstance(v, np.ndarray):
+            return self.bind_container(v, P, direction, name, getter)
+        if isinstance(v, V.ValueRef):
+            if not P.is_concrete():
+                raise _Fail(f"python type ValueRef does not match slang type {P.name}")
+            if v.value is not None:
+                nat = self.natural(v.value, P)
+                if nat is not None and not self._value_converts(v.value, nat, P):
+                    raise _Fail(f"python type {_py_type_name(v.value)} does not match slang type {P.name}")
+            return RefLeaf(name, P, getter, "ref")
+        if isinstance(v, V.DiffPair):
+            return RefLeaf(name, P, getter, "pair")
+        if isinstance(v, dict):
+            return self.bind_dict(v, P, direction, name, getter)
+        if isinstance(v, range):
+            if writes:
+                raise BoundVariableException("Cannot read back value for non-writable type")
+            if not (isinstance(P, S.ScalarT) and P.skind in "iu"):
+                raise _Fail(f"python type range does not match slang type {P.name}")
+            g = lambda vals, g=getter, dt=P.np: np.arange(g(vals).start, g(vals).stop, g(vals).step, dtype=dt)
+            return ContainerLeaf(name, P, g, P, 1, 0, False, True)
+        if getattr(v, "_sj_buffer", False):
+            return self.bind_buffer(v, P, name, getter)
+        if writes:
+            raise BoundVariableException("Cannot read back value for non-writable type")
+        if isinstance(v, str) or not isinstance(v, (bool, int, float, np.number, V.VectorValue, V.MatrixValue,
+                                                        list, tuple)):
+            raise BoundVariableException(f"Failed to create type marshall for argument {name}: {v!r} with error:\n"
+                                         f"Unsupported type {type(v)!r}")
+        # plain values
+        nat = self.natural(v, P)
+        if self._value_converts(v, nat, P):
+            fmt = _FAST_FMT.get(P.name) if isinstance(P, S.ScalarT) else None
+            return ValueLeaf(name, P, getter, fmt)
+        # vectorise a vector / matrix / list over a parameter of its element (row) type
+        arr_dt = None
+        if isinstance(v, V.VectorValue) and isinstance(P, S.ScalarT) and P.name == S.builtin_type(
+                v._elem if v._elem != "float16_t" else "half").name:
+            arr_dt = P
+            conv = lambda x, dt=P.np: np.array(x._v, dtype=dt)
+            ne = 0
+        elif isinstance(v, V.MatrixValue) and isinstance(P, S.VectorT) and P.n == v._cols and \
+                P.elem.name == v._elem:
+            arr_dt = P.elem
+            conv = lambda x: x.to_numpy()
+            ne = 1
+        elif isinstance(v, (list, tuple)) and v and P.is_concrete() and P.scalar is not None and \
+                P.kind in ("scalar", "vector", "matrix", "array"):
+            try:
+                a = np.asarray(_plain_list(v), dtype=np.dtype(S._SCALARS[P.scalar][0]))
+            except (TypeError, ValueError):
+                a = None
+            if a is not None and a.ndim > len(P.shape) and tuple(a.shape[a.ndim - len(P.shape):]) == tuple(P.shape):
+                arr_dt = S.scalar(P.scalar)
+                conv = lambda x, dt=a.dtype: np.asarray(_plain_list(x), dtype=dt)
+                ne = len(P.shape)
+                nd = a.ndim
+        if arr_dt is not None:
+            if isinstance(v, (list, tuple)):
+                ndim = nd
+            elif isinstance(v, V.MatrixValue):
+                ndim = 2
+            else:
+                ndim = 1
+            return ContainerLeaf(name, P, lambda vals, g=getter, c=conv: c(g(vals)), arr_dt, ndim, ne, False, True)
+        raise _Fail(f"python type {_py_type_name(v)} does not match slang type {P.name}")
+
+    def _value_converts(self, v, nat: Optional[S.SType], P: S.SType) -> bool:
+        if isinstance(P, (S.GenericT, S.InterfaceT)) or nat is None:
+            return False
+        if isinstance(v, (bool, int, float, np.number)):
+            if isinstance(P, (S.ScalarT, S.EnumT)):
+                return True
+            if isinstance(P, S.VectorT) and P.is_concrete() and not isinstance(v, bool):
+                return True       # splat
+            if isinstance(P, S.PointerT) and isinstance(v, int):
+                return True
+            return False
+        if isinstance(v, (V.VectorValue, V.MatrixValue)):
+            return nat == P
+        if isinstance(v, (list, tuple)):
+            if isinstance(P, (S.ArrayT, S.VectorT)) and P.is_concrete():
+                n = P.n
+                if len(v) != n:
+                    return False
+                return all(self._value_converts(x, self.natural(x, P.elem), P.elem) if isinstance(P, S.ArrayT)
+                           else isinstance(x, (int, float)) for x in v)
+            if isinstance(P, S.MatrixT) and P.is_concrete():
+                return len(v) == P.rows and all(isinstance(r, (list, tuple)) and len(r) == P.cols for r in v)
+            return False
+        return False
+
+    def _check_generator(self, leaf: GeneratorLeaf, P: S.SType):
+        ok = False
+        kind = leaf.kind
+        if kind in ("call_id", "grid"):
+            if isinstance(P, S.ScalarT) and P.skind in "iu":
+                ok = kind == "call_id" or leaf.k == 1
+            elif isinstance(P, S.VectorT) and isinstance(P.elem, S.ScalarT) and P.elem.skind in "iu":
+                ok = kind == "call_id" or P.n in (leaf.k, leaf.k + 1)
+            elif isinstance(P, S.ArrayT) and isinstance(P.elem, S.ScalarT) and P.elem.skind in "iu":
+                ok = kind == "call_id" or P.n == leaf.k
+        elif kind == "thread_id":
+            ok = (isinstance(P, S.ScalarT) and P.skind in "iu") or (
+                isinstance(P, S.VectorT) and P.elem.skind in "iu" and P.n <= 3)
+        elif kind == "wang_hash":
+            ok = (isinstance(P, S.ScalarT) and P.name == "uint") or (
+                isinstance(P, S.VectorT) and P.elem.name == "uint" and P.n <= 4)
+        elif kind == "rand_float":
+            ok = (isinstance(P, S.ScalarT) and P.name == "float") or (
+                isinstance(P, S.VectorT) and P.elem.name == "float" and P.n <= 4)
+        if not ok:
+            raise ValueError(f"Could not find suitable conversion from {leaf._gname()} to {P.name}")
+
+    def bind_container(self, v, P: S.SType, direction, name, getter) -> Leaf:
+        is_np = isinstance(v, np.ndarray)
+        if is_np:
+            if v.dtype.names is not None or v.dtype.name not in S.NUMPY_TO_SCALAR:
+                raise BoundVariableException(f"Failed to create type marshall for argument {name}: numpy array of "
+                                             f"dtype {v.dtype} with error:\nUnsupported numpy dtype")
+            dt = S.scalar("bool" if v.dtype.name == "int8" else S.NUMPY_TO_SCALAR[v.dtype.name])
+            writable = bool(v.flags.writeable)
+            grads = (False, False)
+        else:
+            dt = v.dtype
+            writable = v.writable
+            grads = (v.grad_in is not None, v.grad_out is not None)
+        nd = len(v.shape)
+        writes = direction in ("out", "inout")
+        if isinstance(P, S.TensorT):
+            if not (P.elem == dt):
+                raise TypeError(f"Can't convert tensor with element type {dt.name} to tensor with element type "
+                                f"{P.elem.name}")
+            if "w" in P.access and not writable:
+                raise TypeError(f"Can't pass a read-only tensor to a writable tensor ({P.name}) for argument "
+                                f"'{name}'")
+            if nd < P.dims:
+                raise _Fail(f"python type {_py_type_name(v)} does not match slang type {P.name} "
+                            f"(too few dimensions)")
+            concrete = self._concrete_tensor(P, v if not is_np else None)
+            leaf_grads = (False, False)
+            return TensorParamLeaf(name, P, getter, concrete, nd, is_np)
+        if writes and not writable:
+            raise BoundVariableException("Cannot read back value for non-writable type")
+        ne = 0
+        if P == dt:
+            ne = 0
+        elif dt.kind == "scalar" and P.is_concrete() and P.kind in ("vector", "matrix", "array") and \
+                P.scalar == dt.name and len(P.shape) <= nd:
+            ne = len(P.shape)
+        else:
+            raise _Fail(f"python type {_py_type_name(v)} does not match slang type {P.name}")
+        use_grads = (False, False)
+        if self.bwds and not is_np:
+            use_grads = grads
+        leaf = ContainerLeaf(name, P, getter, dt, nd, ne, writable, is_np, use_grads)
+        return leaf
+
+    def _concrete_tensor(self, P: S.TensorT, v) -> str:
+        tk = P.tkind
+        if tk in ("ITensor",):
+            return "Tensor"
+        if tk == "IWTensor":
+            return "WTensor"
+        if tk == "IRWTensor":
+            return "RWTensor"
+        gi = v is not None and v.grad_in is not None
+        go = v is not None and v.grad_out is not None
+        if tk == "IDiffTensor":
+            return "DiffTensor" if (self.bwds and go) else "PrimalTensor"
+        if tk == "IWDiffTensor":
+            return "WDiffTensor" if (self.bwds and gi) else "WPrimalTensor"
+        if tk == "IRWDiffTensor":
+            return "RWDiffTensor" if (self.bwds and gi and go) else "RWPrimalTensor"
+        if tk in ("DiffTensor", "WDiffTensor", "RWDiffTensor"):
+            need_go = tk != "WDiffTensor"
+            need_gi = tk != "DiffTensor"
+            if self.bwds and ((need_go and not go) or (need_gi and not gi)):
+                raise TypeError(f"On none-cuda platforms, {P.name} requires a tensor with an associated "
+                                f"{'output' if need_go and not go else 'input'} gradient")
+        return tk
+
+    def bind_dict(self, v: dict, P: S.SType, direction, name, getter) -> Leaf:
+        if "_type" in v:
+            t = self.refl.find_type(v["_type"])
+            if t is None:
+                raise _Fail(f"Unknown type '{v['_type']}'")
+            if isinstance(P, (S.GenericT, S.InterfaceT)) or not P.is_concrete():
+                P = t
+        if isinstance(P, S.StructT):
+            fields = P.fields
+        elif isinstance(P, S.VectorT) and P.is_concrete():
+            fields = {c: P.elem for c in "xyzw"[:P.n]}
+        else:
+            raise _Fail(f"python type dict does not match slang type {P.name}")
+        children = []
+        for k, fv in v.items():
+            if k == "_type":
+                continue
+            if k not in fields:
+                raise ValueError(f"Slang type '{P.name}' has no field '{k}'")
+            child = self.bind(fv, fields[k], direction, f"{name}.{k}",
+                              lambda vals, g=getter, k=k: g(vals)[k])
+            children.append((k, child))
+        return StructLeaf(name, P, getter, children)
+
+    def bind_buffer(self, v, P, name, getter) -> Leaf:
+        if isinstance(P, S.PointerT) or (isinstance(P, S.ScalarT) and P.name in ("uint64_t", "int64_t")):
+            leaf = ValueLeaf(name, P, lambda vals, g=getter: g(vals).device_address, "Q")
+            return leaf
+        if isinstance(P, S.BufferT):
+            if P.bkind.startswith("RW") and not (int(v.usage) & 16):
+                raise ValueError(f"Buffer[rw=False] does not match slang type {P.name}")
+            leaf = BufferLeaf(name, P, getter)
+            return leaf
+        raise _Fail(f"python type Buffer does not match slang type {P.name}")
+
+
+class BufferLeaf(Leaf):
+    def uniforms(self):
+        return [(self.u, self.ptype.name)]
+
+    def emit_load(self, kb):
+        return self.u
+
+    def pack(self, v, blk, call_shape, keep):
+        el = self.ptype.elem
+        count = v.size // (el.size if el is not None and el.size else 1)
+        struct.pack_into("<QQ", blk, self.offsets[self.u], v.device_address, count)
+
+
+def _plain_list(v):
+    if isinstance(v, (V.VectorValue,)):
+        return list(v)
+    if isinstance(v, V.MatrixValue):
+        return v.to_numpy().tolist()
+    if isinstance(v, (list, tuple)):
+        return [_plain_list(x) for x in v]
+    return v
+
+
+# ----------------------------------------------------------------------------------------- call data
+
+
+class CallData:
+    def __init__(self, node, args: tuple, kwargs: dict):
+        from .function import FunctionNode  # noqa
+        self.node = node
+        fn = node.function
+        self.fn = fn
+        self.module = fn.module
+        self.device = self.module.device
+        self.bwds = node.bwds_mode
+        self.name = fn.name
+        self.refl = self.module._refl
+        cands = fn.overloads
+        if self.bwds and not any(c.differentiable for c in cands):
+            raise ResolveException(f"Could not call function '{fn.name}': Function is not differentiable")
+        errors, ok = [], []
+        for c in cands:
+            try:
+                ok.append(self._try(c, args, kwargs))
+            except _Fail as e:
+                errors.append((c, str(e)))
+        if not ok:
+            if len(cands) == 1:
+                raise ResolveException(f"Could not call function '{fn.name}':\n{errors[0][1]}")
+            lines = "\n".join(f"  {self._sig_str(c)}: {m}" for c, m in errors)
+            raise ResolveException(f"Could not call function '{fn.name}':\nUnable to resolve function.\n{lines}")
+        if len(ok) > 1:
+            ok.sort(key=lambda r: -r[0])
+            if ok[0][0] == ok[1][0]:
+                raise ResolveException(f"Could not call function '{fn.name}':\nAmbiguous call: "
+                                       f"{len(ok)} overloads match the arguments")
+        score, self.cand, self.bound, self.result, self.call_expr_parts = ok[0]
+        self._finish(args, kwargs)
+
+    def _sig_str(self, c: S.FuncInfo) -> str:
+        ps = ", ".join(f"{p.direction + ' ' if p.direction != 'in' else ''}{S._expr_name(p.type_expr)} {p.name}"
+                       for p in c.params)
+        return f"{c.name}({ps})"
+
+    # -- resolution of one overload
+
+    def _try(self, cand: S.FuncInfo, args: tuple, kwargs: dict):
+        node = self.node
+        refl = self.refl
+        params = list(cand.params)
+        this_p = None
+        if cand.has_this:
+            this_p = S.ParamInfo("this", None, "inout" if cand.mutating else "in", True, False)
+            params = [this_p] + params
+        args = list(args)
+        has_result_kw = "_result" in kwargs
+        owner = cand.owner
+        bindings = dict(node.function.explicit_generics.get(id(cand.decl), {}))
+        for gp in cand.generic_params:
+            if gp.name not in bindings:
+                bindings.setdefault(gp.name, S.GenericT(gp.name) if gp.kind != "value" else S.ValueParam(gp.name))
+        if owner is not None:
+            bindings.update(owner.bindings)
+        ret_t = refl.resolve(cand.decl.return_type, bindings, owner) if cand.decl.return_type is not None \
+            else S.VoidT()
+        if cand.is_ctor:
+            ret_t = owner
+        has_ret = not isinstance(ret_t, S.VoidT)
+        result_from_pos = False
+        if len(args) > len(params):
+            if self.bwds and has_ret and not has_result_kw and len(args) == len(params) + 1:
+                result_from_pos = True
+            else:
+                n_decl = len(params) - (1 if this_p else 0)
+                raise _Fail(f"Too many arguments: expected {n_decl}, got {len(args) - (1 if this_p else 0)}")
+        sources: list = [None] * len(params)
+        for i, a in enumerate(args[:len(params)]):
+            sources[i] = ("pos", i)
+        for k in kwargs:
+            if k in _RESERVED_KW:
+                continue
+            idx = next((i for i, p in enumerate(params) if p.name == k), None)
+            if idx is None:
+                raise _Fail(f"No parameter named '{k}'")
+            if sources[idx] is not None:
+                raise _Fail(f"Parameter '{k}' specified multiple times")
+            sources[idx] = ("kw", k)
+        n_used = len(params)
+        for i, p in enumerate(params):
+            if sources[i] is None:
+                if p.has_default and all(sources[j] is None for j in range(i, len(params))):
+                    n_used = i
+                    break
+                raise _Fail(f"Parameter '{p.name}' not specified")
+        params = params[:n_used]
+        sources = sources[:n_used]
+
+        def value_of(src):
+            return args[src[1]] if src[0] == "pos" else kwargs[src[1]]
+
+        # maps (positional maps apply to positional args, keyword maps to keyword args)
+        maps = node.maps
+        pos_maps, kw_maps = (maps[0], maps[1]) if maps else ((), {})
+        for k in kw_maps:
+            if k not in kwargs:
+                raise _Fail("Too many keyword arguments supplied for explicit vectorization")
+        if len(pos_maps) > len(args):
+            raise _Fail("Too many positional arguments supplied for explicit vectorization")
+
+        def map_of(src):
+            if src[0] == "pos":
+                return pos_maps[src[1]] if src[1] < len(pos_maps) else None
+            return kw_maps.get(src[1])
+
+        # parameter types, with generic inference
+        ptypes = []
+        for i, p in enumerate(params):
+            if p is this_p:
+                ptypes.append(owner)
+            else:
+                ptypes.append(refl.resolve(p.type_expr, bindings, owner))
+        open_names = set()
+        for t in ptypes:
+            open_names |= generic_names(t)
+        open_names &= {gp.name for gp in cand.generic_params}
+        open_names = {n for n in open_names if not _bound(bindings.get(n))}
+        if open_names:
+            b2 = {}
+            for i, (p, t) in enumerate(zip(params, ptypes)):
+                if not (generic_names(t) & open_names):
+                    continue
+                v = value_of(sources[i])
+                m = map_of(sources[i])
+                override = _type_override(m, refl)
+                nat = self._binder().natural(v, t, override) if True else None
+                if nat is None:
+                    continue
+                if not unify(t, nat, b2):
+                    raise _Fail(f"Argument {i} could not be resolved: python type {_py_type_name(v)} does not "
+                                f"match slang type {t.name} (parameter '{p.name}')")
+            for n in open_names:
+                if n not in b2 or not _bound(b2[n]):
+                    raise _Fail(f"Ambiguous call: could not infer generic parameter '{n}' from the arguments")
+            bindings.update(b2)
+            ptypes = [owner if p is this_p else refl.resolve(p.type_expr, bindings, owner) for p in params]
+            ret_t = refl.resolve(cand.decl.return_type, bindings, owner) if cand.decl.return_type is not None \
+                else S.VoidT()
+            if cand.is_ctor:
+                ret_t = owner
+        binder = self._binder()
+        bound = []
+        score = 0
+        for i, (p, t) in enumerate(zip(params, ptypes)):
+            src = sources[i]
+            v = value_of(src)
+            getter = _getter(i)
+            try:
+                leaf = binder.bind(v, t, p.direction, p.name, getter, _type_override(map_of(src), refl))
+            except _Fail as e:
+                raise _Fail(f"Argument {i} could not be resolved: {e} (parameter '{p.name}')") from None
+            m = map_of(src)
+            if isinstance(m, tuple):
+                leaf.mapping = m
+                leaf.explicit_map = True
+            if isinstance(leaf, ValueLeaf) and _exact(v, t):
+                score += 1
+            bound.append(Bound(p.name, t, p.direction, p.no_diff, leaf, i))
+        # result
+        result = None
+        if has_ret:
+            rv = kwargs.get("_result") if has_result_kw else (args[-1] if result_from_pos else None)
+            if isinstance(rv, (str, type)):
+                rv = None
+            ri = len(params)
+            if rv is not None:
+                try:
+                    rleaf = binder.bind(rv, ret_t, "out", "_result", _getter(ri))
+                except _Fail as e:
+                    raise _Fail(f"_result could not be resolved: {e}") from None
+            else:
+                rleaf = None       # auto-allocated after the call dimensionality is known
+            result = Bound("_result", ret_t, "out", False, rleaf, ri)
+        gen_args = [bindings[gp.name] for gp in cand.generic_params]
+        return score, cand, bound, result, (gen_args, sources, result_from_pos)
+
+    def _binder(self):
+        return Binder(self.name, self.refl, self.bwds)
+
+    # -- dimensionality, codegen, compile
+
+    def _finish(self, args, kwargs):
+        node = self.node
+        gen_args, self.sources, self.result_from_pos = self.call_expr_parts
+        self.ret_t = self.result.ptype if self.result is not None else S.VoidT()
+        leaves = []
+        for b in self.bound:
+            leaves.extend(_all_leaves(b.leaf))
+        if self.result is not None and self.result.leaf is not None:
+            leaves.extend(_all_leaves(self.result.leaf))
+        cd = 0
+        for lf in leaves:
+            if lf.explicit_map:
+                cd = max(cd, (max(lf.mapping) + 1) if lf.mapping else 0)
+            elif lf.k > 0:
+                cd = max(cd, lf.k)
+        self.tc_mode = "_thread_count" in kwargs
+        if self.tc_mode and cd != 0:
+            raise ValueError("_thread_count is only valid for kernels with call dimensionality 0 "
+                             f"(this call has dimensionality {cd})")
+        strict = bool(self.module.options.get("strict_broadcasting", False))
+        for lf in leaves:
+            if lf.explicit_map:
+                if lf.mapping is not None and len(lf.mapping) != max(lf.k, 0):
+                    raise ValueError(f"Explicit mapping for '{lf.name}' has {len(lf.mapping)} dimensions, the "
+                                     f"argument has {lf.k}")
+                continue
+            if lf.k > 0:
+                if strict and lf.k < cd:
+                    raise ValueError(f"Strict broadcasting is enabled and the argument `{lf.name}` of type "
+                                     f"{lf.ptype.name} has dimensionality of ({lf.k}) while the kernel's "
+                                     f"dimensionality is ({cd}).")
+                lf.mapping = tuple(cd - lf.k + i for i in range(lf.k))
+            else:
+                lf.mapping = ()
+        # auto result
+        self.auto_result = None
+        rt_mode = node.return_type_mode
+        if self.result is not None and self.result.leaf is None:
+            R = self.result.ptype
+            if cd == 0:
+                leaf = RefLeaf("_result", R, lambda vals: None, "result")
+                self.auto_result = "ref"
+            else:
+                leaf = ContainerLeaf("_result", R, _getter(self.result.index), R, cd, 0, True, False)
+                leaf.mapping = tuple(range(cd))
+                self.auto_result = "tensor"
+            self.result.leaf = leaf
+            leaves.append(leaf)
+        for lf in leaves:
+            for attr in ("cd",):
+                if hasattr(lf, attr):
+                    lf.cd = cd
+        self.cd = cd
+        self.leaves = leaves
+        auto_leaf = self.result.leaf if self.auto_result else None
+        self.shape_leaves = [lf for lf in leaves if lf.has_shape and lf.k > 0 and lf is not auto_leaf]
+        self.post_leaves = [lf for lf in leaves if isinstance(lf, RefLeaf)]
+        self.instance_bounds = [b for b in self.bound if hasattr(b.leaf, "instance_getter")]
+        for i, lf in enumerate(leaves):
+            lf.u = f"_a{i}"
+        # bwds checks
+        if self.bwds:
+            for b in self.bound + ([self.result] if self.result is not None else []):
+                if b.direction == "inout":
+                    v = _value_for(b, args, kwargs, self.sources)
+                    if _is_tensor(v) and v.grad_in is not None and v.grad_in is v.grad_out:
+                        raise ValueError("inout parameter gradients need separate buffers for inputs and outputs "
+                                         "(see Tensor.with_grads)")
+        self.code = self._codegen(gen_args)
+        self._compile()
+
+    def _call_target(self, gen_args) -> str:
+        cand = self.cand
+        g = ""
+        if gen_args:
+            g = "<" + ", ".join(a.name if isinstance(a, S.SType) else str(a) for a in gen_args) + ">"
+        if cand.owner is None:
+            return cand.name + g
+        if cand.is_ctor:
+            return cand.owner.name
+        return f"{cand.owner.name}.{cand.name}{g}"
+
+    def _codegen(self, gen_args) -> str:
+        kb = KernelBuilder(self.cd)
+        cd = self.cd
+        params = ["uint3 _sj_tid : SV_DispatchThreadID", "uniform int _sj_n"]
+        if cd:
+            params.append(f"uniform int _sj_cs[{cd}]")
+        for lf in self.leaves:
+            for uname, utype in lf.uniforms():
+                params.append(_uniform_decl(utype, uname))
+        kb.line("int _sj_flat = int(_sj_tid.x);")
+        kb.line("if (_sj_flat >= _sj_n) return;")
+        if cd:
+            kb.line(f"int _sj_cid[{cd}];")
+            if cd == 1:
+                kb.line("_sj_cid[0] = _sj_flat;")
+            else:
+                kb.line("int _sj_rem = _sj_flat;")
+                for c in reversed(range(cd)):
+                    kb.line(f"_sj_cid[{c}] = _sj_rem % _sj_cs[{c}];")
+                    if c:
+                        kb.line(f"_sj_rem = _sj_rem / _sj_cs[{c}];")
+        target = self._call_target(gen_args)
+        if self.bwds:
+            self._codegen_bwds(kb, target)
+        else:
+            self._codegen_fwd(kb, target)
+        body = "\n".join(kb.lines)
+        return ("\n// ---- generated by slangjit.functional ----\nimport \"slangpy\";\n\n"
+                f"[shader(\"compute\")]\n[numthreads({NUMTHREADS}, 1, 1)]\n"
+                f"void _sj_main({', '.join(params)})\n{{\n{body}\n}}\n")
+
+    def _codegen_fwd(self, kb, target):
+        argv = []
+        for j, b in enumerate(self.bound):
+            var = f"_v{j}"
+            if b.direction == "out":
+                kb.line(f"{b.ptype.name} {var};")
+            else:
+                kb.line(f"{_decl_type(b.ptype, b.leaf)} {var} = {b.leaf.emit_load(kb)};")
+            argv.append(var)
+        call_args = argv
+        if self.cand.has_this:
+            call = f"{argv[0]}.{self.cand.name}({', '.join(argv[1:])})"
+        else:
+            call = f"{target}({', '.join(call_args)})"
+        if self.result is not None:
+            kb.line(f"{self.result.ptype.name} _vr = {call};")
+        else:
+            kb.line(f"{call};")
+        for j, b in enumerate(self.bound):
+            if b.direction in ("out", "inout") and not isinstance(b.leaf, TensorParamLeaf):
+                b.leaf.emit_store(kb, f"_v{j}")
+        if self.result is not None:
+            self.result.leaf.emit_store(kb, "_vr")
+
+    def _codegen_bwds(self, kb, target):
+        argv, post = [], []
+        for j, b in enumerate(self.bound):
+            var = f"_v{j}"
+            P = b.ptype
+            diff = (not b.no_diff) and P.differentiable and not isinstance(b.leaf, (TensorParamLeaf, GeneratorLeaf))
+            if b.direction == "out":
+                if diff:
+                    argv.append(b.leaf.emit_grad_in(kb))
+                continue
+            kb.line(f"{_decl_type(P, b.leaf)} {var} = {b.leaf.emit_load(kb)};")
+            if not diff:
+                argv.append(var)
+                continue
+            pv = f"_p{j}"
+            d0 = b.leaf.emit_grad_in(kb) if b.direction == "inout" else _zero_expr(P.derivative)
+            kb.line(f"var {pv} = diffPair({var}, {d0});")
+            argv.append(pv)
+            post.append((b, pv))
+        if self.result is not None and self.ret_t.differentiable:
+            argv.append(self.result.leaf.emit_grad_in(kb))
+        if self.cand.has_this:
+            kb.line(f"bwd_diff({self.cand.owner.name}.{self.cand.name})({', '.join(argv)});")
+        else:
+            kb.line(f"bwd_diff({target})({', '.join(argv)});")
+        for b, pv in post:
+            b.leaf.emit_grad_out(kb, f"{pv}.d")
+
+    def _compile(self):
+        from ..compiler import SourceSpec, compile_program
+        from ..compiler.source import CompileError
+        mod = self.module
+        text = mod._source_text + "\n" + self.code
+        spec = SourceSpec(path=mod._source_path, text=text, name=mod.name)
+        try:
+            compiled = compile_program([spec], ["_sj_main"], target="cpp", include_paths=mod._include_paths,
+                                       compiler_args=self.device.compiler_args)
+        except CompileError as e:
+            raise KernelGenException(f"Slang compilation error: {e}\n--- generated kernel ---{self.code}") from None
+        self.kernel = self.device._create_kernel_from_compiled(compiled, "_sj_main")
+        self._fn = self.kernel._fn
+        entry = self.kernel.entry
+        self.psize = max(entry.params_size, 8)
+        self.gsize = max(compiled.reflection.globals_size, 8)
+        fields = {f.name: f for f in entry.params}
+        self.off_n = fields["_sj_n"].offset
+        self.off_cs = fields["_sj_cs"].offset if self.cd else None
+        for lf in self.leaves:
+            for uname, _ in lf.uniforms():
+                f = fields.get(uname)
+                if f is None:
+                    raise KernelGenException(f"Exception in kernel generation: uniform {uname} missing")
+                lf.offsets[uname] = f.offset
+                if isinstance(lf, ValueLeaf):
+                    lf.layout = f.layout
+                elif isinstance(lf, RefLeaf) and uname.endswith("_d"):
+                    lf.layout = f.layout.element
+        self.global_fields = {f.name: f for f in compiled.reflection.globals}
+
+    # -- per call
+
+    def run(self, args: tuple, kwargs: dict):
+        node = self.node
+        vals = []
+        for src in self.sources:
+            vals.append(args[src[1]] if src[0] == "pos" else kwargs[src[1]])
+        res_v = None
+        if self.result is not None:
+            if self.result_from_pos:
+                res_v = args[-1]
+            else:
+                res_v = kwargs.get("_result")
+                if isinstance(res_v, (str, type)):
+                    res_v = None
+            vals.append(res_v)
+        cd = self.cd
+        cs = [1] * cd
+        for lf in self.shape_leaves:
+            shp = lf.shape(lf.get(vals))
+            m = lf.mapping
+            for i, n in enumerate(shp):
+                if n < 0:
+                    continue
+                c = m[i]
+                cur = cs[c]
+                if n == cur or n == 1:
+                    continue
+                if cur == 1:
+                    cs[c] = n
+                else:
+                    raise ValueError(f"Shape mismatch for {lf.name} between value ({n}) and call ({cur})\n"
+                                     "This is typically caused when attempting to combine containers with the same "
+                                     "dimensionality but different sizes.")
+        auto = None
+        if self.auto_result == "tensor":
+            from ..tensor import Tensor
+            auto = Tensor(self.device, self.ret_t, tuple(cs))
+            vals[-1] = auto
+        if self.tc_mode:
+            n = int(kwargs["_thread_count"])
+        else:
+            n = 1
+            for c in cs:
+                n *= c
+        blk = ctypes.create_string_buffer(self.psize)
+        _I32.pack_into(blk, self.off_n, n)
+        if cd:
+            struct.pack_into(f"<{cd}i", blk, self.off_cs, *cs)
+        keep: list = []
+        for lf in self.leaves:
+            lf.pack(lf.get(vals), blk, cs, keep)
+        gblk = node._globals_block(self)
+        groups = -(-n // NUMTHREADS)
+        if groups > 0:
+            gc = (ctypes.c_uint32 * 3)(groups, 1, 1)
+            if groups < 4:
+                self._fn(gblk, blk, gc, 0, groups)
+            else:
+                from ..runtime.device import _get_pool
+                _get_pool().run(self._fn, (gblk, blk, gc), groups)
+        # write-backs
+        ret = None
+        for lf, v, mem, g in keep:
+            if lf.kind == "ref":
+                v.value = V.python_value_of(lf.ptype, mem)
+            elif lf.kind == "pair":
+                if self.bwds:
+                    d = lf.ptype.derivative or lf.ptype
+                    v.grad = V.python_value_of(d, g)
+                else:
+                    v.primal = V.python_value_of(lf.ptype, mem)
+            elif lf.kind == "result":
+                ret = V.python_value_of(lf.ptype, mem)
+        for b in self.instance_bounds:
+            obj = b.leaf.instance_getter(vals)
+            obj.update_this(obj.get_this())
+        if self.bwds:
+            return None
+        if self.result is None:
+            return None
+        if auto is not None:
+            ret = auto
+        elif self.auto_result is None:
+            ret = res_v
+        return node._convert_return(ret, self)
+
+
+def _uniform_decl(utype: str, uname: str) -> str:
+    # `int[3] x` -> `int x[3]`
+    if utype.endswith("]") and "[" in utype and not utype.endswith("*"):
+        base, dims = utype.split("[", 1)
+        return f"uniform {base} {uname}[{dims}"
+    return f"uniform {utype} {uname}"
+
+
+def _decl_type(P: S.SType, leaf) -> str:
+    if isinstance(leaf, TensorParamLeaf):
+        return "var"
+    if isinstance(P, S.ArrayT):
+        return "var"
+    return P.name
+
+
+def _getter(i):
+    return lambda vals: vals[i]
+
+
+def _bound(x) -> bool:
+    return x is not None and not isinstance(x, (S.GenericT, S.ValueParam))
+
+
+def _exact(v, t) -> bool:
+    if isinstance(v, bool):
+        return t.name == "bool"
+    if isinstance(v, int):
+        return t.name == "int"
+    if isinstance(v, float):
+        return t.name == "float"
+    return True
+
+
+def _type_override(m, refl):
+    if m is None or isinstance(m, tuple):
+        return None
+    from ..tensor import resolve_dtype
+    try:
+        return resolve_dtype(m, None) if not isinstance(m, str) else (refl.find_type(m) or S.parse_type_string(m, refl))
+    except Exception:
+        return None
+
+
+def _value_for(b, args, kwargs, sources):
+    if b.pname == "_result":
+        return kwargs.get("_result")
+    src = sources[b.index]
+    return args[src[1]] if src[0] == "pos" else kwargs[src[1]]

@@ -1,0 +1,205 @@
+"""`Function` and its chainable modifiers (`FunctionNode`): `.map`, `.set`, `.constants`, `.return_type`,
+`.bwds`, `.call`, `.dispatch` ...  A call looks the argument signature up in the function's cache of
+`CallData` (binding.py) and runs it; a miss resolves, generates and compiles a kernel."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from . import stypes as S
+from .binding import CallData
+from .calldata import signature
+
+_RETURN_MODES = {"numpy": "numpy", "tensor": "tensor"}
+
+
+def _return_mode(t) -> Optional[str]:
+    if t is None:
+        return None
+    from ..tensor import Tensor
+    if t is np.ndarray or t == "numpy":
+        return "numpy"
+    if t is Tensor or t == "tensor":
+        return "tensor"
+    if isinstance(t, str):
+        raise ValueError(f"Unknown return type '{t}'")
+    raise ValueError(f"Unknown return type '{t!r}'")
+
+
+class FunctionNode:
+    """A function plus modifiers.  Every modifier returns a new node."""
+
+    def __init__(self, function: "Function", parent: Optional["FunctionNode"] = None, **changes):
+        self.function = function
+        if parent is None:
+            self.bwds_mode = False
+            self.maps = None
+            self.return_type_mode = None
+            self.sets: list = []
+            self.constants_: dict = {}
+            self.this = None
+        else:
+            self.bwds_mode = parent.bwds_mode
+            self.maps = parent.maps
+            self.return_type_mode = parent.return_type_mode
+            self.sets = list(parent.sets)
+            self.constants_ = dict(parent.constants_)
+            self.this = parent.this
+        for k, v in changes.items():
+            setattr(self, k, v)
+        self._key = (self.bwds_mode, _map_key(self.maps), self.return_type_mode,
+                     tuple(sorted((k, repr(v)) for k, v in self.constants_.items())))
+        self._cache = function._cache.setdefault(self._key, {})
+
+    # -- modifiers
+
+    def map(self, *args, **kwargs) -> "FunctionNode":
+        return FunctionNode(self.function, self, maps=(tuple(args), dict(kwargs)))
+
+    def return_type(self, t) -> "FunctionNode":
+        return FunctionNode(self.function, self, return_type_mode=_return_mode(t))
+
+    def set(self, *args, **kwargs) -> "FunctionNode":
+        if kwargs and not args:
+            item = dict(kwargs)
+        elif len(args) == 1 and not kwargs and (isinstance(args[0], dict) or callable(args[0])):
+            item = args[0]
+        else:
+            raise ValueError("Set requires either keyword arguments or 1 dictionary / hook argument")
+        return FunctionNode(self.function, self, sets=self.sets + [item])
+
+    def constants(self, constants: dict) -> "FunctionNode":
+        c = dict(self.constants_)
+        c.update(constants)
+        return FunctionNode(self.function, self, constants_=c)
+
+    def bind(self, this) -> "FunctionNode":
+        return FunctionNode(self.function, self, this=this)
+
+    @property
+    def bwds(self) -> "FunctionNode":
+        return FunctionNode(self.function, self, bwds_mode=True)
+
+    def as_func(self) -> "FunctionNode":
+        return self
+
+    def as_struct(self):
+        raise ValueError("Cannot convert a function to a struct")
+
+    # -- calls
+
+    def __call__(self, *args, **kwargs):
+        if self.this is not None:
+            args = (self.this,) + args
+        if kwargs:
+            r = kwargs.get("_result")
+            if isinstance(r, (str, type)):
+                kwargs = dict(kwargs)
+                del kwargs["_result"]
+                return self.return_type(r)(*args, **kwargs)
+        key = tuple(map(signature, args))
+        if kwargs:
+            key = (key, tuple((k, signature(v)) for k, v in kwargs.items()))
+        cd = self._cache.get(key)
+        if cd is None:
+            cd = CallData(self, args, kwargs)
+            self._cache[key] = cd
+        return cd.run(args, kwargs)
+
+    def call(self, *args, **kwargs):
+        return self(*args, **kwargs)
+
+    def append_to(self, command_encoder, *args, **kwargs):
+        self(*args, **kwargs)
+        return None
+
+    def debug_build_call_data(self, *args, **kwargs) -> CallData:
+        if self.this is not None:
+            args = (self.this,) + args
+        return CallData(self, args, kwargs)
+
+    def dispatch(self, thread_count, vars: dict = None, command_encoder=None, **kwargs):
+        from .rawdispatch import raw_dispatch
+        return raw_dispatch(self, thread_count, vars or {}, **kwargs)
+
+    # -- helpers used by CallData
+
+    def _globals_block(self, cd: CallData):
+        if not self.sets:
+            return cd._zero_globals if hasattr(cd, "_zero_globals") else _zero_globals(cd)
+        from ..runtime import layout_pack as lp
+        values: dict = {}
+        for s in self.sets:
+            values.update(s(cd) if callable(s) else s)
+        import ctypes
+        blk = lp.aligned_zeros(cd.gsize)
+        fields = lp.field_map(list(cd.global_fields.values()))
+        ctx = lp.PackContext("set")
+        packed = lp.pack_block(fields, cd.gsize, values, ctx, [])
+        cd._keep_globals = packed
+        return packed.ctypes.data
+
+    def _convert_return(self, ret, cd: CallData):
+        mode = self.return_type_mode
+        from ..tensor import Tensor
+        if mode is None:
+            return ret
+        if mode == "numpy":
+            if isinstance(ret, Tensor):
+                if ret.dtype.scalar is None:
+                    raise ValueError(f"Numpy values can only be automatically returned from scalar, vector, matrix "
+                                     f"or array types, not {ret.dtype.name}")
+                return ret.to_numpy()
+            return np.asarray(_to_plain(ret))
+        if mode == "tensor":
+            if isinstance(ret, Tensor):
+                return ret
+            a = np.asarray(_to_plain(ret))
+            return Tensor.from_numpy(cd.device, a.reshape(1) if a.ndim == 0 else a)
+        return ret
+
+
+def _to_plain(v):
+    if hasattr(v, "to_numpy"):
+        return v.to_numpy()
+    return v
+
+
+def _zero_globals(cd):
+    from ..runtime.layout_pack import aligned_zeros
+    z = aligned_zeros(cd.gsize)
+    cd._zero_globals_arr = z
+    cd._zero_globals = z.ctypes.data
+    return cd._zero_globals
+
+
+def _map_key(maps):
+    if maps is None:
+        return None
+    pos, kw = maps
+    return (tuple(_one_map_key(m) for m in pos), tuple(sorted((k, _one_map_key(m)) for k, m in kw.items())))
+
+
+def _one_map_key(m):
+    if isinstance(m, (tuple, str)) or m is None:
+        return m
+    return repr(m)
+
+
+class Function(FunctionNode):
+    """A Slang function (all overloads of a name, or one explicit specialisation) of a Module."""
+
+    def __init__(self, module, name: str, overloads: list, explicit_generics: Optional[dict] = None,
+                 display_name: Optional[str] = None, struct=None):
+        self.module = module
+        self.name = display_name or name
+        self.slang_name = name
+        self.overloads = overloads                # list[FuncInfo]
+        self.explicit_generics = explicit_generics or {}
+        self.struct = struct
+        self._cache: dict = {}
+        super().__init__(self)
+
+    def __repr__(self):
+        return f"Function(name='{self.name}', overloads={len(self.overloads)})"

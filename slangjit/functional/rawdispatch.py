@@ -1,0 +1,58 @@
+"""`Function.dispatch(thread_count, vars, **kwargs)`: raw dispatch of a function whose first parameter is the
+dispatch thread id (or of a `[shader("compute")]` entry point)."""
+from __future__ import annotations
+
+from . import stypes as S
+
+
+def raw_dispatch(node, thread_count, vars: dict, **kwargs):
+    fn = node.function
+    mod = fn.module
+    cand = fn.overloads[0]
+    key = ("raw", tuple(sorted(kwargs)), tuple(thread_count) if not isinstance(thread_count, int) else thread_count)
+    cache = fn._cache.setdefault("raw", {})
+    k = cache.get(key[:2])
+    if k is None:
+        is_entry = any(a.name == "shader" for a in cand.decl.attrs)
+        if is_entry:
+            from ..compiler import SourceSpec, compile_program
+            compiled = compile_program([SourceSpec(path=mod._source_path, text=mod._source_text, name=mod.name)],
+                                       [cand.name], include_paths=mod._include_paths)
+            k = mod.device._create_kernel_from_compiled(compiled, cand.name)
+        else:
+            params = cand.params
+            if not params:
+                raise ValueError(f"dispatch: '{cand.name}' needs a first parameter for the dispatch thread id")
+            decl = []
+            call = ["_sj_tid"]
+            for p in params[1:]:
+                decl.append(f"uniform {_ptype(mod, p)} {p.name}")
+                call.append(p.name)
+            first = S._expr_name(params[0].type_expr)
+            code = ("\nimport \"slangpy\";\n[shader(\"compute\")]\n[numthreads(32, 1, 1)]\n"
+                    f"void _sj_raw(uint3 _sj_tid0 : SV_DispatchThreadID, uniform uint3 _sj_count"
+                    f"{''.join(', ' + d for d in decl)})\n{{\n"
+                    "    if (any(_sj_tid0 >= _sj_count)) return;\n"
+                    f"    {first} _sj_tid = {first}(_sj_tid0);\n"
+                    f"    {cand.name}({', '.join(call)});\n}}\n")
+            from ..compiler import SourceSpec, compile_program
+            compiled = compile_program([SourceSpec(path=mod._source_path, text=mod._source_text + code,
+                                                   name=mod.name)], ["_sj_raw"], include_paths=mod._include_paths)
+            k = mod.device._create_kernel_from_compiled(compiled, "_sj_raw")
+            k._sj_raw = True
+        cache[key[:2]] = k
+    vals = dict(kwargs)
+    for name, v in list(vals.items()):
+        if getattr(v, "_sj_tensor", False):
+            vals[name] = {"_data": v.storage._addr, "_shape": list(v.shape), "_strides": list(v.strides),
+                          "_offset": v.offset}
+    tc = [thread_count] if isinstance(thread_count, int) else list(thread_count)
+    tc += [1] * (3 - len(tc))
+    if getattr(k, "_sj_raw", False):
+        vals["_sj_count"] = tc
+    k.dispatch(tc, vars=vars, **vals)
+
+
+def _ptype(mod, p) -> str:
+    t = mod._refl.resolve(p.type_expr, {}, None)
+    return t.name
