@@ -5,6 +5,7 @@ the compiler uses for `T*` / `StructuredBuffer<T>` elements.
 """
 from __future__ import annotations
 
+import ctypes
 import math
 import warnings
 from typing import Any, Optional, Sequence
@@ -13,6 +14,7 @@ import numpy as np
 
 from .functional import stypes as S
 from .runtime.device import Buffer, BufferUsage, MemoryType
+from .runtime.layout_pack import aligned_zeros as _aligned_zeros
 
 DEFAULT_USAGE = BufferUsage.shader_resource | BufferUsage.unordered_access      # 24
 
@@ -109,6 +111,41 @@ class Tensor:
         self.grad_in: Optional[Tensor] = grad_in
         self.grad_out: Optional[Tensor] = grad_out
 
+    @classmethod
+    def _alloc(cls, device, dt: S.SType, shape: tuple) -> "Tensor":
+        """Fast allocation of a contiguous, writable tensor (used for auto-allocated call results)."""
+        from .runtime.device import BufferDesc
+        n = 1
+        for d in shape:
+            n *= d
+        sz = dt.size or 1
+        key = (sz, n)
+        nbytes = max(n, 1) * sz
+        desc = BufferDesc(nbytes, sz, DEFAULT_USAGE, MemoryType.device_local, None, None, "")
+        buf = object.__new__(Buffer)
+        buf.device = device
+        buf.desc = desc
+        if nbytes <= 4096:
+            c = (ctypes.c_uint8 * (nbytes + 64))()        # zeroed; 64-byte align inside it
+            base = ctypes.addressof(c)
+            off = (-base) % 64
+            buf._cmem = c
+            buf._mem = np.frombuffer(c, dtype=np.uint8, count=nbytes, offset=off)
+            buf._addr = base + off
+        else:
+            buf._mem = _aligned_zeros(nbytes)
+            buf._addr = int(buf._mem.ctypes.data)
+        t = object.__new__(cls)
+        t.storage = buf
+        t.device = device
+        t.dtype = dt
+        t._shape = Shape(shape)
+        t._strides = Shape(_contig_strides(shape))
+        t.offset = 0
+        t.grad_in = None
+        t.grad_out = None
+        return t
+
     # -- factories
 
     @staticmethod
@@ -198,7 +235,7 @@ class Tensor:
 
     @property
     def writable(self) -> bool:
-        return bool(int(self.storage.usage) & int(BufferUsage.unordered_access))
+        return bool(int(self.storage.desc.usage) & 16)
 
     @property
     def grad(self) -> "Tensor":

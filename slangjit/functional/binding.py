@@ -208,7 +208,7 @@ class Binder:
             if isinstance(P, S.ScalarT) and P.skind in "iu":
                 ok = kind == "call_id" or leaf.k == 1
             elif isinstance(P, S.VectorT) and isinstance(P.elem, S.ScalarT) and P.elem.skind in "iu":
-                ok = kind == "call_id" or P.n in (leaf.k, leaf.k + 1)
+                ok = kind == "call_id" or P.n == leaf.k
             elif isinstance(P, S.ArrayT) and isinstance(P.elem, S.ScalarT) and P.elem.skind in "iu":
                 ok = kind == "call_id" or P.n == leaf.k
         elif kind == "thread_id":
@@ -732,14 +732,18 @@ class CallData:
                 elif isinstance(lf, RefLeaf) and uname.endswith("_d"):
                     lf.layout = f.layout.element
         self.global_fields = {f.name: f for f in compiled.reflection.globals}
+        from ..runtime.layout_pack import aligned_zeros
+        self._zero_g_arr = aligned_zeros(self.gsize)
+        self._zero_g = self._zero_g_arr.ctypes.data
+        self._blk = None
+        self._cs_fmt = f"<{self.cd}i"
+        self._srcs = [(src[0] == "pos", src[1]) for src in self.sources]
 
     # -- per call
 
     def run(self, args: tuple, kwargs: dict):
         node = self.node
-        vals = []
-        for src in self.sources:
-            vals.append(args[src[1]] if src[0] == "pos" else kwargs[src[1]])
+        vals = [args[i] if pos else kwargs[i] for pos, i in self._srcs]
         res_v = None
         if self.result is not None:
             if self.result_from_pos:
@@ -755,11 +759,9 @@ class CallData:
             shp = lf.shape(lf.get(vals))
             m = lf.mapping
             for i, n in enumerate(shp):
-                if n < 0:
-                    continue
                 c = m[i]
                 cur = cs[c]
-                if n == cur or n == 1:
+                if n == cur or n == 1 or n < 0:
                     continue
                 if cur == 1:
                     cs[c] = n
@@ -769,8 +771,7 @@ class CallData:
                                      "dimensionality but different sizes.")
         auto = None
         if self.auto_result == "tensor":
-            from ..tensor import Tensor
-            auto = Tensor(self.device, self.ret_t, tuple(cs))
+            auto = _tensor_cls()._alloc(self.device, self.ret_t, tuple(cs))
             vals[-1] = auto
         if self.tc_mode:
             n = int(kwargs["_thread_count"])
@@ -778,22 +779,32 @@ class CallData:
             n = 1
             for c in cs:
                 n *= c
-        blk = ctypes.create_string_buffer(self.psize)
-        _I32.pack_into(blk, self.off_n, n)
-        if cd:
-            struct.pack_into(f"<{cd}i", blk, self.off_cs, *cs)
-        keep: list = []
-        for lf in self.leaves:
-            lf.pack(lf.get(vals), blk, cs, keep)
-        gblk = node._globals_block(self)
-        groups = -(-n // NUMTHREADS)
-        if groups > 0:
-            gc = (ctypes.c_uint32 * 3)(groups, 1, 1)
-            if groups < 4:
-                self._fn(gblk, blk, gc, 0, groups)
-            else:
-                from ..runtime.device import _get_pool
-                _get_pool().run(self._fn, (gblk, blk, gc), groups)
+        blk = self._blk
+        self._blk = None
+        if blk is None:
+            blk = ctypes.create_string_buffer(self.psize)
+        try:
+            _I32.pack_into(blk, self.off_n, n)
+            if cd:
+                struct.pack_into(self._cs_fmt, blk, self.off_cs, *cs)
+            keep: list = []
+            for lf in self.leaves:
+                lf.pack(lf.get(vals), blk, cs, keep)
+            gblk = node._globals_block(self) if node.sets else self._zero_g
+            groups = -(-n // NUMTHREADS)
+            if groups > 0:
+                gc = _GC.get(groups)
+                if gc is None:
+                    gc = (ctypes.c_uint32 * 3)(groups, 1, 1)
+                    if len(_GC) < 4096:
+                        _GC[groups] = gc
+                if groups < 4:
+                    self._fn(gblk, blk, gc, 0, groups)
+                else:
+                    from ..runtime.device import _get_pool
+                    _get_pool().run(self._fn, (gblk, blk, gc), groups)
+        finally:
+            self._blk = blk
         # write-backs
         ret = None
         for lf, v, mem, g in keep:
@@ -819,6 +830,18 @@ class CallData:
         elif self.auto_result is None:
             ret = res_v
         return node._convert_return(ret, self)
+
+
+_TENSOR = None
+_GC: dict = {}
+
+
+def _tensor_cls():
+    global _TENSOR
+    if _TENSOR is None:
+        from ..tensor import Tensor
+        _TENSOR = Tensor
+    return _TENSOR
 
 
 def _uniform_decl(utype: str, uname: str) -> str:

@@ -28,6 +28,7 @@ from .generators import Generator, GridArg
 
 NUMTHREADS = 32
 _I32 = struct.Struct("<i")
+_U64 = struct.Struct("<Q")
 
 
 # ----------------------------------------------------------------------------------------- signatures
@@ -276,7 +277,17 @@ class ValueLeaf(Leaf):
             except struct.error:
                 pass
         from ..runtime import layout_pack as lp
-        lp.pack_value(blk, off, self.layout, _plain(v), self.name, lp.PackContext("call"))
+        P = self.ptype
+        if isinstance(v, (int, float, np.number)) and not isinstance(v, bool):
+            if isinstance(P, S.ScalarT) and P.skind in "iu":
+                v = int(v)
+            elif isinstance(P, S.VectorT):
+                v = [v] * P.n
+        lp.pack_value(_np_view(blk), off, self.layout, _plain(v), self.name, lp.PackContext("call"))
+
+
+def _np_view(blk):
+    return blk if isinstance(blk, np.ndarray) else np.frombuffer(blk, dtype=np.uint8)
 
 
 def _plain(v):
@@ -421,15 +432,19 @@ class ContainerLeaf(Leaf):
 
     def _pack_view(self, blk, p, addr, shp, st, off, call_shape):
         o = self.offsets
-        struct.pack_into("<Q", blk, o[p + "d"], addr)
+        _U64.pack_into(blk, o[p + "d"], addr)
         _I32.pack_into(blk, o[p + "o"], off)
-        if self.cd:
-            cs = [0] * self.cd
-            m = self.mapping
-            for i in range(self.k):
-                if shp[i] != 1:
-                    cs[m[i]] += st[i]
-            struct.pack_into(f"<{self.cd}i", blk, o[p + "cs"], *cs)
+        cd = self.cd
+        if cd:
+            if cd == 1 and self.k == 1:
+                _I32.pack_into(blk, o[p + "cs"], st[0] if shp[0] != 1 else 0)
+            else:
+                cs = [0] * cd
+                m = self.mapping
+                for i in range(self.k):
+                    if shp[i] != 1:
+                        cs[m[i]] += st[i]
+                struct.pack_into(f"<{cd}i", blk, o[p + "cs"], *cs)
         if self.ne:
             struct.pack_into(f"<{self.ne}i", blk, o[p + "es"], *st[self.k:])
 

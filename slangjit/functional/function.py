@@ -50,7 +50,7 @@ class FunctionNode:
             setattr(self, k, v)
         self._key = (self.bwds_mode, _map_key(self.maps), self.return_type_mode,
                      tuple(sorted((k, repr(v)) for k, v in self.constants_.items())))
-        self._cache = function._cache.setdefault(self._key, {})
+        self._cache = function._node_caches.setdefault(self._key, {})
 
     # -- modifiers
 
@@ -90,14 +90,14 @@ class FunctionNode:
     # -- calls
 
     def __call__(self, *args, **kwargs):
-        if self.this is not None:
-            args = (self.this,) + args
         if kwargs:
             r = kwargs.get("_result")
             if isinstance(r, (str, type)):
                 kwargs = dict(kwargs)
                 del kwargs["_result"]
                 return self.return_type(r)(*args, **kwargs)
+        if self.this is not None:
+            args = (self.this,) + args
         key = tuple(map(signature, args))
         if kwargs:
             key = (key, tuple((k, signature(v)) for k, v in kwargs.items()))
@@ -142,9 +142,9 @@ class FunctionNode:
 
     def _convert_return(self, ret, cd: CallData):
         mode = self.return_type_mode
-        from ..tensor import Tensor
         if mode is None:
             return ret
+        from ..tensor import Tensor
         if mode == "numpy":
             if isinstance(ret, Tensor):
                 if ret.dtype.scalar is None:
@@ -198,7 +198,7 @@ class Function(FunctionNode):
         self.overloads = overloads                # list[FuncInfo]
         self.explicit_generics = explicit_generics or {}
         self.struct = struct
-        self._cache: dict = {}
+        self._node_caches: dict = {}
         super().__init__(self)
 
     def __repr__(self):

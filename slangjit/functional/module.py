@@ -129,6 +129,8 @@ class Module:
             raise AttributeError(name)
         f = self.find_function(name)
         if f is not None:
+            if name.isidentifier():
+                object.__setattr__(self, name, f)      # later lookups skip __getattr__
             return f
         s = self.find_struct(name)
         if s is not None:

@@ -10,7 +10,7 @@ def raw_dispatch(node, thread_count, vars: dict, **kwargs):
     mod = fn.module
     cand = fn.overloads[0]
     key = ("raw", tuple(sorted(kwargs)), tuple(thread_count) if not isinstance(thread_count, int) else thread_count)
-    cache = fn._cache.setdefault("raw", {})
+    cache = fn._node_caches.setdefault("raw", {})
     k = cache.get(key[:2])
     if k is None:
         is_entry = any(a.name == "shader" for a in cand.decl.attrs)
