@@ -22,6 +22,13 @@ def dev():
     return slangjit.create_device(type=slangjit.DeviceType.cuda)
 
 
+UA = slangjit.BufferUsage.unordered_access | slangjit.BufferUsage.shader_resource
+
+
+def buf(d, **kw):
+    return d.create_buffer(usage=UA, **kw)
+
+
 def kernel(dev, tmp_path, text, entry="computeMain", name="k"):
     p = tmp_path / f"{name}.slang"
     p.write_text(text)
@@ -34,12 +41,12 @@ def test_device_basics(dev):
     assert dev.info.api_name == "cuda" and dev.info.compute_capability[0] >= 7
     auto = slangjit.create_device()
     assert auto.type == slangjit.DeviceType.cuda
-    b = dev.create_buffer(size=16, data=np.arange(4, dtype=np.uint32))
+    b = buf(dev, size=16, data=np.arange(4, dtype=np.uint32))
     assert b.device_address != 0
     assert b.to_numpy().view(np.uint32).tolist() == [0, 1, 2, 3]
     b.copy_from_numpy(np.array([7, 8], np.uint32))
     assert b.to_numpy().view(np.uint32).tolist() == [7, 8, 2, 3]
-    z = dev.create_buffer(element_count=5, struct_size=4)
+    z = buf(dev, element_count=5, struct_size=4)
     assert z.to_numpy().tolist() == [0] * 20
 
 
@@ -61,8 +68,8 @@ def test_polynomial_2_20(dev, tmp_path):
     n = 1 << 20
     k = kernel(dev, tmp_path, POLY)
     xs = np.random.default_rng(0).standard_normal(n).astype(np.float32)
-    bx = dev.create_buffer(element_count=n, struct_size=4, data=xs)
-    by = dev.create_buffer(element_count=n, struct_size=4)
+    bx = buf(dev, element_count=n, struct_size=4, data=xs)
+    by = buf(dev, element_count=n, struct_size=4)
     k.dispatch(thread_count=[n, 1, 1], vars={"x": bx, "y": by, "a": 2.0}, b=3.0, n=n)
     got = by.to_numpy().view(np.float32)
     want = np.float32(2.0) * xs * xs + np.float32(3.0) * xs + np.float32(1.0)
@@ -96,12 +103,12 @@ void computeMain(uint3 tid : SV_DispatchThreadID)
 def test_atomics(dev, tmp_path):
     n = 128 * 64
     k = kernel(dev, tmp_path, ATOMICS, name="atom")
-    counts = dev.create_buffer(element_count=4, struct_size=4)
-    fsum = dev.create_buffer(element_count=1, struct_size=4)
-    hsum = dev.create_buffer(element_count=2, struct_size=2)
-    dsum = dev.create_buffer(element_count=1, struct_size=8)
-    mx = dev.create_buffer(element_count=2, struct_size=4, data=np.array([0, 0xFFFFFFFF], np.uint32))
-    lsum = dev.create_buffer(element_count=1, struct_size=8)
+    counts = buf(dev, element_count=4, struct_size=4)
+    fsum = buf(dev, element_count=1, struct_size=4)
+    hsum = buf(dev, element_count=2, struct_size=2)
+    dsum = buf(dev, element_count=1, struct_size=8)
+    mx = buf(dev, element_count=2, struct_size=4, data=np.array([0, 0xFFFFFFFF], np.uint32))
+    lsum = buf(dev, element_count=1, struct_size=8)
     k.dispatch(thread_count=[n, 1, 1], vars=dict(counts=counts, fsum=fsum, hsum=hsum, dsum=dsum, mx=mx, lsum=lsum))
     assert counts.to_numpy().view(np.int32).tolist() == [n // 4] * 4
     assert fsum.to_numpy().view(np.float32)[0] == n
@@ -135,8 +142,8 @@ def test_wave_ops(dev, tmp_path):
     n = 256
     k = kernel(dev, tmp_path, WAVES, name="waves")
     xs = np.arange(n, dtype=np.float32)
-    f = dev.create_buffer(element_count=n, struct_size=4, data=xs)
-    u = dev.create_buffer(element_count=n * 4, struct_size=4)
+    f = buf(dev, element_count=n, struct_size=4, data=xs)
+    u = buf(dev, element_count=n * 4, struct_size=4)
     k.dispatch(thread_count=[n, 1, 1], vars={"f": f, "u": u})
     got = f.to_numpy().view(np.float32)
     warps = xs.reshape(-1, 32)
@@ -171,8 +178,8 @@ def test_groupshared_reduction(dev, tmp_path):
     n = 64 * 100
     k = kernel(dev, tmp_path, SHARED, name="shared")
     xs = np.random.default_rng(1).integers(0, 100, n).astype(np.float32)
-    d = dev.create_buffer(element_count=n, struct_size=4, data=xs)
-    s = dev.create_buffer(element_count=100, struct_size=4)
+    d = buf(dev, element_count=n, struct_size=4, data=xs)
+    s = buf(dev, element_count=100, struct_size=4)
     k.dispatch(thread_count=[n, 1, 1], vars={"data": d, "sums": s})
     np.testing.assert_array_equal(s.to_numpy().view(np.float32), xs.reshape(100, 64).sum(1))
 
@@ -191,8 +198,8 @@ void computeMain(uint3 tid : SV_DispatchThreadID)
 def test_pointers_and_2d(dev, tmp_path):
     k = kernel(dev, tmp_path, POINTERS, name="ptr")
     xs = np.arange(64, dtype=np.float32)
-    a = dev.create_buffer(element_count=64, struct_size=4, data=xs)
-    b = dev.create_buffer(element_count=64, struct_size=4)
+    a = buf(dev, element_count=64, struct_size=4, data=xs)
+    b = buf(dev, element_count=64, struct_size=4)
     k.dispatch(thread_count=[64, 1, 1], vars={"src": a.device_address, "dst": b.device_address})
     np.testing.assert_array_equal(b.to_numpy().view(np.float32), xs * 2)
 
@@ -213,7 +220,7 @@ def test_same_results_as_cpu(dev, tmp_path):
     outs = []
     for d in (cpu, dev):
         k = kernel(d, tmp_path, text, name="same")
-        o = d.create_buffer(element_count=16 * 8, struct_size=16)
+        o = buf(d, element_count=16 * 8, struct_size=16)
         k.dispatch(thread_count=[16, 8, 1], vars={"o": o, "p": {"a": [0.5, 0.25, 2.0], "b": 3}})
         outs.append(o.to_numpy().view(np.float32))
     np.testing.assert_allclose(outs[1], outs[0], rtol=2e-6, atol=1e-6)

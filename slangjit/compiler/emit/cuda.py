@@ -95,14 +95,21 @@ def emit_program_cuda(functions: list[ir.Function], globals_: list[ir.GlobalVar]
 
     # Globals block: C layout checked by static_assert, stored in __constant__ memory.
     g_fields, g_size = block_layout([(g.slang_name, g.type) for g in uniforms])
-    g_lines = ["struct sj_Globals {"]
+    g_lines = [
+        "// Layout checks (NVRTC 13.0 has no __builtin_offsetof: sizes are still checked there).",
+        "#if !defined(__CUDACC_RTC__) || __has_builtin(__builtin_offsetof)",
+        "#define SJ_CHECK_OFFSET(T, m, off, msg) static_assert(__builtin_offsetof(T, m) == off, msg);",
+        "#else",
+        "#define SJ_CHECK_OFFSET(T, m, off, msg)",
+        "#endif",
+        "struct sj_Globals {"]
     for g in uniforms:
         g_lines.append(f"    {em.ctype(g.type)} {g.name};")
     if not uniforms:
         g_lines.append("    char sj_unused;")
     g_lines.append("};")
     for g, fl in zip(uniforms, g_fields):
-        g_lines.append(f"static_assert(offsetof(sj_Globals, {g.name}) == {fl.offset}, \"layout of {g.slang_name}\");")
+        g_lines.append(f"SJ_CHECK_OFFSET(sj_Globals, {g.name}, {fl.offset}, \"layout of {g.slang_name}\")")
     g_lines.append(f"static_assert(sizeof(sj_Globals) <= {g_size}, \"globals block size\");")
     # Raw storage: struct types with default member initializers cannot be __constant__ objects.
     g_lines.append(f"__constant__ unsigned long long {GLOBALS_SYMBOL}[{max(1, g_size // 8)}];")
@@ -173,7 +180,7 @@ def emit_program_cuda(functions: list[ir.Function], globals_: list[ir.GlobalVar]
             lines.append("    char sj_unused;")
         lines.append("};")
         for (name, _), fl in zip(params_items, p_fields):
-            lines.append(f"static_assert(offsetof({sname}, {name}) == {fl.offset}, \"layout of {name}\");")
+            lines.append(f"SJ_CHECK_OFFSET({sname}, {name}, {fl.offset}, \"layout of {name}\")")
         lines.append(f"static_assert(sizeof({sname}) <= {p_size}, \"parameter block size\");")
         nx, ny, nz = numthreads
         symbol = f"sj_entry_{fn.slang_name}"
