@@ -97,3 +97,15 @@ def test_diagnostic_shows_source_line_and_caret():
     assert lines[0].startswith("bad.slang:5:23: error E2052")
     assert lines[1] == "    outputBuffer[0] = nope + 1;"
     assert lines[2] == " " * 22 + "^"
+
+
+def test_missing_interface_requirement():
+    src = ("interface IShape { float area(); float perimeter(); }\n"
+           "struct Sq : IShape { float s; float area() { return s * s; } }\n"
+           "float use<T : IShape>(T t) { return t.area(); }\n"
+           + kernel("    Sq q = { 2.0 }; outputBuffer[0] = use(q);"))
+    with pytest.raises(CompileError) as ei:
+        compile_src(src)
+    assert ei.value.code == "E2060"
+    assert ei.value.loc.line == 2
+    assert "perimeter" in str(ei.value)

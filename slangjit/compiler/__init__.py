@@ -225,6 +225,7 @@ def _finish(checker):
             break
         for inst in new:
             done_structs.add(id(inst))
+            checker.check_conformance(inst)
             defaults = []
             for name, ft, init, env in inst.fields:
                 if init is None:

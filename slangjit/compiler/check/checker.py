@@ -423,6 +423,32 @@ class Checker(DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, StmtsMixin):
                 out.append(self.resolve_base(b, ctx))
         return out
 
+    def check_conformance(self, inst: "StructInstance"):
+        """Every requirement of every interface a struct declares must be provided (by the
+        struct, an extension, or a default in the interface)."""
+        t = inst.type
+        if getattr(inst, "differential_of", None) is not None:
+            return
+        seen = set()
+        todo = [b for b in inst.bases if isinstance(b, T.InterfaceType)]
+        while todo:
+            it = todo.pop()
+            if id(it) in seen:
+                continue
+            seen.add(id(it))
+            todo.extend(b for b in it.info.bases if isinstance(b, T.InterfaceType))
+            for m in it.info.sym.decl.members:
+                name = getattr(m, "name", None)
+                if isinstance(m, ast.FuncDecl) and m.body is not None:
+                    continue
+                if isinstance(m, ast.VarDecl) and m.init is not None:
+                    continue
+                if name is None or name == "__init":
+                    continue
+                if not self.member_syms(t, name) and not (isinstance(m, ast.AssocTypeDecl) and name == "Differential"):
+                    raise self.err("E2060", f"'{t}' does not implement '{name}' required by interface "
+                                            f"'{it}'", inst.sym.decl.loc)
+
     # ------------------------------------------------------------------ extensions
 
     def extensions_for(self, t: T.Type) -> list:
