@@ -403,12 +403,10 @@ def test_3d_dispatch_ids(device):
     np.testing.assert_array_equal(read(gis, np.uint32).reshape(sz, sy, sx), (z % 4) * 6 + (y % 3) * 2 + x % 2)
 
 
-# Group barriers cannot be honoured by the CPU backend (a group's threads run one after
-# another), so the compiler refuses them instead of computing wrong sums.
-def test_group_barrier_is_refused_on_cpu(device):
-    from slangjit.compiler.source import CompileError
-    with pytest.raises(CompileError) as ei:
-        kernel_from_source(device, """
+def test_groupshared_reduction_with_barriers(device):
+    # A tree reduction in groupshared memory: correct only if every barrier holds for the
+    # whole group (the CPU backend runs such groups as fibers).
+    k = kernel_from_source(device, """
         groupshared float tile[64];
         StructuredBuffer<float> x;
         RWStructuredBuffer<float> sums;
@@ -417,15 +415,20 @@ def test_group_barrier_is_refused_on_cpu(device):
         {
             tile[gi] = x[tid.x];
             GroupMemoryBarrierWithGroupSync();
-            if (gi == 0u) {
-                float s = 0.0;
-                for (int j = 0; j < 64; j++) s += tile[j];
-                sums[gid.x] = s;
+            for (uint s = 32; s > 0; s >>= 1)
+            {
+                if (gi < s)
+                    tile[gi] += tile[gi + s];
+                GroupMemoryBarrierWithGroupSync();
             }
+            if (gi == 0u)
+                sums[gid.x] = tile[0];
         }
         """, name="gshared")
-    assert ei.value.code == "E5006"
-    assert "GroupMemoryBarrierWithGroupSync" in str(ei.value).splitlines()[1]
+    x = np.arange(64 * 8, dtype=np.float32)
+    sums = buf(device, n=8)
+    k.dispatch(thread_count=[64 * 8, 1, 1], vars={"x": buf(device, x), "sums": sums})
+    np.testing.assert_array_equal(read(sums), x.reshape(8, 64).sum(1))
 
 
 # ------------------------------------------------------------------------------------------ language features

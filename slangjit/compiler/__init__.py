@@ -180,7 +180,8 @@ def _compile_program_uncached(sources: Sequence[SourceSpec], entry_points: Seque
     t3 = time.perf_counter()
     timings["check"] = t3 - t2
     try:
-        src, refl = emit_program(checker.functions, checker.globals, entries, target)
+        src, refl = emit_program(checker.functions, checker.globals, entries, target,
+                                  group_barrier=checker.uses_group_barrier)
     except EmitError as e:
         raise error("E9001", f"internal compiler error: {e}", entries[0][0].loc if entries else NO_LOC)
     timings["emit"] = time.perf_counter() - t3

@@ -471,11 +471,8 @@ class CallsMixin:
         return OutConvert(t, a, loc=loc)
 
     def make_call(self, fn: ir.Function, args: list, loc) -> ir.Expr:
-        if fn.intrinsic is not None and fn.slang_name.endswith("WithGroupSync") and self.target == "cpp":
-            # Threads of a group run one after another on the CPU: a barrier cannot be honoured,
-            # and ignoring it would give wrong results silently.
-            raise self.err("E5006", f"'{fn.slang_name}' is not supported by the CPU backend yet "
-                                    f"(group barriers need threads of a group to run concurrently)", loc)
+        if fn.intrinsic is not None and fn.slang_name.endswith("WithGroupSync"):
+            self.uses_group_barrier = True      # the CPU launcher then runs groups as fibers
         if fn.intrinsic is not None:
             outs = tuple(i for i, p in enumerate(fn.params) if p.direction in ("out", "inout", "ref"))
             node = ir.Intrinsic(fn.ret, fn.intrinsic, args, outs, loc=loc)

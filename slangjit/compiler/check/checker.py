@@ -77,6 +77,7 @@ class Checker(DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, StmtsMixin):
         self._ext_cache: dict = {}
         self._depth = 0
         self.target = "cpp"
+        self.uses_group_barrier = False
         self.deriv_of: list = []          # (FuncSym g, "ForwardDerivativeOf"/..., target expr)
         self._autodiff = None
 

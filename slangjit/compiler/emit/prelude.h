@@ -33,6 +33,10 @@
 //     section below so a CUDA flavour only has to swap that block.
 #pragma once
 
+#if !defined(__CUDACC_RTC__) && !defined(__CUDACC__)
+#include <ucontext.h>
+#include <cstdlib>
+#endif
 #if !defined(__CUDACC_RTC__)
 #include <cstdint>
 #include <cstring>
@@ -1895,16 +1899,76 @@ SJ_FN uint32_t WaveActiveCountBits(bool b) { return b ? 1u : 0u; }
 SJ_FN uint32_t WavePrefixCountBits(bool) { return 0u; }
 SJ_FN vec<uint32_t, 4> WaveActiveBallot(bool b) { return vec<uint32_t, 4>{{b ? 1u : 0u, 0u, 0u, 0u}}; }
 
-// Barriers are no-ops: the CPU runtime executes the threads of a group one after another,
-// so a group-sync barrier cannot be honoured (programs that need one are not supported by
-// the sequential-per-group model).  Memory ordering between groups running on different
-// OS threads is only guaranteed for atomics.
+// Group barriers.  Kernels without a group-sync barrier run the threads of a group one after
+// another (cheapest).  A kernel that uses one runs each thread of a group as a fiber
+// (ucontext): a barrier switches back to the group's scheduler, which resumes every thread
+// round-robin, so all threads reach the barrier before any passes it - the GPU semantics.
+// Memory ordering between groups on different OS threads is only guaranteed for atomics.
+namespace fiber {
+struct Group {
+    ucontext_t sched;
+    ucontext_t* ctx = nullptr;
+    char* stacks = nullptr;
+    bool* done = nullptr;
+    uint32_t cap = 0;
+    uint32_t current = 0;
+    void (*body)(void*, uint32_t) = nullptr;
+    void* arg = nullptr;
+};
+static const size_t kStackSize = 256 * 1024;   // per thread of a group; untouched pages cost nothing
+inline Group*& current_group() { static thread_local Group* g = nullptr; return g; }
+inline void trampoline() {
+    Group* g = current_group();
+    uint32_t t = g->current;
+    g->body(g->arg, t);
+    g->done[t] = true;                         // returning resumes uc_link = the scheduler
+}
+// Runs body(arg, t) for t in [0, n) as cooperating fibers.
+inline void run(uint32_t n, void (*body)(void*, uint32_t), void* arg) {
+    static thread_local Group g;
+    if (g.cap < n) {
+        std::free(g.ctx); std::free(g.stacks); std::free(g.done);
+        g.ctx = (ucontext_t*)std::malloc(sizeof(ucontext_t) * n);
+        g.stacks = (char*)std::malloc(kStackSize * n);
+        g.done = (bool*)std::malloc(n);
+        g.cap = n;
+    }
+    g.body = body;
+    g.arg = arg;
+    Group* prev = current_group();
+    current_group() = &g;
+    for (uint32_t t = 0; t < n; ++t) {
+        getcontext(&g.ctx[t]);
+        g.ctx[t].uc_stack.ss_sp = g.stacks + kStackSize * t;
+        g.ctx[t].uc_stack.ss_size = kStackSize;
+        g.ctx[t].uc_link = &g.sched;
+        makecontext(&g.ctx[t], (void (*)())trampoline, 0);
+        g.done[t] = false;
+    }
+    bool pending = true;
+    while (pending) {
+        pending = false;
+        for (uint32_t t = 0; t < n; ++t) {
+            if (g.done[t]) continue;
+            g.current = t;
+            swapcontext(&g.sched, &g.ctx[t]);
+            if (!g.done[t]) pending = true;
+        }
+    }
+    current_group() = prev;
+}
+inline void barrier() {
+    Group* g = current_group();
+    if (g) swapcontext(&g->ctx[g->current], &g->sched);
+}
+}  // namespace fiber
+
 SJ_FN void AllMemoryBarrier() {}
-SJ_FN void AllMemoryBarrierWithGroupSync() {}
+SJ_FN void AllMemoryBarrierWithGroupSync() { fiber::barrier(); }
 SJ_FN void DeviceMemoryBarrier() {}
-SJ_FN void DeviceMemoryBarrierWithGroupSync() {}
+SJ_FN void DeviceMemoryBarrierWithGroupSync() { fiber::barrier(); }
 SJ_FN void GroupMemoryBarrier() {}
-SJ_FN void GroupMemoryBarrierWithGroupSync() {}
+SJ_FN void GroupMemoryBarrierWithGroupSync() { fiber::barrier(); }
 #endif  // SJ_CUDA
 
 }  // namespace sj

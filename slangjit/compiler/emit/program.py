@@ -12,7 +12,8 @@ SYSTEM_VALUES = {"sv_dispatchthreadid": "dtid", "sv_groupid": "gid", "sv_groupth
 
 
 def emit_program(functions: list[ir.Function], globals_: list[ir.GlobalVar],
-                 entries: list[tuple[ir.Function, tuple[int, int, int]]], target: str = "cpp"):
+                 entries: list[tuple[ir.Function, tuple[int, int, int]]], target: str = "cpp",
+                 group_barrier: bool = False):
     if target == "cuda":
         from .cuda import emit_program_cuda     # the CUDA flavour (kernel ABI documented there)
         return emit_program_cuda(functions, globals_, entries)
@@ -76,6 +77,35 @@ def emit_program(functions: list[ir.Function], globals_: list[ir.GlobalVar],
             lines.append(f"static_assert(offsetof({sname}, {name}) == {fl.offset}, \"layout of {name}\");")
         nx, ny, nz = numthreads
         symbol = f"sj_entry_{fn.slang_name}"
+        if group_barrier:
+            # Threads of a group run as fibers so group barriers hold (prelude: sj::fiber).
+            lines += [
+                f"struct sj_Group_{fn.slang_name} {{ const {sname}* sj_P; uint32_t sj_gx, sj_gy, sj_gz; }};",
+                f"static void sj_thread_{fn.slang_name}(void* sj_arg, uint32_t sj_t)",
+                "{",
+                f"    const sj_Group_{fn.slang_name}* sj_G = (const sj_Group_{fn.slang_name}*)sj_arg;",
+                "    const auto* sj_P = sj_G->sj_P;",
+                "    (void)sj_P;",
+                "    uint32_t sj_gx = sj_G->sj_gx, sj_gy = sj_G->sj_gy, sj_gz = sj_G->sj_gz;",
+                f"    uint32_t sj_tx = sj_t % {nx}u, sj_ty = (sj_t / {nx}u) % {ny}u, sj_tz = sj_t / {nx * ny}u;",
+                f"    {fn.name}({', '.join(call_args)});",
+                "}",
+                f'extern "C" SJ_EXPORT void {symbol}(void* sj_gp, void* sj_pp, const uint32_t* sj_gc, uint32_t sj_begin, uint32_t sj_end)',
+                "{",
+                "    sj_g = (sj_Globals*)sj_gp;",
+                f"    sj_Group_{fn.slang_name} sj_G{{(const {sname}*)sj_pp, 0u, 0u, 0u}};",
+                "    for (uint32_t sj_lin = sj_begin; sj_lin < sj_end; ++sj_lin)",
+                "    {",
+                "        sj_G.sj_gx = sj_lin % sj_gc[0];",
+                "        uint32_t sj_rest = sj_lin / sj_gc[0];",
+                "        sj_G.sj_gy = sj_rest % sj_gc[1]; sj_G.sj_gz = sj_rest / sj_gc[1];",
+                f"        sj::fiber::run({nx * ny * nz}u, &sj_thread_{fn.slang_name}, &sj_G);",
+                "    }",
+                "}",
+            ]
+            launchers.append("\n".join(lines))
+            refl.entry_points[fn.slang_name] = EntryPointInfo(fn.slang_name, symbol, numthreads, p_fields, p_size)
+            continue
         lines += [
             f'extern "C" SJ_EXPORT void {symbol}(void* sj_gp, void* sj_pp, const uint32_t* sj_gc, uint32_t sj_begin, uint32_t sj_end)',
             "{",
