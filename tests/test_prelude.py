@@ -761,6 +761,10 @@ def _core_intrinsics():
         if m:
             cpp_name = m.group(1)
             continue
+        if line.startswith("[") and line.endswith("]"):
+            continue                                 # other attributes ([Differentiable] ...)
+        if "{" in line or not line.endswith(";"):
+            continue                                 # a function with a body: not an intrinsic
         m = re.match(r"(.+?)\s+(\w+)(?:<(.*)>)?\((.*)\);$", line)
         assert m, f"unrecognised core.slang line: {raw!r}"
         ret, name, gens, params = m.groups()
