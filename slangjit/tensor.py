@@ -76,6 +76,43 @@ def _contig_strides(shape) -> tuple:
     return tuple(reversed(st))
 
 
+class _SmallBuffer(Buffer):
+    """A Buffer backed by a ctypes array (cheap to allocate); its numpy view is made on first use."""
+
+    @property
+    def _mem(self):
+        m = self.__dict__.get("_np")
+        if m is None:
+            m = self.__dict__["_np"] = np.frombuffer(self._c, dtype=np.uint8)
+        return m
+
+
+_DESCS: dict = {}
+_CTYPES: dict = {}
+
+
+def _small_buffer(device, nbytes: int, sz: int) -> Buffer:
+    from .runtime.device import BufferDesc
+    key = (nbytes, sz)
+    desc = _DESCS.get(key)
+    if desc is None:
+        desc = BufferDesc(nbytes, sz, DEFAULT_USAGE, MemoryType.device_local, None, None, "")
+        if len(_DESCS) < 4096:
+            _DESCS[key] = desc
+    ct = _CTYPES.get(nbytes)
+    if ct is None:
+        ct = ctypes.c_uint8 * nbytes
+        if len(_CTYPES) < 4096:
+            _CTYPES[nbytes] = ct
+    b = object.__new__(_SmallBuffer)
+    b.device = device
+    b.desc = desc
+    c = ct()                                   # zero-initialised, malloc-aligned
+    b._c = c
+    b._addr = ctypes.addressof(c)
+    return b
+
+
 class Tensor:
     """A strided N-D view over a Buffer of elements of a Slang type."""
 
@@ -114,33 +151,18 @@ class Tensor:
     @classmethod
     def _alloc(cls, device, dt: S.SType, shape: tuple) -> "Tensor":
         """Fast allocation of a contiguous, writable tensor (used for auto-allocated call results)."""
-        from .runtime.device import BufferDesc
         n = 1
         for d in shape:
             n *= d
         sz = dt.size or 1
-        key = (sz, n)
-        nbytes = max(n, 1) * sz
-        desc = BufferDesc(nbytes, sz, DEFAULT_USAGE, MemoryType.device_local, None, None, "")
-        buf = object.__new__(Buffer)
-        buf.device = device
-        buf.desc = desc
-        if nbytes <= 4096:
-            c = (ctypes.c_uint8 * (nbytes + 64))()        # zeroed; 64-byte align inside it
-            base = ctypes.addressof(c)
-            off = (-base) % 64
-            buf._cmem = c
-            buf._mem = np.frombuffer(c, dtype=np.uint8, count=nbytes, offset=off)
-            buf._addr = base + off
-        else:
-            buf._mem = _aligned_zeros(nbytes)
-            buf._addr = int(buf._mem.ctypes.data)
+        nbytes = (n or 1) * sz
         t = object.__new__(cls)
-        t.storage = buf
+        t.storage = _small_buffer(device, nbytes, sz) if nbytes <= 65536 else \
+            device.create_buffer(size=nbytes, struct_size=sz, usage=DEFAULT_USAGE)
         t.device = device
         t.dtype = dt
-        t._shape = Shape(shape)
-        t._strides = Shape(_contig_strides(shape))
+        t._shape = tuple.__new__(Shape, shape)
+        t._strides = tuple.__new__(Shape, _contig_strides(shape))
         t.offset = 0
         t.grad_in = None
         t.grad_out = None

@@ -571,6 +571,8 @@ class CallData:
                 lf.mapping = tuple(cd - lf.k + i for i in range(lf.k))
             else:
                 lf.mapping = ()
+        if self.bwds:
+            self._check_bwds_grads(args, kwargs)
         # auto result
         self.auto_result = None
         rt_mode = node.return_type_mode
@@ -607,6 +609,26 @@ class CallData:
                                          "(see Tensor.with_grads)")
         self.code = self._codegen(gen_args)
         self._compile()
+
+    def _check_bwds_grads(self, args, kwargs):
+        """`.bwds` needs the output gradients: a differentiable result/out argument must carry them."""
+        outs = [b for b in self.bound if b.direction == "out"]
+        if self.result is not None:
+            if self.result.leaf is None and self.result.ptype.differentiable:
+                raise ValueError(f"bwds of '{self.name}': the result's gradients are needed: pass the result "
+                                 "tensor (with grads attached) as _result= or as the last positional argument")
+            outs.append(self.result)
+        for b in outs:
+            leaf = b.leaf
+            if b.no_diff or not b.ptype.differentiable or leaf is None:
+                continue
+            v = _value_for(b, args, kwargs, self.sources)
+            if _is_tensor(v) and v.grad_in is None:
+                raise ValueError(f"bwds of '{self.name}': argument '{b.pname}' is an output but has no gradients "
+                                 "to read (attach them with Tensor.with_grads() and fill grad_in)")
+            if isinstance(v, np.ndarray):
+                raise ValueError(f"bwds of '{self.name}': argument '{b.pname}' is a numpy array, which carries no "
+                                 "gradients (use a spy.Tensor with grads)")
 
     def _call_target(self, gen_args) -> str:
         cand = self.cand
@@ -731,6 +753,7 @@ class CallData:
                     lf.layout = f.layout
                 elif isinstance(lf, RefLeaf) and uname.endswith("_d"):
                     lf.layout = f.layout.element
+            lf.finalize()
         self.global_fields = {f.name: f for f in compiled.reflection.globals}
         from ..runtime.layout_pack import aligned_zeros
         self._zero_g_arr = aligned_zeros(self.gsize)

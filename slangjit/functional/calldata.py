@@ -242,6 +242,11 @@ class Leaf:
     def has_grads(self) -> bool:
         return False
 
+    def finalize(self):
+        """Called once the uniform offsets are known."""
+        if self.u in self.offsets:
+            self.off = self.offsets[self.u]
+
     # bwds
     def emit_grad_in(self, kb) -> str:
         return _zero_expr(self.ptype.derivative)
@@ -269,13 +274,14 @@ class ValueLeaf(Leaf):
         return self.u
 
     def pack(self, v, blk, call_shape, keep):
-        off = self.offsets[self.u]
-        if self.fmt is not None:
+        fmt = self.fmt
+        if fmt is not None:
             try:
-                self.fmt.pack_into(blk, off, v)
+                fmt.pack_into(blk, self.off, v)
                 return
             except struct.error:
                 pass
+        off = self.offsets[self.u]
         from ..runtime import layout_pack as lp
         P = self.ptype
         if isinstance(v, (int, float, np.number)) and not isinstance(v, bool):
@@ -324,6 +330,12 @@ class ContainerLeaf(Leaf):
         self.elem_name = dtype.name          # pointer element type
         self.grad_in, self.grad_out = grads
         self.cd = 0
+        self.fast1 = None
+
+    def finalize(self):
+        p = self.u + "_"
+        if not self.is_numpy and self.cd == 1 and self.k == 1 and not self.ne:
+            self.fast1 = (self.offsets[p + "d"], self.offsets[p + "o"], self.offsets[p + "cs"])
 
     def has_grads(self):
         return self.grad_in or self.grad_out
@@ -449,10 +461,18 @@ class ContainerLeaf(Leaf):
             struct.pack_into(f"<{self.ne}i", blk, o[p + "es"], *st[self.k:])
 
     def pack(self, v, blk, call_shape, keep):
-        if self.is_numpy and (not v.flags.c_contiguous and any(s < 0 for s in v.strides)):
-            raise ValueError(f"argument '{self.name}': numpy arrays with negative strides are not supported")
-        addr, shp, st, off = self._geom(v)
-        self._pack_view(blk, self.u + "_", addr, shp, st, off, call_shape)
+        if self.is_numpy:
+            if not v.flags.c_contiguous and any(s < 0 for s in v.strides):
+                raise ValueError(f"argument '{self.name}': numpy arrays with negative strides are not supported")
+            addr, shp, st, off = self._geom(v)
+            self._pack_view(blk, self.u + "_", addr, shp, st, off, call_shape)
+        elif self.fast1:                       # 1-D tensor over a 1-D call, no consumed element dims
+            o_d, o_o, o_cs = self.fast1
+            _U64.pack_into(blk, o_d, v.storage._addr)
+            _I32.pack_into(blk, o_o, v.offset)
+            _I32.pack_into(blk, o_cs, v._strides[0] if v._shape[0] != 1 else 0)
+        else:
+            self._pack_view(blk, self.u + "_", v.storage._addr, v._shape, v._strides, v.offset, call_shape)
         if self.grad_in:
             g = v.grad_in
             self._pack_view(blk, self.u + "_gi", g.storage._addr, g._shape, g._strides, g.offset, call_shape)
@@ -609,6 +629,7 @@ class RefLeaf(Leaf):
             lp.pack_value(mem, 0, self.layout, _plain(init), self.name, lp.PackContext("call"))
         struct.pack_into("<Q", blk, self.offsets[self.u + "_d"], mem.ctypes.data)
         if self.kind == "pair":
+            from ..runtime.layout_pack import aligned_zeros
             g = aligned_zeros(max(self.ptype.size, 8))
             if v.grad is not None:
                 lp.pack_value(g, 0, self.layout, _plain(v.grad), self.name, lp.PackContext("call"))
