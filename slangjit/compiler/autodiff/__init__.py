@@ -59,8 +59,38 @@ class AutoDiff:
         fn.attrs["ad_sig"] = (out, rd)
         return out, rd
 
+    def substitute(self, fn: ir.Function) -> Optional[ir.Function]:
+        """[PrimalSubstitute(g)] on fn / [PrimalSubstituteOf(fn)] on g: derivatives of fn
+        (and fwd_diff's primal) come from g."""
+        key = ("subst", id(fn))
+        if key in self.rule_cache:
+            return self.rule_cache[key]
+        self.rule_cache[key] = None
+        found = None
+        attr = self.attrs(fn).get("PrimalSubstitute")
+        if attr is not None and attr.args:
+            found = self.pick(attr.args[0], fn.attrs.get("env"), fn, "primal")
+        decl = fn.attrs.get("decl")
+        if found is None and decl is not None:
+            for gsym, kind, target in self.chk.deriv_of:
+                if kind != "PrimalSubstituteOf":
+                    continue
+                try:
+                    res = self.chk.resolve(target, self.chk.ctx_for_env(gsym.env))
+                except CompileError:
+                    continue
+                if any(c.decl is decl for c in getattr(res, "cands", [])):
+                    from ..check.checker import OverloadRes
+                    found = self.pick_from(OverloadRes([gsym], name=gsym.name), fn, "primal")
+                    if found is not None:
+                        break
+        self.rule_cache[key] = found
+        return found
+
     def is_differentiable(self, fn: ir.Function) -> bool:
         if fn.attrs.get("generated_derivative"):
+            return True
+        if self.substitute(fn) is not None:
             return True
         a = self.attrs(fn)
         if DIFF_ATTRS & set(a):
@@ -75,7 +105,7 @@ class AutoDiff:
         for p, d in zip(fn.params, pd):
             if p.name == "this" and fn.params[0] is p:
                 continue
-            if d is None:
+            if d is None or mode == "primal":
                 t = p.type
             elif mode == "bwd" and p.direction == "out":
                 t = d
@@ -86,6 +116,35 @@ class AutoDiff:
         if mode == "bwd" and rd is not None:
             args.append(ir.LocalRef(rd, ir.Var("dOut", rd)))
         return args
+
+    def use_substitutes(self, s):
+        """Inside derivative code, a call to a function with a primal substitute calls the
+        substitute (its value as well as its derivative), as Slang does."""
+        if isinstance(s, ir.Block):
+            for x in s.stmts:
+                self.use_substitutes(x)
+        elif isinstance(s, (ir.ExprStmt, ir.VarDecl)):
+            e = s.expr if isinstance(s, ir.ExprStmt) else s.init
+            if isinstance(e, ir.Assign):
+                e = e.rhs
+            if isinstance(e, ir.Call):
+                sub = self._sub(e.func)
+                if sub is not None and len(sub.params) == len(e.func.params):
+                    e.func = sub
+        elif isinstance(s, ir.If):
+            self.use_substitutes(s.then)
+            if s.else_ is not None:
+                self.use_substitutes(s.else_)
+        elif isinstance(s, ir.Loop):
+            self.use_substitutes(s.body)
+        elif isinstance(s, ir.Switch):
+            for c in s.cases:
+                for x in c.body:
+                    self.use_substitutes(x)
+
+    def _sub(self, fn):
+        g = self.substitute(fn)
+        return g if g is not None and g is not fn else None
 
     def find_custom(self, fn: ir.Function, mode: str) -> Optional[ir.Function]:
         key = (mode, id(fn))
@@ -141,6 +200,11 @@ class AutoDiff:
     def fwd(self, fn: ir.Function, loc) -> ir.Function:
         if id(fn) in self.fwd_cache:
             return self.fwd_cache[id(fn)]
+        sub = self._sub(fn)
+        if sub is not None and self.find_custom(fn, "fwd") is None:
+            g = self.fwd(sub, loc)
+            self.fwd_cache[id(fn)] = g
+            return g
         custom = self.find_custom(fn, "fwd")
         if custom is not None:
             self.fwd_cache[id(fn)] = custom
@@ -170,6 +234,11 @@ class AutoDiff:
     def bwd(self, fn: ir.Function, loc) -> ir.Function:
         if id(fn) in self.bwd_cache:
             return self.bwd_cache[id(fn)]
+        sub = self._sub(fn)
+        if sub is not None and self.find_custom(fn, "bwd") is None:
+            g = self.bwd(sub, loc)
+            self.bwd_cache[id(fn)] = g
+            return g
         custom = self.find_custom(fn, "bwd")
         if custom is not None:
             self.bwd_cache[id(fn)] = custom

@@ -77,6 +77,7 @@ class ForwardTransform:
             if dt is None and p.direction in ("out", "inout"):
                 self.epilogue.append(ir.ExprStmt(ir.Assign(p.type, "=", ir.LocalRef(np_.type, np_), ir.LocalRef(p.type, p))))
         body = self.flat.block(self.fn.body)
+        self.ad.use_substitutes(body)
         self.block_into(body, out)
         if self.fn.ret == T.VOID:
             out.extend(self.epilogue)

@@ -101,6 +101,7 @@ class ReverseTransform:
             raise error("E6002", f"cannot differentiate '{fn.slang_name}': it has no body", self.loc)
         pd, rd = self.ad.signature(fn)
         body = Flattener().block(fn.body)
+        self.ad.use_substitutes(body)
         norm = Normalizer(self, fn)
         body, decls = norm.run(body)
         self.count_assignments(body, False)
