@@ -62,7 +62,8 @@ row "CUDA device" "$(grep -o 'automatic device:.*' "$OUTD/cuda_info.txt" | head 
 echo "== pytest (SLANGJIT_TEST_DEVICE=cuda)"
 export SLANGJIT_TEST_DEVICE=cuda
 timeout "${GPU_CHECK_PYTEST_TIMEOUT:-1800}" python -m pytest -q tests -p no:cacheprovider 2>&1 | tee "$OUTD/pytest.log" | tail -40
-row "pytest tests" "$(grep -E '[0-9]+ (passed|failed)' "$OUTD/pytest.log" | tail -1)"
+pt="$(grep -E '[0-9]+ (passed|failed)' "$OUTD/pytest.log" | tail -1)"
+row "pytest tests" "${pt:-no summary (timed out or crashed): $(grep -oE '^[.sFEx]+' "$OUTD/pytest.log" | tr -d '\n' | tr -cd 'F' | wc -c) F so far}"
 
 CONF="${SLANGJIT_CONFORMANCE:-}"
 if [ -z "$CONF" ]; then
