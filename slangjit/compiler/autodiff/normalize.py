@@ -152,18 +152,24 @@ class Normalizer:
             inner.append(_set(lc.cont, False))
         inner.extend(body)
         if step:
-            stop = ir.LocalRef(T.BOOL, brk)
-            if self.done is not None:
+            # Guard the step only if the body can leave the loop early.
+            stop = ir.LocalRef(T.BOOL, brk) if any(f is brk for f in flags) else None
+            if self.done is not None and any(f is self.done for f in flags):
                 stop = _or(stop, ir.LocalRef(T.BOOL, self.done))
-            inner.append(ir.If(_not(stop), ir.Block(step), None))
+            if stop is not None:
+                inner.append(ir.If(_not(stop), ir.Block(step), None))
+            else:
+                inner.extend(step)
         out.append(_set(brk, False))
         cond = _not(ir.LocalRef(T.BOOL, brk))
         if self.done is not None:
             cond = _and(cond, _not(ir.LocalRef(T.BOOL, self.done)))
         if s.cond is not None:
             cond = _and(cond, s.cond)
-        loop = ir.Loop("do" if s.kind == "do" else "while", [], cond, None, ir.Block(inner), None, dict(s.attrs))
+        loop = ir.Loop("do" if s.kind == "do" else "while", [], cond, None, ir.Block(inner), None, dict(s.attrs),
+                       loc=s.loc)
         loop.attrs["bound"] = bound
+        loop.original = s
         out.append(loop)
         outer = [f for f in flags if f is not brk and f is not lc.cont]
         return out, _uniq(outer)
@@ -195,12 +201,15 @@ class Normalizer:
 
     # ------------------------------------------------------------------ trip counts
 
-    def bound(self, s: ir.Loop) -> int:
+    def bound(self, s: ir.Loop) -> Optional[int]:
         if "max_iters" in s.attrs:
             return int(s.attrs["max_iters"])
         b = self.const_bound(s)
         if b is not None:
             return b
+        return None      # unknown: an error only if the reverse sweep must store values per iteration
+
+    def unbounded_error(self, s: ir.Loop):
         line = s.loc.line if s.loc and s.loc.line else self.fn.loc.line
         raise error("E6001", f"loop in '{self.fn.slang_name}' (line {line}) has no known trip-count bound, so its "
                              f"reverse-mode derivative cannot store its values: add [MaxIters(N)] or use a "

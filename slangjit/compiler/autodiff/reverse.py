@@ -81,6 +81,8 @@ class ReverseTransform:
         return s
 
     def push(self, value: ir.Expr, out: list):
+        if self.mult is None:
+            self.norm.unbounded_error(self.unbounded_loop)
         s = self.stack(value.type)
         s.capacity += self.mult
         sp = ir.LocalRef(T.INT, s.sp)
@@ -105,6 +107,10 @@ class ReverseTransform:
         norm = Normalizer(self, fn)
         body, decls = norm.run(body)
         self.count_assignments(body, False)
+        self.value_needed: set = set()
+        self._recomp: dict = {}
+        self.collect_value_needed(body)
+        self.norm = norm
         prologue: list = []
         # hoisted locals (primal), parameters' primal copies
         for v in decls:
@@ -191,7 +197,87 @@ class ReverseTransform:
         v = root_var(target)
         if v is None:
             return False
+        if v.uid not in self.value_needed:
+            return False          # nothing in the reverse sweep reads this variable's value
         return self.assign_count.get(v.uid, 0) > 1 or v.uid in self.in_loop_assigned
+
+    # Which variables' primal values does the reverse sweep read?  Additive uses
+    # (`acc = acc + e`, `r = v`) need only adjoints; products, intrinsics, conditions,
+    # indices and call arguments need values.
+    def collect_value_needed(self, s):
+        if isinstance(s, ir.Block):
+            for x in s.stmts:
+                self.collect_value_needed(x)
+        elif isinstance(s, ir.ExprStmt):
+            e = s.expr
+            if isinstance(e, ir.Assign):
+                self.reads(e.lhs, False, lhs=True)
+                self.reads(e.rhs, True)
+            else:
+                self.reads(e, True)
+        elif isinstance(s, ir.If):
+            self.reads(s.cond, False)
+            self.collect_value_needed(s.then)
+            if s.else_ is not None:
+                self.collect_value_needed(s.else_)
+        elif isinstance(s, ir.Loop):
+            if s.cond is not None:
+                self.reads(s.cond, False)
+            self.collect_value_needed(s.body)
+
+    def reads(self, e, linear: bool, lhs: bool = False):
+        if e is None:
+            return
+        if isinstance(e, ir.LocalRef):
+            if not linear and not lhs:
+                self.value_needed.add(e.var.uid)
+            return
+        if isinstance(e, ir.Binary) and e.op in ("+", "-"):
+            self.reads(e.lhs, linear)
+            self.reads(e.rhs, linear)
+        elif isinstance(e, (ir.Unary, ir.Convert)) and (not isinstance(e, ir.Unary) or e.op == "-"):
+            self.reads(e.operand, linear)
+        elif isinstance(e, (ir.Field, ir.Swizzle)):
+            self.reads(e.obj, linear, lhs)
+        elif isinstance(e, ir.Index):
+            self.reads(e.obj, linear, lhs)
+            self.reads(e.index, False)
+        elif isinstance(e, ir.Construct):
+            for a in e.args:
+                self.reads(a, linear)
+        elif isinstance(e, ir.Call):
+            for a, p in zip(e.args, e.func.params):
+                self.reads(a, False)
+        else:
+            from .flatten import children
+            for c in children(e):
+                self.reads(c, False)
+
+    def recomputable(self, s: ir.If) -> bool:
+        key = id(s)
+        if key not in self._recomp:
+            reads: set = set()
+            _locals_in(s.cond, reads)
+            writes: set = set()
+            _writes_in(s.then, writes)
+            if s.else_ is not None:
+                _writes_in(s.else_, writes)
+            self._recomp[key] = not (reads & writes)
+        return self._recomp[key]
+
+    def inverse(self, s: ir.ExprStmt) -> Optional[ir.Expr]:
+        """`i = i + c` on an integer with a constant c is undone by `i - c`: no storage."""
+        e = s.expr
+        if not (isinstance(e, ir.Assign) and isinstance(e.lhs, ir.LocalRef) and isinstance(e.rhs, ir.Binary)
+                and e.rhs.op in ("+", "-") and isinstance(e.rhs.lhs, ir.LocalRef) and e.rhs.lhs.var is e.lhs.var):
+            return None
+        t = e.lhs.type
+        if not (isinstance(t, T.ScalarType) and t.kind in ("int", "uint")):
+            return None
+        c = self.chk.fold(e.rhs.rhs)
+        if not isinstance(c, int) or isinstance(c, bool):
+            return None
+        return ir.Binary(t, "-" if e.rhs.op == "+" else "+", e.lhs, e.rhs.rhs)
 
     # ------------------------------------------------------------------ forward sweep
 
@@ -215,10 +301,20 @@ class ReverseTransform:
             for x in s.stmts:
                 self.sweep_fwd(x, out)
         elif isinstance(s, ir.ExprStmt):
-            for t in self.targets_of(s):
-                if self.needs_push(t):
-                    self.push(t, out)
+            if self.inverse(s) is None:
+                for t in self.targets_of(s):
+                    if self.needs_push(t):
+                        self.push(t, out)
             out.append(s)
+        elif isinstance(s, ir.If) and self.recomputable(s):
+            # The branches do not change what the condition reads: the reverse sweep
+            # re-evaluates it (those values are restored by then), nothing is stored.
+            a: list = []
+            b: list = []
+            self.sweep_fwd(s.then, a)
+            if s.else_ is not None:
+                self.sweep_fwd(s.else_, b)
+            out.append(ir.If(s.cond, ir.Block(a), ir.Block(b) if b else None))
         elif isinstance(s, ir.If):
             # The condition is saved AFTER the branch so the reverse sweep pops it first.
             cv = self.temp(T.BOOL, "cf")
@@ -237,13 +333,22 @@ class ReverseTransform:
             out.append(ir.VarDecl(cnt, ir.Const(T.INT, 0)))
             cref = ir.LocalRef(T.INT, cnt)
             saved = self.mult
-            self.mult *= bound
+            saved_loop = getattr(self, "unbounded_loop", None)
+            if bound is None:
+                self.mult = None          # storing values in this loop is an error (E6001)
+                self.unbounded_loop = getattr(s, "original", s)
+            elif self.mult is not None:
+                self.mult *= bound
             body: list = []
             self.sweep_fwd(s.body, body)
             self.mult = saved
+            self.unbounded_loop = saved_loop
             body.append(ir.ExprStmt(ir.Assign(T.INT, "=", cref, ir.Binary(T.INT, "+", cref, ir.Const(T.INT, 1)))))
-            limit = ir.Binary(T.BOOL, "<", cref, ir.Const(T.INT, bound))
-            cond = ir.Binary(T.BOOL, "&&", s.cond, limit) if s.cond is not None else limit
+            if bound is not None:
+                limit = ir.Binary(T.BOOL, "<", cref, ir.Const(T.INT, bound))
+                cond = ir.Binary(T.BOOL, "&&", s.cond, limit) if s.cond is not None else limit
+            else:
+                cond = s.cond if s.cond is not None else ir.Const(T.BOOL, True)
             out.append(ir.Loop("do" if s.kind == "do" else "while", [], cond, None, ir.Block(body)))
             self.push(cref, out)
         else:
@@ -258,7 +363,7 @@ class ReverseTransform:
         elif isinstance(s, ir.ExprStmt):
             self.rev_stmt(s, out)
         elif isinstance(s, ir.If):
-            c = self.pop(T.BOOL, out)
+            c = s.cond if self.recomputable(s) else self.pop(T.BOOL, out)
             cv = self.temp(T.BOOL, "c")
             out.append(ir.VarDecl(cv, c))
             a: list = []
@@ -279,7 +384,12 @@ class ReverseTransform:
                                ir.Assign(T.INT, "=", kref, ir.Binary(T.INT, "+", kref, ir.Const(T.INT, 1))),
                                ir.Block(body)))
 
-    def restore(self, targets: list, out: list):
+    def restore(self, targets: list, out: list, stmt=None):
+        inv = self.inverse(stmt) if stmt is not None else None
+        if inv is not None:
+            lhs = stmt.expr.lhs
+            out.append(ir.ExprStmt(ir.Assign(lhs.type, "=", lhs, inv)))
+            return
         for t in reversed(targets):
             if self.needs_push(t):
                 out.append(ir.ExprStmt(ir.Assign(t.type, "=", t, self.pop(t.type, out))))
@@ -311,7 +421,7 @@ class ReverseTransform:
             out.append(ir.VarDecl(sv, ap))
             out.append(ir.ExprStmt(ir.Assign(ap.type, "=", ap, zero(ap.type))))
             seed = ir.LocalRef(ap.type, sv)
-        self.restore(targets, out)
+        self.restore(targets, out, s)
         if seed is not None:
             t = self.jvp(rhs)
             if t is not None:
@@ -367,3 +477,42 @@ class ReverseTransform:
                 self.tp.tr(x[1], x[2], out)
             else:
                 out.append(x)
+
+
+def _locals_in(e, acc: set):
+    from .flatten import children
+    if isinstance(e, ir.LocalRef):
+        acc.add(e.var.uid)
+    elif e is not None:
+        for c in children(e):
+            _locals_in(c, acc)
+
+
+def _writes_in(s, acc: set):
+    if isinstance(s, ir.Block):
+        for x in s.stmts:
+            _writes_in(x, acc)
+    elif isinstance(s, ir.ExprStmt):
+        e = s.expr
+        if isinstance(e, ir.Assign):
+            v = root_var(e.lhs)
+            if v is not None:
+                acc.add(v.uid)
+            e = e.rhs
+        if isinstance(e, ir.Call):
+            for a, p in zip(e.args, e.func.params):
+                if p.direction in ("out", "inout"):
+                    v = root_var(a)
+                    if v is not None:
+                        acc.add(v.uid)
+        if isinstance(e, ir.Intrinsic):
+            for i in e.out_params:
+                v = root_var(e.args[i])
+                if v is not None:
+                    acc.add(v.uid)
+    elif isinstance(s, ir.If):
+        _writes_in(s.then, acc)
+        if s.else_ is not None:
+            _writes_in(s.else_, acc)
+    elif isinstance(s, ir.Loop):
+        _writes_in(s.body, acc)
