@@ -158,7 +158,15 @@ class AutoDiff:
         decl = fn.attrs.get("decl")
         if attr is not None and attr.args:
             env = fn.attrs.get("env")
-            found = self.pick(attr.args[0], env, fn, mode)
+            from ..check.checker import OverloadRes
+            res = self.chk.resolve(attr.args[0], self.chk.ctx_for_env(env))
+            if not isinstance(res, OverloadRes):
+                raise error("E6013", f"[{names[0]}] of '{fn.slang_name}' must name a function", attr.loc)
+            found = self.pick_from(res, fn, mode)
+            if found is None:
+                raise error("E6013", f"[{names[0]}({res.name})] does not match '{fn.slang_name}': expected "
+                                     f"parameters ({self.expected_sig(fn, mode)})", attr.loc)
+            self.check_custom(found, fn, mode, attr.loc, names[0])
         if found is None and decl is not None:
             for gsym, kind, target in self.chk.deriv_of:
                 if kind != names[1]:
@@ -172,9 +180,51 @@ class AutoDiff:
                     from ..check.checker import OverloadRes
                     found = self.pick_from(OverloadRes([gsym], name=gsym.name), fn, mode)
                     if found is not None:
+                        self.check_custom(found, fn, mode, gsym.decl.loc, names[1])
                         break
+                    if len(cands) == 1:
+                        raise error("E6013", f"'{gsym.name}' is declared [{names[1]}({fn.slang_name})] but does not "
+                                             f"match it: expected parameters ({self.expected_sig(fn, mode)})",
+                                    gsym.decl.loc)
         self.rule_cache[key] = found
         return found
+
+    def expected_sig(self, fn: ir.Function, mode: str) -> str:
+        pd, rd = self.signature(fn)
+        parts = []
+        for p, d in zip(fn.params, pd):
+            if p.name == "this" and p is fn.params[0]:
+                continue
+            if d is None:
+                parts.append(f"{p.type} {p.name}")
+            elif mode == "bwd":
+                parts.append(f"{d} {p.name}" if p.direction == "out" else f"inout DifferentialPair<{p.type}> {p.name}")
+            else:
+                parts.append(f"{'' if p.direction == 'in' else p.direction + ' '}DifferentialPair<{p.type}> {p.name}")
+        if mode == "bwd" and rd is not None:
+            parts.append(f"{rd} dOut")
+        return ", ".join(parts)
+
+    def check_custom(self, g: ir.Function, fn: ir.Function, mode: str, loc, attr_name: str):
+        """The directions and result a custom derivative must have (beyond matching types)."""
+        pd, rd = self.signature(fn)
+        gparams = [p for p in g.params if p.name != "this" or p is not g.params[0]]
+        fparams = [(p, d) for p, d in zip(fn.params, pd) if not (p.name == "this" and p is fn.params[0])]
+        if g.params and g.params[0].name == "this":
+            gparams = g.params[1:]
+        bad = None
+        for (p, d), gp in zip(fparams, gparams):
+            if d is not None and mode == "bwd" and p.direction != "out" and gp.direction != "inout":
+                bad = f"parameter '{gp.name}' must be `inout DifferentialPair<{p.type}>` (bwd_diff writes its .d)"
+                break
+        if bad is None and mode == "bwd" and g.ret != T.VOID:
+            bad = f"a backward derivative returns void, not '{g.ret}'"
+        if bad is None and mode == "fwd":
+            want = T.PairType(fn.ret, rd) if rd is not None else fn.ret
+            if g.ret != want:
+                bad = f"it must return '{want}', not '{g.ret}'"
+        if bad is not None:
+            raise error("E6013", f"custom derivative [{attr_name}] of '{fn.slang_name}': {bad}", loc)
 
     def pick(self, target: ast.Expr, env, fn, mode) -> Optional[ir.Function]:
         res = self.chk.resolve(target, self.chk.ctx_for_env(env))

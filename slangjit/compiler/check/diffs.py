@@ -89,6 +89,9 @@ class DiffsMixin:
                     continue
             if fn is None:
                 raise self.err("E3010", f"no overload of '{res.name}' matches these arguments", loc)
+            if not self.autodiff.is_differentiable(fn) and fn.intrinsic is None:
+                raise self.err("E6012", f"'{fn.slang_name}' is not differentiable: mark it [Differentiable] "
+                                        f"or give it a custom derivative", inner.loc)
         return self.autodiff.fwd(fn, loc) if inner_mode == "fwd" else self.autodiff.bwd(fn, loc)
 
     def diff_call(self, mode: str, fexpr: ast.Expr, args_ast: list, loc: Loc, ctx) -> ir.Expr:
@@ -136,6 +139,8 @@ class DiffsMixin:
                 fn, _ = self.pick_function(OverloadRes(fres.cands, this=this, type_args=fres.type_args, name=fres.name),
                                            [primal_view(a) for a in cand_args], loc)
             except CompileError as ex:
+                if ex.code != "E3010":
+                    raise              # a real error (e.g. no body), not an arity mismatch
                 last_err = ex
                 continue
             pd, rd = ad.signature(fn)
