@@ -355,9 +355,6 @@ DifferentialPair<float> gf(float x) //@deriv
     expect_signature_error(src)
 
 
-@pytest.mark.xfail(strict=True, reason="a [ForwardDerivative(gf)] whose gf returns float instead of a "
-                                       "DifferentialPair gives E2040 \"'float' has no member named 'd'\" at the "
-                                       "call instead of a signature error")
 def test_forward_derivative_with_wrong_return_type():
     src = HEAD + """
 [ForwardDerivative(gf)] //@attr
