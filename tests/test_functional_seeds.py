@@ -54,7 +54,6 @@ def test_seed_001_tensors_and_custom_derivative():
     np.testing.assert_allclose(vals[6], np.where((data > 0) & (data < 1), 6 * data * (1 - data), 0.0))
 
 
-@pytest.mark.xfail(reason="needs autodiff of loops with a run-time trip count (issue 3)", strict=False)
 def test_seed_001_linear_layer():
     p = _run("001_difftensors.py")
     assert p.returncode == 0, p.stderr[-2000:]

@@ -168,24 +168,29 @@ class AutoDiff:
                                      f"parameters ({self.expected_sig(fn, mode)})", attr.loc)
             self.check_custom(found, fn, mode, attr.loc, names[0])
         if found is None and decl is not None:
+            from ..check.checker import OverloadRes
+            owner = fn.params[0].type if fn.params and fn.params[0].name == "this" else None
+            mismatched = None
             for gsym, kind, target in self.chk.deriv_of:
                 if kind != names[1]:
                     continue
+                if owner is not None and gsym.owner is not None and gsym.owner is not owner:
+                    continue          # the same generic member, declared for another instantiation
                 try:
                     res = self.chk.resolve(target, self.chk.ctx_for_env(gsym.env))
                 except CompileError:
                     continue
                 cands = getattr(res, "cands", [])
                 if any(c.decl is decl for c in cands):
-                    from ..check.checker import OverloadRes
                     found = self.pick_from(OverloadRes([gsym], name=gsym.name), fn, mode)
                     if found is not None:
                         self.check_custom(found, fn, mode, gsym.decl.loc, names[1])
                         break
-                    if len(cands) == 1:
-                        raise error("E6013", f"'{gsym.name}' is declared [{names[1]}({fn.slang_name})] but does not "
-                                             f"match it: expected parameters ({self.expected_sig(fn, mode)})",
-                                    gsym.decl.loc)
+                    mismatched = mismatched or gsym
+            if found is None and mismatched is not None:
+                raise error("E6013", f"'{mismatched.name}' is declared [{names[1]}({fn.slang_name})] but does not "
+                                     f"match it: expected parameters ({self.expected_sig(fn, mode)})",
+                            mismatched.decl.loc)
         self.rule_cache[key] = found
         return found
 
@@ -238,12 +243,18 @@ class AutoDiff:
         this = None
         if fn.params and fn.params[0].name == "this":
             this = ir.LocalRef(fn.params[0].type, ir.Var("this", fn.params[0].type))
-        ores = OverloadRes(res.cands, this=this, type_args=res.type_args, name=res.name)
-        try:
-            g, _ = self.chk.pick_function(ores, args, fn.loc)
-        except CompileError:
-            return None
-        return g
+        attempts = [res.type_args]
+        fargs = [a for a in fn.attrs.get("type_args", []) if not isinstance(a, tuple)]
+        if not res.type_args and fargs:
+            attempts.append(fargs)      # a generic derivative takes the primal's generic arguments
+        for targs in attempts:
+            ores = OverloadRes(res.cands, this=this, type_args=targs, name=res.name)
+            try:
+                g, _ = self.chk.pick_function(ores, args, fn.loc)
+                return g
+            except CompileError:
+                continue
+        return None
 
     # ------------------------------------------------------------------ generated functions
 

@@ -209,10 +209,11 @@ class Normalizer:
             return b
         return None      # unknown: an error only if the reverse sweep must store values per iteration
 
-    def unbounded_error(self, s: ir.Loop):
+    def unbounded_error(self, s: ir.Loop, value: str = ""):
         line = s.loc.line if s.loc and s.loc.line else self.fn.loc.line
+        what = f" (it must store '{value}' on every iteration)" if value else ""
         raise error("E6001", f"loop in '{self.fn.slang_name}' (line {line}) has no known trip-count bound, so its "
-                             f"reverse-mode derivative cannot store its values: add [MaxIters(N)] or use a "
+                             f"reverse-mode derivative cannot store its values{what}: add [MaxIters(N)] or use a "
                              f"constant bound `for (int i = A; i < B; i++)`", s.loc if s.loc.line else self.fn.loc)
 
     def const_bound(self, s: ir.Loop) -> Optional[int]:

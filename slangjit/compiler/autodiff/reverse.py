@@ -82,7 +82,8 @@ class ReverseTransform:
 
     def push(self, value: ir.Expr, out: list):
         if self.mult is None:
-            self.norm.unbounded_error(self.unbounded_loop)
+            v = root_var(value)
+            self.norm.unbounded_error(self.unbounded_loop, v.name if v is not None else "a branch condition")
         s = self.stack(value.type)
         s.capacity += self.mult
         sp = ir.LocalRef(T.INT, s.sp)
@@ -108,8 +109,15 @@ class ReverseTransform:
         body, decls = norm.run(body)
         self.count_assignments(body, False)
         self.value_needed: set = set()
+        self.read_sites: dict = {}
+        self.stmt_pos: dict = {}
+        self._pos = 0
+        self._loops: list = []
         self._recomp: dict = {}
         self.collect_value_needed(body)
+        self.remat: dict = {}
+        self.norm_body = body
+        self.find_rematerializable(body, False)
         self.norm = norm
         prologue: list = []
         # hoisted locals (primal), parameters' primal copies
@@ -193,22 +201,33 @@ class ReverseTransform:
         elif isinstance(s, ir.Loop):
             self.count_assignments(s.body, True)
 
-    def needs_push(self, target: ir.Expr) -> bool:
+    def needs_push(self, target: ir.Expr, stmt=None) -> bool:
         v = root_var(target)
         if v is None:
             return False
         if v.uid not in self.value_needed:
             return False          # nothing in the reverse sweep reads this variable's value
+        where = self.stmt_pos.get(id(stmt)) if stmt is not None else None
+        if where is not None:
+            pos, loops = where
+            # Only reads that see an OLDER value need this assignment undone: reads earlier in
+            # program order, or reads in a loop that also contains the assignment.
+            if not any(rpos <= pos or (rloops & loops) for rpos, rloops in self.read_sites.get(v.uid, ())):
+                return False
+        if v.uid in self.remat:
+            return False          # recomputed where the reverse sweep needs it
         return self.assign_count.get(v.uid, 0) > 1 or v.uid in self.in_loop_assigned
 
     # Which variables' primal values does the reverse sweep read?  Additive uses
     # (`acc = acc + e`, `r = v`) need only adjoints; products, intrinsics, conditions,
     # indices and call arguments need values.
     def collect_value_needed(self, s):
+        self._pos += 1
         if isinstance(s, ir.Block):
             for x in s.stmts:
                 self.collect_value_needed(x)
         elif isinstance(s, ir.ExprStmt):
+            self.stmt_pos[id(s)] = (self._pos, frozenset(self._loops))
             e = s.expr
             if isinstance(e, ir.Assign):
                 self.reads(e.lhs, False, lhs=True)
@@ -221,9 +240,11 @@ class ReverseTransform:
             if s.else_ is not None:
                 self.collect_value_needed(s.else_)
         elif isinstance(s, ir.Loop):
+            self._loops.append(id(s))
             if s.cond is not None:
                 self.reads(s.cond, False)
             self.collect_value_needed(s.body)
+            self._loops.pop()
 
     def reads(self, e, linear: bool, lhs: bool = False):
         if e is None:
@@ -231,6 +252,7 @@ class ReverseTransform:
         if isinstance(e, ir.LocalRef):
             if not linear and not lhs:
                 self.value_needed.add(e.var.uid)
+                self.read_sites.setdefault(e.var.uid, []).append((self._pos, frozenset(self._loops)))
             return
         if isinstance(e, ir.Binary) and e.op in ("+", "-"):
             self.reads(e.lhs, linear)
@@ -252,6 +274,129 @@ class ReverseTransform:
             from .flatten import children
             for c in children(e):
                 self.reads(c, False)
+
+    # ------------------------------------------------------------------ rematerialization
+
+    def find_rematerializable(self, s, in_loop: bool):
+        """Loop temporaries `t = rhs` (assigned once, rhs without side effects) whose inputs are
+        not changed before the statements that read t: recomputed in the reverse sweep rather
+        than stored, so such loops need no storage (and no trip-count bound)."""
+        if isinstance(s, ir.Block):
+            for a, x in enumerate(s.stmts):
+                if in_loop and isinstance(x, ir.ExprStmt) and isinstance(x.expr, ir.Assign) \
+                        and isinstance(x.expr.lhs, ir.LocalRef):
+                    v = x.expr.lhs.var
+                    if getattr(v, "is_temp", False) and self.assign_count.get(v.uid, 0) == 1 \
+                            and self.side_effect_free(x.expr.rhs):
+                        inputs: set = set()
+                        _locals_in(x.expr.rhs, inputs)
+                        # inputs that are themselves recomputed would be stale at the use
+                        ok = v.uid not in inputs and not (inputs & set(self.remat))
+                        writes: set = set()
+                        for later in s.stmts[a + 1:]:
+                            r: set = set()
+                            _locals_in_stmt(later, r)
+                            _writes_in(later, writes)
+                            if v.uid in r and (writes & inputs):
+                                ok = False
+                                break
+                        if ok and not self.read_outside(v, s):
+                            self.remat[v.uid] = (s, a, v, x.expr.rhs)
+                self.find_rematerializable(x, in_loop)
+        elif isinstance(s, ir.If):
+            self.find_rematerializable(s.then, in_loop)
+            if s.else_ is not None:
+                self.find_rematerializable(s.else_, in_loop)
+        elif isinstance(s, ir.Loop):
+            self.find_rematerializable(s.body, True)
+
+    def read_outside(self, v, block) -> bool:
+        """Is v read anywhere except inside `block`?"""
+        found = [False]
+
+        def walk(s):
+            if s is block:
+                return
+            if isinstance(s, ir.Block):
+                for x in s.stmts:
+                    walk(x)
+            elif isinstance(s, ir.If):
+                r: set = set()
+                _locals_in(s.cond, r)
+                if v.uid in r:
+                    found[0] = True
+                walk(s.then)
+                if s.else_ is not None:
+                    walk(s.else_)
+            elif isinstance(s, ir.Loop):
+                r = set()
+                _locals_in(s.cond, r)
+                if v.uid in r:
+                    found[0] = True
+                walk(s.body)
+            else:
+                r = set()
+                _locals_in_stmt(s, r)
+                if v.uid in r:
+                    found[0] = True
+        walk(self.norm_body)
+        return found[0]
+
+    def side_effect_free(self, e) -> bool:
+        from .flatten import children
+        if isinstance(e, ir.Call):
+            return self.fn_pure(e.func) and all(self.side_effect_free(a) for a in e.args) and \
+                all(p.direction == "in" for p in e.func.params)
+        if isinstance(e, ir.MethodCall):
+            return e.name in ("Load", "Load2", "Load3", "Load4", "getCount") or e.name.startswith("template LoadT")
+        if isinstance(e, ir.Intrinsic):
+            return not e.out_params and not e.name.replace("sj::", "").startswith(("Interlocked", "Wave")) \
+                and all(self.side_effect_free(a) for a in e.args)
+        if isinstance(e, (ir.Assign, ir.IncDec, ir.StmtExpr)):
+            return False
+        return all(self.side_effect_free(c) for c in children(e))
+
+    def fn_pure(self, fn) -> bool:
+        cache = self.ad.rule_cache
+        key = ("pure", id(fn))
+        if key in cache:
+            return cache[key]
+        cache[key] = False                   # recursion: assume impure
+        if fn.body is None:
+            res = fn.intrinsic is not None and not fn.slang_name.startswith(("Interlocked", "Wave"))
+        else:
+            res = self._stmt_pure(fn.body)
+        cache[key] = res
+        return res
+
+    def _stmt_pure(self, s) -> bool:
+        if isinstance(s, ir.Block):
+            return all(self._stmt_pure(x) for x in s.stmts)
+        if isinstance(s, (ir.ExprStmt,)):
+            e = s.expr
+            if isinstance(e, ir.Assign):
+                if root_var(e.lhs) is None:
+                    return False
+                return self.side_effect_free(e.rhs)
+            if isinstance(e, ir.IncDec):
+                return root_var(e.operand) is not None
+            if isinstance(e, ir.Comma):
+                return self._stmt_pure(ir.ExprStmt(e.first)) and self._stmt_pure(ir.ExprStmt(e.second))
+            return self.side_effect_free(e)
+        if isinstance(s, ir.VarDecl):
+            return s.init is None or self.side_effect_free(s.init)
+        if isinstance(s, ir.If):
+            return self.side_effect_free(s.cond) and self._stmt_pure(s.then) and \
+                (s.else_ is None or self._stmt_pure(s.else_))
+        if isinstance(s, ir.Loop):
+            return all(self._stmt_pure(x) for x in s.init) and self._stmt_pure(s.body) and \
+                (s.cond is None or self.side_effect_free(s.cond)) and \
+                (s.step is None or self._stmt_pure(ir.ExprStmt(s.step)))
+        if isinstance(s, ir.Switch):
+            return all(self._stmt_pure(x) for c in s.cases for x in c.body)
+        if isinstance(s, (ir.Return,)):
+            return s.value is None or self.side_effect_free(s.value)
+        return isinstance(s, (ir.Break, ir.Continue))
 
     def recomputable(self, s: ir.If) -> bool:
         key = id(s)
@@ -303,7 +448,7 @@ class ReverseTransform:
         elif isinstance(s, ir.ExprStmt):
             if self.inverse(s) is None:
                 for t in self.targets_of(s):
-                    if self.needs_push(t):
+                    if self.needs_push(t, s):
                         self.push(t, out)
             out.append(s)
         elif isinstance(s, ir.If) and self.recomputable(s):
@@ -358,7 +503,16 @@ class ReverseTransform:
 
     def sweep_rev(self, s, out: list):
         if isinstance(s, ir.Block):
-            for x in reversed(s.stmts):
+            for b in range(len(s.stmts) - 1, -1, -1):
+                x = s.stmts[b]
+                # Recompute cheap loop temporaries this statement reads instead of storing them.
+                reads: set = set()
+                _locals_in_stmt(x, reads)
+                for uid in reads:
+                    r = self.remat.get(uid)
+                    if r is not None and r[0] is s:
+                        var, rhs = r[2], r[3]
+                        out.append(ir.ExprStmt(ir.Assign(var.type, "=", ir.LocalRef(var.type, var), rhs)))
                 self.sweep_rev(x, out)
         elif isinstance(s, ir.ExprStmt):
             self.rev_stmt(s, out)
@@ -391,7 +545,7 @@ class ReverseTransform:
             out.append(ir.ExprStmt(ir.Assign(lhs.type, "=", lhs, inv)))
             return
         for t in reversed(targets):
-            if self.needs_push(t):
+            if self.needs_push(t, stmt):
                 out.append(ir.ExprStmt(ir.Assign(t.type, "=", t, self.pop(t.type, out))))
 
     def rev_stmt(self, s: ir.ExprStmt, out: list):
@@ -402,7 +556,7 @@ class ReverseTransform:
         if isinstance(e, ir.Assign):
             dest, rhs = e.lhs, e.rhs
         if isinstance(rhs, ir.Call) and self.ad.is_differentiable(rhs.func):
-            self.rev_call(rhs, dest, targets, out)
+            self.rev_call(rhs, dest, targets, out, s)
             return
         if isinstance(rhs, (ir.Call, ir.MethodCall)) or (isinstance(rhs, ir.Intrinsic) and rhs.out_params):
             # not differentiable: the written values carry no derivative
@@ -410,7 +564,7 @@ class ReverseTransform:
                 ap = self.adj_path(t)
                 if ap is not None:
                     out.append(ir.ExprStmt(ir.Assign(ap.type, "=", ap, zero(ap.type))))
-            self.restore(targets, out)
+            self.restore(targets, out, s)
             return
         if dest is None:
             return
@@ -427,7 +581,7 @@ class ReverseTransform:
             if t is not None:
                 self.tp.tr(t, seed, out)
 
-    def rev_call(self, call: ir.Call, dest, targets, out: list):
+    def rev_call(self, call: ir.Call, dest, targets, out: list, stmt=None):
         f = call.func
         h = self.ad.bwd(f, call.loc)
         pd, rd = self.ad.signature(f)
@@ -439,7 +593,7 @@ class ReverseTransform:
                 out.append(ir.VarDecl(sv, ap))
                 out.append(ir.ExprStmt(ir.Assign(ap.type, "=", ap, zero(ap.type))))
                 seed = ir.LocalRef(ap.type, sv)
-        self.restore(targets, out)
+        self.restore(targets, out, stmt)
         args = []
         after: list = []
         for a, p, d, hp in zip(call.args, f.params, pd, h.params):
@@ -516,3 +670,29 @@ def _writes_in(s, acc: set):
             _writes_in(s.else_, acc)
     elif isinstance(s, ir.Loop):
         _writes_in(s.body, acc)
+
+
+def _locals_in_stmt(s, acc: set):
+    """Variables a statement (with everything nested in it) reads."""
+    if isinstance(s, ir.Block):
+        for x in s.stmts:
+            _locals_in_stmt(x, acc)
+    elif isinstance(s, ir.ExprStmt):
+        e = s.expr
+        if isinstance(e, ir.Assign):
+            lhs = e.lhs
+            while isinstance(lhs, (ir.Field, ir.Swizzle, ir.Index)):
+                if isinstance(lhs, ir.Index):
+                    _locals_in(lhs.index, acc)
+                lhs = lhs.obj
+            _locals_in(e.rhs, acc)
+        else:
+            _locals_in(e, acc)
+    elif isinstance(s, ir.If):
+        _locals_in(s.cond, acc)
+        _locals_in_stmt(s.then, acc)
+        if s.else_ is not None:
+            _locals_in_stmt(s.else_, acc)
+    elif isinstance(s, ir.Loop):
+        _locals_in(s.cond, acc)
+        _locals_in_stmt(s.body, acc)

@@ -261,6 +261,44 @@ template <class T> __device__ inline void store(T* p, T* v) {
 }
 // Native floating-point add (sm_60+ double, sm_70+ half) and integer min/max.
 template <class T> __device__ inline T add_fp(T* p, T v) { return atomicAdd(p, v); }
+// Warp-aggregated floating-point add whose result is not needed (InterlockedAdd(dest, v), gradient
+// accumulation): the lanes of a warp that add into the same address sum their values with shuffles
+// and one lane per distinct address does the atomic, so many threads adding into one parameter do
+// not serialise on it.  Works for any set of active lanes (divergent or partial warps): lanes are
+// grouped with __match_any_sync on the address, then reduced by a tree over each group
+// (E. Westphal's "voting and shuffling" reduction).  Thread-private (local) addresses are added
+// directly.  The sum's association order differs from one-atomic-per-thread, as any atomic order does.
+__device__ __forceinline__ unsigned lane_id() {
+    unsigned l;
+    asm("mov.u32 %0, %%laneid;" : "=r"(l));
+    return l;
+}
+template <class T> __device__ inline void red_add_fp(T* p, T v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+    if (!__isGlobal(p) && !__isShared(p)) { *p = T(*p + v); return; }
+    const unsigned active = __activemask();
+    const unsigned lane = lane_id();
+    const unsigned peers = __match_any_sync(active, (unsigned long long)p);
+    if (peers == 0xFFFFFFFFu) {          // the whole warp adds into one address (a broadcast parameter)
+        for (int o = 16; o > 0; o >>= 1) v = T(v + __shfl_xor_sync(0xFFFFFFFFu, v, o));
+        if (lane == 0) (void)atomicAdd(p, v);
+        return;
+    }
+    const unsigned rank = __popc(peers & ((1u << lane) - 1u));
+    unsigned hi = peers & ~((2u << lane) - 1u);      // my group's lanes above me (lane 31: none)
+    unsigned rel = rank;
+    while (__any_sync(active, hi != 0u)) {
+        const int next = __ffs(hi);                 // 1 + the next lane of my group still in the tree
+        const T t = __shfl_sync(active, v, next ? next - 1 : int(lane));
+        if (next) v = T(v + t);
+        hi &= __ballot_sync(active, (rel & 1u) == 0u);
+        rel >>= 1;
+    }
+    if (rank == 0u) (void)atomicAdd(p, v);
+#else
+    (void)atomicAdd(p, v);
+#endif
+}
 template <class T> __device__ inline T min_int(T* p, T v) {
     typedef typename std::conditional<sizeof(T) == 8,
         typename std::conditional<std::is_signed<T>::value, long long, unsigned long long>::type,
@@ -1562,7 +1600,18 @@ struct Atomic {
     SJ_FN void NAME(T& dest, detail::nodeduce<T> v) { (void)detail::OP(&dest, v); }            \
     template <class T>                                                                         \
     SJ_FN void NAME(T& dest, detail::nodeduce<T> v, T& original) { original = detail::OP(&dest, v); }
+#if SJ_CUDA
+// CUDA: a floating-point InterlockedAdd without `original` is warp-aggregated (sj_cuda::red_add_fp).
+template <class T>
+SJ_FN void InterlockedAdd(T& dest, detail::nodeduce<T> v) {
+    if constexpr (detail::is_fp<T>::value) ::sj_cuda::red_add_fp(&dest, T(v));
+    else (void)detail::atomic_add(&dest, v);
+}
+template <class T>
+SJ_FN void InterlockedAdd(T& dest, detail::nodeduce<T> v, T& original) { original = detail::atomic_add(&dest, v); }
+#else
 SJ_INTERLOCKED(InterlockedAdd, atomic_add)
+#endif
 SJ_INTERLOCKED(InterlockedMin, atomic_min)
 SJ_INTERLOCKED(InterlockedMax, atomic_max)
 SJ_INTERLOCKED(InterlockedAnd, atomic_and)
