@@ -528,6 +528,15 @@ class Checker(DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, StmtsMixin):
         if "var" in sym.cache:
             return sym.cache["var"]
         d = sym.decl
+        if isinstance(d, ast.VarDecl) and "extern" in d.mods and d.init is None:
+            # `extern static const N;` is linked to an `export static const N = ...` of any module.
+            for env in [self.core_env] + list(self.modules_loaded.values()):
+                for other in env.lookup_local(d.name):
+                    if isinstance(other, GlobalSym) and other is not sym and \
+                            isinstance(other.decl, ast.VarDecl) and other.decl.init is not None:
+                        g = self.global_var(other, loc)
+                        sym.cache["var"] = g
+                        return g
         ctx = self.ctx_for_env(sym.env)
         if isinstance(d, ast.CBufferDecl):
             st = self.cbuffer_struct(sym)

@@ -488,11 +488,23 @@ class ExprsMixin:
         raise self.err("E3061", f"'{t}' cannot be indexed", e.loc)
 
     def subscript_res(self, obj, syms, idx, loc, ctx):
-        # Pick the subscript whose parameter count matches.
+        # Overloaded subscripts: the one whose parameter types the indices convert to most cheaply.
+        scored = []
         for s in syms:
             d = s.decl
             if len(d.params) != len(idx):
                 continue
+            try:
+                pts = [self.resolve_type(p.type, self.ctx_for_env(s.env)) for p in d.params]
+            except CompileError:
+                continue
+            costs = [self.conv_cost(a.type, pt) for a, pt in zip(idx, pts)]
+            if any(c is None for c in costs):
+                continue
+            scored.append((sum(costs), len(scored), s))
+        scored.sort(key=lambda x: (x[0], x[1]))
+        for _, _, s in scored:
+            d = s.decl
             sctx = self.ctx_for_env(s.env)
             vtype = self.resolve_type(d.return_type, sctx)
             getter = setter = None
@@ -696,17 +708,10 @@ class ExprsMixin:
     def assign(self, e: ast.Assign, ctx) -> ir.Expr:
         from .checker import PropertyRes
         loc = e.loc
-        lres = self.resolve(e.lhs, ctx)
-        if isinstance(lres, ast.Expr):
-            pass
-        if isinstance(e.lhs, ast.Index) and not isinstance(lres, (PropertyRes, SubscriptRes)):
-            lres2 = self.index(e.lhs, ctx) if False else None
+        # An indexed target may be a set-only __subscript: resolve it without reading it.
+        lres = self.index(e.lhs, ctx) if isinstance(e.lhs, ast.Index) else self.resolve(e.lhs, ctx)
         if isinstance(lres, PropertyRes) or isinstance(lres, SubscriptRes):
             return self.assign_accessor(lres, e, ctx)
-        if isinstance(e.lhs, ast.Index):
-            ires = self.index(e.lhs, ctx)
-            if isinstance(ires, SubscriptRes):
-                return self.assign_accessor(ires, e, ctx)
         lhs = self.value_of(lres, e.lhs.loc, ctx)
         self.require_lvalue(lhs, e.lhs.loc, "left side of an assignment")
         if e.op == "=":

@@ -1,0 +1,57 @@
+"""Language features the functional API relies on: overloaded __subscript chosen by index type,
+set-only subscripts, extern/export static const linking."""
+import numpy as np
+
+import slangjit as spy
+
+
+def run(src: str, n_out: int) -> np.ndarray:
+    device = spy.create_device(type=spy.DeviceType.cpu)
+    module = device.load_module_from_source("extras", src)
+    kernel = device.create_compute_kernel(device.link_program([module], [module.entry_point("computeMain")]))
+    out = device.create_buffer(element_count=n_out, struct_size=4,
+                               usage=spy.BufferUsage.shader_resource | spy.BufferUsage.unordered_access)
+    kernel.dispatch(thread_count=[1, 1, 1], vars={"outputBuffer": out})
+    return out.to_numpy().view(np.float32)
+
+
+def test_subscript_overloads_by_type_and_set_only():
+    got = run("""
+RWStructuredBuffer<float> outputBuffer;
+struct G {
+    float v[4];
+    __subscript(int i) -> float { get { return v[i]; } set { v[i] = newValue; } }
+    __subscript(int2 ij) -> float { get { return v[ij.x * 2 + ij.y]; } }
+    __subscript(int idx[2]) -> float { get { return v[idx[0] * 2 + idx[1]] * 10.0; } }
+}
+struct W { float last; __subscript(int i) -> float { set { last = newValue + i; } } }
+[numthreads(1,1,1)]
+void computeMain(uint3 tid : SV_DispatchThreadID)
+{
+    G g = { {1, 2, 3, 4} };
+    int a[2] = {1, 0};
+    outputBuffer[0] = g[int2(1, 1)];
+    outputBuffer[1] = g[a];
+    g[2] = 7.0;
+    outputBuffer[2] = g[2];
+    W w; w[3] = 1.5;
+    outputBuffer[3] = w.last;
+}
+""", 4)
+    np.testing.assert_array_equal(got, [4.0, 30.0, 7.0, 4.5])
+
+
+def test_extern_static_const_links_to_export():
+    got = run("""
+RWStructuredBuffer<float> outputBuffer;
+extern static const int N;
+export static const int N = 7;
+[numthreads(1,1,1)]
+void computeMain(uint3 tid : SV_DispatchThreadID)
+{
+    float a[N];
+    outputBuffer[0] = N;
+    outputBuffer[1] = a.getCount();
+}
+""", 2)
+    np.testing.assert_array_equal(got, [7.0, 7.0])
