@@ -101,7 +101,8 @@ def _compile_program_uncached(sources: Sequence[SourceSpec], entry_points: Seque
     for m in core:
         checker.declare_module(m, checker.core_env)
 
-    search = [str(p) for p in include_paths]
+    # `import slangpy;` always resolves to our slangpy.slang (as SlangPy's SHADER_PATH does).
+    search = [str(p) for p in include_paths] + [os.path.join(os.path.dirname(__file__), "slang")]
 
     def load(name: str, is_path: bool, loc: Loc):
         fname = name if is_path else name.replace(".", os.sep).replace("_", "-") + ".slang"
