@@ -266,6 +266,14 @@ class ExprsMixin:
         if isinstance(e.callee, ast.Name) and e.callee.name == "makeTuple" and not ctx.env.lookup("makeTuple"):
             vals = [self.expr(a, ctx) for a in e.args]
             return ir.Construct(T.TupleType(tuple(v.type for v in vals)), vals, loc=e.loc)
+        if isinstance(e.callee, ast.Name) and e.callee.name == "concat" and not ctx.env.lookup("concat"):
+            parts = []
+            for a in e.args:
+                x = self.expr(a, ctx)
+                if not isinstance(x.type, T.TupleType):
+                    raise self.err("E3001", f"concat needs tuples, got '{x.type}'", a.loc)
+                parts += [ir.Field(et, x, f"_{i}", loc=a.loc) for i, et in enumerate(x.type.elems)]
+            return ir.Construct(T.TupleType(tuple(p.type for p in parts)), parts, loc=e.loc)
         callee = self.resolve(e.callee, ctx)
         args = self.call_args(e.args, ctx)
         # Arguments keep their own source locations for diagnostics.
@@ -612,6 +620,13 @@ class ExprsMixin:
 
     def binary_op(self, op: str, a: ir.Expr, b: ir.Expr, loc: Loc, ctx) -> ir.Expr:
         ta, tb = a.type, b.type
+        if op in CMP_OPS and (isinstance(ta, T.OptionalType) and isinstance(b, NoneExpr) or
+                              isinstance(tb, T.OptionalType) and isinstance(a, NoneExpr)):
+            opt = a if isinstance(ta, T.OptionalType) else b
+            has = ir.Field(T.BOOL, opt, "hasValue", loc=loc)
+            return ir.Unary(T.BOOL, "!", has, loc=loc) if op == "==" else has
+        if op in CMP_OPS and isinstance(ta, T.TupleType) and isinstance(tb, T.TupleType) and len(ta.elems) == len(tb.elems):
+            return self.tuple_compare(op, a, b, loc, ctx)
         if isinstance(ta, T.EnumType) and ta is tb and op in BIT_OPS and not self.has_operator("operator" + op, ctx):
             u = ta.underlying
             return ir.Convert(ta, ir.Binary(u, op, ir.Convert(u, a, loc=loc), ir.Convert(u, b, loc=loc), loc=loc), loc=loc)
@@ -654,6 +669,29 @@ class ExprsMixin:
             res_t = T.with_scalar(rt, T.BOOL)
             return ir.Binary(res_t, op, a2, b2, loc=loc)
         return ir.Binary(rt, op, a2, b2, loc=loc)
+
+    def tuple_compare(self, op, a, b, loc, ctx) -> ir.Expr:
+        """Lexicographic comparison of two tuples (a and b are evaluated once each)."""
+        va, vb = ir.Var("ta", a.type), ir.Var("tb", b.type)
+        ra, rb = ir.LocalRef(a.type, va), ir.LocalRef(b.type, vb)
+        n = len(a.type.elems)
+        fa = [ir.Field(a.type.elems[i], ra, f"_{i}", loc=loc) for i in range(n)]
+        fb = [ir.Field(b.type.elems[i], rb, f"_{i}", loc=loc) for i in range(n)]
+        if op in ("==", "!="):
+            r = None
+            for x, y in zip(fa, fb):
+                c = self.binary_op("==", x, y, loc, ctx)
+                r = c if r is None else ir.Binary(T.BOOL, "&&", r, c, loc=loc)
+            r = r if r is not None else ir.Const(T.BOOL, True)
+            res = r if op == "==" else ir.Unary(T.BOOL, "!", r, loc=loc)
+        else:
+            strict = op in ("<", ">")
+            lt = "<" if op in ("<", "<=") else ">"
+            res = ir.Const(T.BOOL, not strict)
+            for x, y in reversed(list(zip(fa, fb))):
+                res = ir.Select(T.BOOL, self.binary_op(lt, x, y, loc, ctx), ir.Const(T.BOOL, True),
+                                ir.Select(T.BOOL, self.binary_op("==", x, y, loc, ctx), res, ir.Const(T.BOOL, False)))
+        return ir.StmtExpr(T.BOOL, [ir.VarDecl(va, a), ir.VarDecl(vb, b)], res, loc=loc)
 
     def has_operator(self, name, ctx) -> bool:
         return any(isinstance(s, FuncSym) for s in ctx.env.lookup(name))

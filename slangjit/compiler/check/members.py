@@ -184,6 +184,12 @@ class MembersMixin:
                 i = int(name[1:])
                 if i < len(t.elems):
                     return ValueRes(ir.Field(t.elems[i], obj, name, loc=loc))
+            if isinstance(t, T.TupleType) and name.startswith("_") and all(p.isdigit() for p in name[1:].split("_")):
+                # tuple swizzle: t._1_0 is a new tuple of those elements
+                idx = [int(p) for p in name[1:].split("_")]
+                if all(i < len(t.elems) for i in idx):
+                    parts = [ir.Field(t.elems[i], obj, f"_{i}", loc=loc) for i in idx]
+                    return ValueRes(ir.Construct(T.TupleType(tuple(t.elems[i] for i in idx)), parts, loc=loc))
             if isinstance(t, (T.BufferType, T.AtomicType, T.ArrayType, T.OptionalType, T.TupleType)) or \
                     (isinstance(t, T.VectorType) and name in ("getCount",)):
                 if isinstance(t, T.OptionalType) and name == "value":
