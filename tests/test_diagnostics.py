@@ -109,3 +109,18 @@ def test_missing_interface_requirement():
     assert ei.value.code == "E2060"
     assert ei.value.loc.line == 2
     assert "perimeter" in str(ei.value)
+
+
+def test_vector_truncation_is_a_warning():
+    import warnings as _w
+    import slangjit as spy
+    src = kernel("    float3 v = float3(1, 2, 3);\n    float2 w = v;\n    outputBuffer[0] = w.y;")
+    prog = compile_src(src)
+    codes = [w.code for w in prog.warnings]
+    assert "W3002" in codes
+    device = spy.create_device(type=spy.DeviceType.cpu)
+    with _w.catch_warnings(record=True) as rec:
+        _w.simplefilter("always")
+        m = device.load_module_from_source("trunc", src)
+        device.link_program([m], [m.entry_point("computeMain")])
+    assert any("W3002" in str(r.message) and "truncation" in str(r.message) for r in rec)

@@ -87,6 +87,10 @@ class ResourceState(IntEnum):
     acceleration_structure_build_input = 18
 
 
+class SlangWarning(UserWarning):
+    """A warning from the Slang compiler (e.g. an implicit vector truncation)."""
+
+
 class SlangModuleNotFoundError(FileNotFoundError):
     """A Slang module could not be found; the message lists the paths tried."""
 
@@ -572,9 +576,14 @@ class Device:
             for tc in ep.type_conformances:
                 if tc not in tcs:
                     tcs.append(tc)
-        return compile_program([m._source_spec() for m in modules], [e.name for e in entry_points], target=self._target,
+        prog = compile_program([m._source_spec() for m in modules], [e.name for e in entry_points], target=self._target,
                                include_paths=self.include_paths, compiler_args=self.compiler_args,
                                type_conformances=tcs)
+        # Compiler warnings (implicit truncation ...) reach the user as Python warnings, once.
+        import warnings
+        for w in getattr(prog, "warnings", None) or []:
+            warnings.warn(w.format(), SlangWarning, stacklevel=3)
+        return prog
 
     # -- kernels
 
