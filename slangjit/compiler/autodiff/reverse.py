@@ -179,21 +179,11 @@ class ReverseTransform:
             for x in s.stmts:
                 self.count_assignments(x, in_loop)
         elif isinstance(s, ir.ExprStmt):
-            e = s.expr
-            targets = []
-            if isinstance(e, ir.Assign):
-                targets.append(e.lhs)
-                e = e.rhs
-            if isinstance(e, ir.Call):
-                targets += [a for a, p in zip(e.args, e.func.params) if p.direction in ("out", "inout")]
-            if isinstance(e, ir.Intrinsic):
-                targets += [e.args[i] for i in e.out_params]
-            for t in targets:
+            for t in self.targets_of(s):
                 v = root_var(t)
-                if v is not None:
-                    self.assign_count[v.uid] = self.assign_count.get(v.uid, 0) + 1
-                    if in_loop:
-                        self.in_loop_assigned.add(v.uid)
+                self.assign_count[v.uid] = self.assign_count.get(v.uid, 0) + 1
+                if in_loop:
+                    self.in_loop_assigned.add(v.uid)
         elif isinstance(s, ir.If):
             self.count_assignments(s.then, in_loop)
             if s.else_ is not None:
