@@ -13,6 +13,9 @@
 #   GPU_CHECK_JOBS        parallel conformance jobs (default: number of CPUs)
 #   GPU_CHECK_SKIP_CPU=1  skip the CPU conformance comparison runs
 #   GPU_CHECK_OUT         folder for logs and TSV reports (default: /tmp/slangjit-gpu-check)
+#   GPU_CHECK_PYTEST_ARGS extra pytest arguments (e.g. "-n 16" with pytest-xdist, or a subset of tests)
+#   GPU_CHECK_PYTEST_TIMEOUT, GPU_CHECK_SUITE_TIMEOUT, GPU_CHECK_BENCH_TIMEOUT  seconds for each part
+#   GPU_CHECK_SKIP_CONFORMANCE=1 / GPU_CHECK_SKIP_BENCH=1  skip those parts
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$(pwd)"
@@ -61,7 +64,9 @@ row "CUDA device" "$(grep -o 'automatic device:.*' "$OUTD/cuda_info.txt" | head 
 
 echo "== pytest (SLANGJIT_TEST_DEVICE=cuda)"
 export SLANGJIT_TEST_DEVICE=cuda
-timeout "${GPU_CHECK_PYTEST_TIMEOUT:-1800}" python -m pytest -q tests -p no:cacheprovider 2>&1 | tee "$OUTD/pytest.log" | tail -40
+# shellcheck disable=SC2086
+timeout "${GPU_CHECK_PYTEST_TIMEOUT:-1800}" python -m pytest -q -p no:cacheprovider ${GPU_CHECK_PYTEST_ARGS:-tests} 2>&1 \
+    | tee "$OUTD/pytest.log" | grep -vE '^[.sxXFE]+ *(\[ *[0-9]+%\])?$' | tail -60
 pt="$(grep -E '[0-9]+ (passed|failed)' "$OUTD/pytest.log" | tail -1)"
 row "pytest tests" "${pt:-no summary (timed out or crashed): $(grep -oE '^[.sFEx]+' "$OUTD/pytest.log" | tr -d '\n' | tr -cd 'F' | wc -c) F so far}"
 
@@ -71,7 +76,9 @@ if [ -z "$CONF" ]; then
         if [ -f "$c/harness.py" ]; then CONF="$c"; break; fi
     done
 fi
-if [ -n "$CONF" ] && [ -f "$CONF/harness.py" ]; then
+if [ "${GPU_CHECK_SKIP_CONFORMANCE:-0}" = 1 ]; then
+    row "conformance" "skipped (GPU_CHECK_SKIP_CONFORMANCE=1)"
+elif [ -n "$CONF" ] && [ -f "$CONF/harness.py" ]; then
     for suite in core autodiff; do
         for dev in cuda cpu; do
             if [ "$dev" = cpu ] && [ "${GPU_CHECK_SKIP_CPU:-0}" = 1 ]; then continue; fi
@@ -97,9 +104,10 @@ echo "== GPU benchmarks"
 nb=0
 for b in benchmarks/gpu_*.py; do
     [ -f "$b" ] || continue
+    [ "${GPU_CHECK_SKIP_BENCH:-0}" = 1 ] && continue
     nb=$((nb + 1))
     echo "-- $b"
-    timeout 600 python "$b" 2>&1 | tee "$OUTD/$(basename "$b" .py).log" | tail -20
+    timeout "${GPU_CHECK_BENCH_TIMEOUT:-600}" python "$b" 2>&1 | tee "$OUTD/$(basename "$b" .py).log" | tail -24
     row "$(basename "$b")" "$(tail -1 "$OUTD/$(basename "$b" .py).log" | cut -c1-70)"
 done
 [ "$nb" = 0 ] && row "GPU benchmarks" "none yet (benchmarks/gpu_*.py)"

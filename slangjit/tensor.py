@@ -87,6 +87,31 @@ class _SmallBuffer(Buffer):
         return m
 
 
+def _host(buf) -> bool:
+    """True when the buffer's bytes are a host numpy array (`buf._mem`); False for device memory (CUDA)."""
+    return getattr(buf.device, "_host_memory", True) and not _FORCE_STAGED
+
+
+def _read_bytes(buf, start: int, n: int) -> np.ndarray:
+    """Bytes [start, start + n) of a buffer: a view on the CPU, a copy from device memory otherwise."""
+    if _host(buf):
+        return buf._mem[start: start + n]
+    rb = getattr(buf, "read_bytes", None)
+    if rb is not None:
+        return rb(start, n)
+    return buf.to_numpy()[start: start + n]
+
+
+def _write_bytes(buf, start: int, raw: np.ndarray) -> None:
+    if _host(buf):
+        buf._mem[start: start + raw.size] = raw
+    else:
+        buf.set_data(raw, start)
+
+
+import os as _os
+_FORCE_STAGED = _os.environ.get("SLANGJIT_FUNCTIONAL_STAGED", "") not in ("", "0")
+
 _DESCS: dict = {}
 _CTYPES: dict = {}
 
@@ -157,8 +182,8 @@ class Tensor:
         sz = dt.size or 1
         nbytes = (n or 1) * sz
         t = object.__new__(cls)
-        t.storage = _small_buffer(device, nbytes, sz) if nbytes <= 65536 else \
-            device.create_buffer(size=nbytes, struct_size=sz, usage=DEFAULT_USAGE)
+        t.storage = _small_buffer(device, nbytes, sz) if nbytes <= 65536 and getattr(device, "_host_memory", True) \
+            else device.create_buffer(size=nbytes, struct_size=sz, usage=DEFAULT_USAGE)
         t.device = device
         t.dtype = dt
         t._shape = tuple.__new__(Shape, shape)
@@ -191,7 +216,7 @@ class Tensor:
         if t.dtype.scalar is None:
             raise ValueError(f"Tensor.ones needs a numeric element type, got {t.dtype.name}")
         n = math.prod(t.shape) * (math.prod(t.dtype.shape) if t.dtype.shape else 1)
-        t.storage._mem[: t.storage.size].view(t.dtype.np_dtype)[:n] = 1
+        _write_bytes(t.storage, 0, np.ones(n, t.dtype.np_dtype).view(np.uint8))
         return t
 
     @staticmethod
@@ -215,7 +240,7 @@ class Tensor:
                 if not a.flags.c_contiguous:
                     raise ValueError("from_numpy: structured arrays must be C-contiguous")
                 t = Tensor(device, dt, a.shape or (1,), usage=usage)
-                t.storage._mem[: a.nbytes] = a.reshape(-1).view(np.uint8)
+                _write_bytes(t.storage, 0, a.reshape(-1).view(np.uint8))
                 return t
             es = tuple(dt.shape)
             shape = a.shape[: a.ndim - len(es)] if es else a.shape
@@ -275,34 +300,39 @@ class Tensor:
 
     # -- data
 
-    def _scalar_view(self):
-        """(flat numpy view of the storage in the element's scalar type, scalars per element) or None."""
+    def _span(self) -> tuple:
+        """(first element, number of elements) of the storage that the view touches."""
+        if any(d == 0 for d in self._shape):
+            return self.offset, 0
+        last = sum((d - 1) * st for d, st in zip(self._shape, self._strides))
+        return self.offset, last + 1
+
+    def _flat_scalar_dtype(self):
         dt = self.dtype
         if dt.kind in ("scalar", "vector", "matrix", "array") and dt.scalar is not None:
             nd = dt.np_dtype
-            n = self.storage.size // nd.itemsize
-            return self.storage._mem[: n * nd.itemsize].view(nd), max(1, dt.size // nd.itemsize)
+            return nd, max(1, dt.size // nd.itemsize)
         if dt.kind == "enum":
-            nd = dt.underlying.np
-            n = self.storage.size // nd.itemsize
-            return self.storage._mem[: n * nd.itemsize].view(nd), 1
+            return dt.underlying.np, 1
         return None
 
     def to_numpy(self) -> np.ndarray:
-        sv = self._scalar_view()
-        if sv is not None:
-            flat, k = sv
+        sz = self.dtype.size
+        first, count = self._span()
+        if any(st < 0 for st in self._strides):
+            raise ValueError("to_numpy: negative strides are not supported")
+        raw = _read_bytes(self.storage, first * sz, count * sz) if count else np.zeros(max(sz, 1), np.uint8)
+        fs = self._flat_scalar_dtype()
+        if fs is not None:
+            nd, k = fs
+            flat = raw[: (raw.size // nd.itemsize) * nd.itemsize].view(nd)
             es = tuple(self.dtype.shape)
             inner = _contig_strides(es) if es else ()
             isz = flat.itemsize
             strides = tuple(s * k * isz for s in self._strides) + tuple(s * isz for s in inner)
-            base = flat[self.offset * k:]
-            return np.lib.stride_tricks.as_strided(base, shape=tuple(self._shape) + es, strides=strides).copy()
-        sz = self.dtype.size
-        mem = self.storage._mem
-        base = mem[self.offset * sz:]
+            return np.lib.stride_tricks.as_strided(flat, shape=tuple(self._shape) + es, strides=strides).copy()
         strides = tuple(s * sz for s in self._strides) + (1,)
-        return np.lib.stride_tricks.as_strided(base, shape=tuple(self._shape) + (sz,), strides=strides).copy()
+        return np.lib.stride_tricks.as_strided(raw, shape=tuple(self._shape) + (sz,), strides=strides).copy()
 
     def copy_from_numpy(self, data) -> None:
         a = np.asarray(data)
@@ -314,10 +344,15 @@ class Tensor:
         start = self.offset * self.dtype.size
         if start + raw.size > self.storage.size:
             raise ValueError(f"copy_from_numpy: data ({raw.size} bytes) does not fit the tensor's storage")
-        self.storage._mem[start: start + raw.size] = raw
+        _write_bytes(self.storage, start, raw)
 
     def clear(self, command_encoder=None) -> None:
-        self.storage._mem[: self.storage.size] = 0
+        if _host(self.storage):
+            self.storage._mem[: self.storage.size] = 0
+        elif hasattr(self.storage, "clear"):
+            self.storage.clear()
+        else:
+            self.storage.set_data(np.zeros(self.storage.size, np.uint8))
 
     def uniforms(self) -> dict:
         return {"_data": self.storage, "_shape": list(self._shape), "_offset": self.offset,
@@ -422,6 +457,26 @@ class Tensor:
         self.storage = other.storage
         self._strides = other._strides
         self.offset = other.offset
+
+    # -- DLPack
+
+    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule viewing this tensor (numpy / torch / cupy `from_dlpack(tensor)`)."""
+        from .functional.dlpack import to_dlpack
+        return to_dlpack(self, stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self) -> tuple:
+        from .functional.dlpack import dlpack_device
+        return dlpack_device(self)
+
+    @staticmethod
+    def from_dlpack(obj, device=None) -> "Tensor":
+        """A Tensor over another library's memory (no copy): `obj` has `__dlpack__` (numpy on the CPU device,
+        torch / cupy CUDA tensors on a CUDA device), or is a DLPack capsule (then `device` is required)."""
+        if device is not None and not hasattr(device, "create_buffer") and hasattr(obj, "create_buffer"):
+            obj, device = device, obj           # from_dlpack(device, obj) order
+        from .functional.dlpack import from_dlpack
+        return from_dlpack(obj, device)
 
     def __str__(self) -> str:
         return str(self.to_numpy())

@@ -192,3 +192,29 @@ def test_idifftensor_binds_primal_forward_and_diff_backward(m, d):
     out.grad.copy_from_numpy(np.ones(3, np.float32))
     m.poly_tensor.bwds(spy.grid((3,)), 2.0, x, out)
     np.testing.assert_allclose(x.grad.to_numpy(), [4, 8, 12])
+
+
+def test_bwds_accumulation_broadcast_and_distinct(m, d):
+    """Gradients of broadcast arguments sum over the call (atomic path); distinct per-thread elements
+    accumulate with a plain add; both add to what is already there."""
+    xs = (np.arange(12, dtype=np.float32) % 5).reshape(3, 4)
+    x = _t(d, xs)
+    a = _t(d, np.array([[2.0], [3.0], [1.0]], np.float32))        # (3, 1): broadcast along dim 1
+    b = _t(d, np.array([8.0], np.float32))                         # (1,): broadcast over everything
+    y = m.polynomial(a, b, -1.0, x)
+    y = y.with_grads()
+    y.grad.copy_from_numpy(np.ones((3, 4), np.float32))
+    for rep in (1, 2):
+        m.polynomial.bwds(a, b, -1.0, x, y)
+        av = np.array([[2.0], [3.0], [1.0]])
+        np.testing.assert_allclose(x.grad.to_numpy(), rep * (2 * av * xs + 8))
+        np.testing.assert_allclose(a.grad.to_numpy(), rep * (xs.astype(np.float64) ** 2).sum(1, keepdims=True))
+        np.testing.assert_allclose(b.grad.to_numpy(), [rep * xs.sum()])
+    # the same gradient storage bound twice: f3(x, x, z) adds both partials into x.grad
+    xx = _t(d, [1.0, 2.0])
+    z = _t(d, [0.5, 0.25], grads=False)
+    r = m.f3(xx, xx, z).with_grads()
+    r.grad.copy_from_numpy(np.ones(2, np.float32))
+    m.f3.bwds(xx, xx, z, r)
+    xv, zv = np.array([1.0, 2.0]), np.array([0.5, 0.25])
+    np.testing.assert_allclose(xx.grad.to_numpy(), xv + 2 * np.sin(zv) * xv + xv + zv * zv, rtol=1e-6)

@@ -26,9 +26,51 @@ from . import values as V
 from .errors import BoundVariableException, KernelGenException, ResolveException
 from .generators import Generator, GridArg
 
-NUMTHREADS = 32
+NUMTHREADS = 32          # group size of generated kernels on the CPU device
+NUMTHREADS_GPU = 256     # ... and on a GPU device
 _I32 = struct.Struct("<i")
 _U64 = struct.Struct("<Q")
+
+
+class Staging:
+    """How host data (numpy arguments, ValueRef / DiffPair scratch) reaches the kernels of a device whose
+    memory is not host-visible (CUDA): temporary device buffers, uploaded before the launch and read back
+    after it.  `SLANGJIT_FUNCTIONAL_STAGED=1` takes this path on the CPU device too (tests)."""
+
+    def __init__(self, device):
+        from ..runtime.device import BufferUsage
+        self.device = device
+        self.usage = BufferUsage.shader_resource | BufferUsage.unordered_access
+        self.gpu = not getattr(device, "_host_memory", True)
+
+    def upload(self, a: np.ndarray):
+        raw = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+        b = self.device.create_buffer(size=max(8, raw.size), usage=self.usage)
+        if raw.size:
+            b.set_data(raw)
+        return b
+
+    @staticmethod
+    def read(buf, nbytes: int) -> np.ndarray:
+        rb = getattr(buf, "read_bytes", None)
+        if rb is not None:
+            return rb(0, nbytes)
+        return buf.to_numpy()[:nbytes]
+
+
+def staging_for(device) -> Optional[Staging]:
+    import os
+    if getattr(device, "_host_memory", True) and os.environ.get("SLANGJIT_FUNCTIONAL_STAGED", "") in ("", "0"):
+        return None
+    return Staging(device)
+
+
+def _contig(shape) -> tuple:
+    st, acc = [], 1
+    for d in reversed(shape):
+        st.append(acc)
+        acc *= d
+    return tuple(reversed(st))
 
 
 # ----------------------------------------------------------------------------------------- signatures
@@ -213,6 +255,9 @@ class Leaf:
     has_shape = False        # contributes to the call shape
     differentiable = False   # carries gradients for .bwds
     explicit_map = False
+    writes = True            # the kernel may write through it (numpy arguments are read back when staged)
+    stage: Optional[Staging] = None
+    kind = ""
 
     def __init__(self, name: str, ptype: S.SType, getter):
         self.name = name               # for messages: the parameter name ("b", "_result", "s.x")
@@ -317,6 +362,7 @@ class ContainerLeaf(Leaf):
 
     Its last `ne` dims may be consumed by a vector/matrix/array parameter of the container's scalar type."""
     has_shape = True
+    kind = "np"
 
     def __init__(self, name, ptype, getter, dtype: S.SType, ndim: int, ne: int, writable: bool, is_numpy: bool,
                  grads=(False, False)):
@@ -353,7 +399,7 @@ class ContainerLeaf(Leaf):
             if self.ne:
                 u.append((self.u + "_gies", f"int[{self.ne}]"))
         if self.grad_out:
-            u += [(self.u + "_god", self.grad_elem + "*"), (self.u + "_goo", "int")]
+            u += [(self.u + "_god", self.grad_elem + "*"), (self.u + "_goo", "int"), (self.u + "_goa", "int")]
             if self.cd:
                 u.append((self.u + "_gocs", f"int[{self.cd}]"))
             if self.ne:
@@ -404,17 +450,26 @@ class ContainerLeaf(Leaf):
     def emit_grad_out(self, kb, expr):
         if not self.grad_out:
             return
+        # `_goa` (packed per call): 0 when no two threads of the call touch the same gradient element, then a
+        # plain read-modify-write accumulates; else an atomic add (warp-aggregated on CUDA).
         p = self.u + "_go"
         off = self._off(p)
-        if not self.ne:
-            kb.line(f"_sj_atomic_add({p}d + ({off}), {expr});")
-            return
         var = kb.tmp()
         kb.line(f"int {var}_o = {off};")
         kb.line(f"{self.ptype.derivative.name} {var} = {expr};")
+        if not self.ne:
+            kb.line(f"if ({p}a != 0) _sj_atomic_add({p}d + {var}_o, {var}); "
+                    f"else {p}d[{var}_o] = {p}d[{var}_o] + {var};")
+            return
+        kb.line(f"if ({p}a != 0) {{")
         for path in _idx_paths(self.ptype.shape):
             e = " + ".join([f"{var}_o"] + [f"{i} * {p}es[{j}]" for j, i in enumerate(path)])
-            kb.line(f"_sj_atomic_add({p}d + ({e}), {var}{''.join(f'[{i}]' for i in path)});")
+            kb.line(f"    _sj_atomic_add({p}d + ({e}), {var}{''.join(f'[{i}]' for i in path)});")
+        kb.line("} else {")
+        for path in _idx_paths(self.ptype.shape):
+            e = " + ".join([f"{var}_o"] + [f"{i} * {p}es[{j}]" for j, i in enumerate(path)])
+            kb.line(f"    {p}d[{e}] = {p}d[{e}] + {var}{''.join(f'[{i}]' for i in path)};")
+        kb.line("}")
 
     # -- runtime
 
@@ -461,6 +516,11 @@ class ContainerLeaf(Leaf):
             struct.pack_into(f"<{self.ne}i", blk, o[p + "es"], *st[self.k:])
 
     def pack(self, v, blk, call_shape, keep):
+        if self.is_numpy and self.stage is not None:
+            buf = self.stage.upload(v)
+            self._pack_view(blk, self.u + "_", buf.device_address, v.shape, _contig(v.shape), 0, call_shape)
+            keep.append((self, v, buf, None))
+            return
         if self.is_numpy:
             if not v.flags.c_contiguous and any(s < 0 for s in v.strides):
                 raise ValueError(f"argument '{self.name}': numpy arrays with negative strides are not supported")
@@ -479,6 +539,32 @@ class ContainerLeaf(Leaf):
         if self.grad_out:
             g = v.grad_out
             self._pack_view(blk, self.u + "_go", g.storage._addr, g._shape, g._strides, g.offset, call_shape)
+            distinct = not self.shared_grads and self._distinct_per_thread(g._shape, g._strides, call_shape)
+            _I32.pack_into(blk, self.offsets[self.u + "_goa"], 0 if distinct else 1)
+
+    shared_grads = False     # set per call when another argument accumulates into the same storage
+
+    def _distinct_per_thread(self, shp, st, call_shape) -> bool:
+        """True when the threads of the call touch pairwise different elements of a view (shape/strides in
+        elements, the leaf's k call dims then its ne element dims): every call dim of extent > 1 is one dim
+        of the view (no broadcasting) and the view does not overlap itself."""
+        m = self.mapping if self.mapping is not None else tuple(range(self.k))
+        covered = set()
+        for i in range(self.k):
+            if shp[i] != 1:
+                c = m[i]
+                if c in covered:
+                    return False
+                covered.add(c)
+        for c, n in enumerate(call_shape):
+            if n > 1 and c not in covered:
+                return False
+        extent = 1
+        for s, d in sorted((abs(s), d) for d, s in zip(shp, st) if d > 1):
+            if s < extent:
+                return False
+            extent += (d - 1) * s
+        return True
 
 
 class TensorParamLeaf(Leaf):
@@ -567,6 +653,11 @@ class TensorParamLeaf(Leaf):
             struct.pack_into(f"<{self.cd}i", blk, o[p + "cs"], *cs)
 
     def pack(self, v, blk, call_shape, keep):
+        if self.is_numpy and self.stage is not None:
+            buf = self.stage.upload(v)
+            self._pack_one(blk, self.u + "_", buf.device_address, v.shape, _contig(v.shape), 0)
+            keep.append((self, v, buf, None))
+            return
         if self.is_numpy:
             isz = v.itemsize
             self._pack_one(blk, self.u + "_", v.ctypes.data, v.shape, tuple(s // isz for s in v.strides), 0)
@@ -627,14 +718,20 @@ class RefLeaf(Leaf):
         init = v.value if self.kind == "ref" else (v.primal if self.kind == "pair" else None)
         if init is not None:
             lp.pack_value(mem, 0, self.layout, _plain(init), self.name, lp.PackContext("call"))
-        struct.pack_into("<Q", blk, self.offsets[self.u + "_d"], mem.ctypes.data)
+        st = self.stage
+        if st is not None:
+            mem = st.upload(mem)
+            keep[-1] = (self, v, mem, None)
+        struct.pack_into("<Q", blk, self.offsets[self.u + "_d"], mem.device_address if st else mem.ctypes.data)
         if self.kind == "pair":
             from ..runtime.layout_pack import aligned_zeros
             g = aligned_zeros(max(self.ptype.size, 8))
             if v.grad is not None:
                 lp.pack_value(g, 0, self.layout, _plain(v.grad), self.name, lp.PackContext("call"))
+            if st is not None:
+                g = st.upload(g)
             keep[-1] = (self, v, mem, g)
-            struct.pack_into("<Q", blk, self.offsets[self.u + "_g"], g.ctypes.data)
+            struct.pack_into("<Q", blk, self.offsets[self.u + "_g"], g.device_address if st else g.ctypes.data)
 
 
 class GeneratorLeaf(Leaf):

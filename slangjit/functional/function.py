@@ -140,6 +140,15 @@ class FunctionNode:
         cd._keep_globals = packed
         return packed.ctypes.data
 
+    def _globals_array(self, cd: CallData):
+        """The packed globals block of `.set` values as a numpy array (devices that copy it)."""
+        from ..runtime import layout_pack as lp
+        values: dict = {}
+        for s in self.sets:
+            values.update(s(cd) if callable(s) else s)
+        fields = lp.field_map(list(cd.global_fields.values()))
+        return lp.pack_block(fields, cd.gsize, values, lp.PackContext("set"), [])
+
     def _convert_return(self, ret, cd: CallData):
         mode = self.return_type_mode
         if mode is None:

@@ -17,7 +17,8 @@ def raw_dispatch(node, thread_count, vars: dict, **kwargs):
         if is_entry:
             from ..compiler import SourceSpec, compile_program
             compiled = compile_program([SourceSpec(path=mod._source_path, text=mod._source_text, name=mod.name)],
-                                       [cand.name], include_paths=mod._include_paths)
+                                       [cand.name], target=mod.device._target,
+                                       include_paths=mod._include_paths)
             k = mod.device._create_kernel_from_compiled(compiled, cand.name)
         else:
             params = cand.params
@@ -37,7 +38,8 @@ def raw_dispatch(node, thread_count, vars: dict, **kwargs):
                     f"    {cand.name}({', '.join(call)});\n}}\n")
             from ..compiler import SourceSpec, compile_program
             compiled = compile_program([SourceSpec(path=mod._source_path, text=mod._source_text + code,
-                                                   name=mod.name)], ["_sj_raw"], include_paths=mod._include_paths)
+                                                   name=mod.name)], ["_sj_raw"], target=mod.device._target,
+                                       include_paths=mod._include_paths)
             k = mod.device._create_kernel_from_compiled(compiled, "_sj_raw")
             k._sj_raw = True
         cache[key[:2]] = k

@@ -139,6 +139,24 @@ class _Context:
         self.stream = _ck(d.cuStreamCreate(0), "cuStreamCreate")
         self.modules: dict[str, Any] = {}          # image key -> _Module
         self.modules_lock = threading.Lock()
+        self._deferred: list = []                  # [(event, objects)] kept alive until the event completes
+        self._events: list = []                    # free timing-less events
+
+    def defer_release(self, objs) -> None:
+        """Keep `objs` (e.g. temporary buffers a queued kernel reads) alive until the stream reaches here."""
+        d = self.d
+        keep = []
+        for ev, held in self._deferred:
+            r = d.cuEventQuery(ev)
+            if int(r[0] if isinstance(r, tuple) else r) == 0:        # CUDA_SUCCESS: complete
+                self._events.append(ev)
+            else:
+                keep.append((ev, held))
+        self._deferred = keep
+        ev = self._events.pop() if self._events else \
+            _ck(d.cuEventCreate(d.CUevent_flags.CU_EVENT_DISABLE_TIMING), "cuEventCreate")
+        _ck(d.cuEventRecord(ev, self.stream), "cuEventRecord")
+        self._deferred.append((ev, objs))
 
     def make_current(self) -> None:
         if getattr(self._tls, "current", False):
@@ -276,12 +294,57 @@ class CudaBuffer(Buffer):
             raise ValueError("set_data: upload would exceed the size of the destination buffer")
         self._upload(raw, offset)
 
+    def read_bytes(self, offset: int, nbytes: int) -> np.ndarray:
+        """Bytes [offset, offset + nbytes) as a new uint8 array, after the device's queued work."""
+        ctx = self._ctx
+        ctx.make_current()
+        if offset < 0 or offset + nbytes > self.desc.size:
+            raise ValueError("read_bytes: range exceeds the buffer")
+        out = np.empty(max(0, nbytes), np.uint8)
+        if nbytes > 0:
+            _ck(ctx.d.cuMemcpyDtoHAsync(out.ctypes.data, self._addr + offset, nbytes, ctx.stream), "cuMemcpyDtoHAsync")
+        ctx.synchronize()
+        return out
+
+    def clear(self, offset: int = 0, nbytes: Optional[int] = None) -> None:
+        """Zero-fill (in stream order)."""
+        ctx = self._ctx
+        ctx.make_current()
+        n = self.desc.size - offset if nbytes is None else nbytes
+        if n > 0:
+            _ck(ctx.d.cuMemsetD8Async(self._addr + offset, 0, n, ctx.stream), "cuMemsetD8Async")
+
+    def copy_from_device(self, src_addr: int, nbytes: int, offset: int = 0) -> None:
+        """Device-to-device copy into this buffer (stream order)."""
+        ctx = self._ctx
+        ctx.make_current()
+        if nbytes > 0:
+            _ck(ctx.d.cuMemcpyDtoDAsync(self._addr + offset, src_addr, nbytes, ctx.stream), "cuMemcpyDtoDAsync")
+
+    @classmethod
+    def wrap(cls, device: "CudaDevice", addr: int, desc: BufferDesc, owner: Any) -> "CudaBuffer":
+        """A buffer over memory this process does not own (DLPack import): never freed here; `owner`
+        is kept alive as long as the buffer."""
+        b = object.__new__(_ExternalCudaBuffer)
+        b.device = device
+        b.desc = desc
+        b._ctx = device._ctx
+        b._addr = int(addr)
+        b._owner = owner
+        return b
+
     @property
     def _mem(self):   # CPU-buffer internals are not available on the GPU
         raise AttributeError("a CUDA buffer has no host memory; use to_numpy() / copy_from_numpy()")
 
     def __repr__(self) -> str:
         return f"CudaBuffer(size={self.size}, struct_size={self.struct_size}, usage={self.usage!r})"
+
+
+class _ExternalCudaBuffer(CudaBuffer):
+    def __del__(self):
+        self._addr = 0
+        self._owner = None
 
 
 # ------------------------------------------------------------------------------------------ kernels
@@ -401,6 +464,22 @@ class CudaComputeKernel:
             c.synchronize(s)
         del pblock, argp
 
+    def launch_raw(self, pblock, gblock: Optional[np.ndarray], groups: int) -> None:
+        """Launch `groups` x 1 x 1 groups with an already packed parameter block (a ctypes buffer) and,
+        when given, the packed globals block (the functional API's fast path)."""
+        c = self._ctx
+        c.make_current()
+        s = c.stream
+        nx, ny, nz = self._numthreads
+        with self._module.lock:
+            if gblock is not None:
+                self._module.set_globals(gblock, s)
+            argp = (ctypes.c_void_p * 1)(ctypes.addressof(pblock))
+            _ck(c.d.cuLaunchKernel(self._fn, groups, 1, 1, nx, ny, nz, 0, s, ctypes.addressof(argp), 0),
+                "cuLaunchKernel")
+        if self.device.enable_debug_layers:
+            c.synchronize(s)
+
     def __repr__(self) -> str:
         return f"CudaComputeKernel({self.entry_name!r}, numthreads={self._numthreads})"
 
@@ -424,6 +503,7 @@ class CudaDeviceInfo(DeviceInfo):
 
 class CudaDevice(Device):
     _target = "cuda"
+    _host_memory = False            # buffers are device memory: no numpy view of their contents
     _kernel_class = CudaComputeKernel
 
     def __init__(self, include_paths: Sequence = (), compiler_args: Sequence = (), enable_debug_layers: bool = False,
