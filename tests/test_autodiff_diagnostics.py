@@ -141,9 +141,6 @@ float f(float x)
     assert "'inner'" in message(e) and f"line {marked_line(src)}" in message(e)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 3: the E6001 error must name 'the loop and the values involved'; "
-                                       "today it names the function and the loop's line but not the values the "
-                                       "trip count depends on")
 def test_e6001_names_the_values_the_trip_count_depends_on():
     src = HEAD + """
 [Differentiable]

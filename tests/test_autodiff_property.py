@@ -845,9 +845,6 @@ def collect_functions(n: int, max_examples: int):
             stats["duplicates"] += 1
             return
         seen.add(key)
-        if fn.chained_swizzle:        # a known reverse-mode bug: checked by its own strict-xfail tests below
-            stats["chained_swizzle_known_bug"] += 1
-            return
         if choose_points(fn, zlib.crc32(fn.body_text.encode())):
             out.append(fn)
         else:
@@ -1040,15 +1037,10 @@ def test_generated_programs_optimized_build(generated, device):
     assert checked == len(extra)
 
 
-# ------------------------------------------------------------------------------------------ known bug: chained swizzles
-# Found by this generator (minimized by hand from a 40-line generated function): bwd_diff drops the gradient that
-# flows through a swizzle of a swizzle of a variable (`p.xy.x`, `v.zxy.y`, `dot(p.zxy.yzx, c)`); fwd_diff is right.
-# The main test above leaves such programs out (counted in its stats as chained_swizzle_known_bug); these two
-# strict xfails keep the pattern covered and flip when it is fixed.
-
-CHAINED_SWIZZLE_REASON = ("bwd_diff loses the gradient through a swizzle of a swizzle of a variable (`p.xy.x`): "
-                          "the transposer (autodiff/transpose.py) treats the chain as an adjoint path and "
-                          "accumulates into a swizzle temporary; fwd_diff is right")
+# ------------------------------------------------------------------------------------------ regression: chained swizzles
+# Found by this generator (minimized by hand from a 40-line generated function): bwd_diff used to drop the gradient
+# through a swizzle of a swizzle of a variable (`p.xy.x`, `v.zxy.y`, `dot(p.zxy.yzx, c)`). The checker now folds
+# chained swizzles into one; these tests keep the pattern covered.
 
 CHAINED_SWIZZLE_REPRO = """
 RWStructuredBuffer<float> outb;
@@ -1071,7 +1063,6 @@ void computeMain(uint3 tid : SV_DispatchThreadID)
 """
 
 
-@pytest.mark.xfail(strict=True, reason=CHAINED_SWIZZLE_REASON)
 def test_bwd_diff_chained_swizzle_reproducer(device):
     module = device.load_module_from_source("ad_chained_swizzle", CHAINED_SWIZZLE_REPRO)
     kernel = device.create_compute_kernel(device.link_program([module], [module.entry_point("computeMain")]))
@@ -1091,7 +1082,6 @@ def functions_with_chained_swizzle(draw):
     return Fn(True, fn.body[:-1] + [("ret", E("add", [ret, E("mul", [E("const", k=1.5), term])]))])
 
 
-@pytest.mark.xfail(strict=True, reason=CHAINED_SWIZZLE_REASON)
 def test_generated_programs_with_chained_swizzles(device, monkeypatch):
     fns, seen = [], set()
 

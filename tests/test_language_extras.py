@@ -55,3 +55,20 @@ void computeMain(uint3 tid : SV_DispatchThreadID)
 }
 """, 2)
     np.testing.assert_array_equal(got, [7.0, 7.0])
+
+
+def test_writes_through_chained_swizzles():
+    got = run("""
+RWStructuredBuffer<float> outputBuffer;
+[numthreads(1,1,1)]
+void computeMain(uint3 tid : SV_DispatchThreadID)
+{
+    float3 v = float3(1, 2, 3);
+    v.zx.x = 5.0;
+    v.yz.y += 10.0;
+    outputBuffer[0] = v.x;
+    outputBuffer[1] = v.y;
+    outputBuffer[2] = v.z;
+}
+""", 3)
+    np.testing.assert_array_equal(got, [1.0, 2.0, 15.0])

@@ -211,7 +211,11 @@ class Normalizer:
 
     def unbounded_error(self, s: ir.Loop, value: str = ""):
         line = s.loc.line if s.loc and s.loc.line else self.fn.loc.line
-        what = f" (it must store '{value}' on every iteration)" if value else ""
+        names: list = []
+        _cond_names(getattr(s, "cond", None), names)
+        depends = f"; its trip count depends on {', '.join(repr(n) for n in names)}" if names else ""
+        what = (f" (it must store '{value}' on every iteration{depends})" if value else
+                (f" ({depends[2:]})" if depends else ""))
         raise error("E6001", f"loop in '{self.fn.slang_name}' (line {line}) has no known trip-count bound, so its "
                              f"reverse-mode derivative cannot store its values{what}: add [MaxIters(N)] or use a "
                              f"constant bound `for (int i = A; i < B; i++)`", s.loc if s.loc.line else self.fn.loc)
@@ -258,3 +262,17 @@ def _uniq(xs):
         if all(x is not y for y in out):
             out.append(x)
     return out
+
+
+def _cond_names(e, acc: list):
+    """User variables a loop condition reads (flags and temporaries left out)."""
+    from .flatten import children
+    if e is None:
+        return
+    if isinstance(e, ir.LocalRef):
+        v = e.var
+        if not getattr(v, "is_temp", False) and v.name not in acc and not v.name.startswith(("brk", "cont", "done", "swbrk")):
+            acc.append(v.name)
+        return
+    for c in children(e):
+        _cond_names(c, acc)

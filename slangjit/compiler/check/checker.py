@@ -4,7 +4,9 @@
   checker.py   declarations, type expressions, struct / function instantiation, conformance
   members.py   member lookup on every kind of type (fields, methods, swizzles, buffers ...)
   calls.py     overload resolution, implicit conversions and generic argument inference
-  exprs.py     expressions
+  exprs.py     names, members, calls, constructors, initializer lists, indexing
+  operators.py operators, assignment, l-values, constant folding
+  diffs.py     the autodiff surface (DifferentialPair, fwd_diff/bwd_diff, no_diff)
   stmts.py     statements and function bodies
 """
 from __future__ import annotations
@@ -24,6 +26,7 @@ from .exprs import ExprsMixin
 from .members import MembersMixin
 from .stmts import StmtsMixin
 from .diffs import DiffsMixin
+from .operators import OperatorsMixin
 
 _uid = itertools.count(1)
 
@@ -62,7 +65,7 @@ class InterfaceInstance:
         self.bases: list[T.InterfaceType] = []
 
 
-class Checker(DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, StmtsMixin):
+class Checker(DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, OperatorsMixin, StmtsMixin):
     def __init__(self):
         self.core_env = Env(kind="module")
         self.extensions: list[tuple[ast.ExtensionDecl, Env]] = []

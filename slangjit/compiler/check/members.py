@@ -243,6 +243,9 @@ class MembersMixin:
                 rt = elem if len(idx) == 1 else T.VectorType(elem, len(idx))
                 if isinstance(t, T.ScalarType) and len(idx) == 1:
                     return obj
+                if isinstance(obj, ir.Swizzle) and isinstance(obj.obj.type, T.VectorType):
+                    # v.zx.x is v.z: one swizzle, so writes reach v (and autodiff sees a path)
+                    return ir.Swizzle(rt, obj.obj, tuple(obj.indices[i] for i in idx), loc=loc)
                 return ir.Swizzle(rt, obj, idx, loc=loc)
         return None
 
