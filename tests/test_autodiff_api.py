@@ -420,3 +420,31 @@ def test_half_and_double(device):
     y = 0.375
     want_d = np.stack([np.exp(xd) * y + 3 * xd * xd * y, np.exp(xd) * y + 3 * xd * xd * y, np.exp(xd) + xd ** 3], 1)
     np.testing.assert_allclose(d, want_d, rtol=1e-13, atol=1e-14)
+
+
+def test_more_elementary_derivatives_and_wave_sum():
+    """asinh / atanh / acosh / fmax / WaveActiveSum rules, both modes, vs the analytic derivative."""
+    import math
+    import numpy as np
+    import slangjit as spy
+    src = """
+RWStructuredBuffer<float> outputBuffer;
+[Differentiable] float f(float x) { return asinh(x) + atanh(x * 0.5) + acosh(x + 2.0) + fmax(x, 0.1) + WaveActiveSum(x * x); }
+[numthreads(1,1,1)]
+void computeMain(uint3 tid : SV_DispatchThreadID)
+{
+    outputBuffer[0] = fwd_diff(f)(diffPair(0.5, 1.0)).d;
+    var p = diffPair(0.5, 0.0);
+    bwd_diff(f)(p, 1.0);
+    outputBuffer[1] = p.d;
+}
+"""
+    device = spy.create_device(type=spy.DeviceType.cpu)
+    m = device.load_module_from_source("ad_more", src)
+    k = device.create_compute_kernel(device.link_program([m], [m.entry_point("computeMain")]))
+    out = device.create_buffer(element_count=2, struct_size=4,
+                               usage=spy.BufferUsage.shader_resource | spy.BufferUsage.unordered_access)
+    k.dispatch(thread_count=[1, 1, 1], vars={"outputBuffer": out})
+    x = 0.5
+    want = 1 / math.sqrt(x * x + 1) + 0.5 / (1 - (x * 0.5) ** 2) + 1 / math.sqrt((x + 2) ** 2 - 1) + 1 + 2 * x
+    np.testing.assert_allclose(out.to_numpy().view(np.float32), [want, want], rtol=1e-5)

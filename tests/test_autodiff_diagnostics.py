@@ -251,7 +251,7 @@ def test_no_body_bwd_diff():
 # ============================================================================================== E6004 / E6005
 
 
-@pytest.mark.parametrize("expr", ["asinh(x)", "atanh(x)", "copysign(x, 2.0)"])
+@pytest.mark.parametrize("expr", ["copysign(x, 2.0)", "ldexp(x, 2.0)"])
 def test_e6004_core_function_without_derivative_rule(expr):
     src = HEAD + f"[Differentiable]\nfloat f(float x)\n{{\n    return 2.0 * {expr}; //@\n}}\n" + kernel(FWD1)
     e = expect_error(src, "E6004")

@@ -103,4 +103,4 @@ def widen(x: ir.Expr, t: T.Type) -> ir.Expr:
 
 
 # Core functions that are linear in the listed arguments: zero there means a zero result.
-LINEAR_INTRINSICS = {"dot": (0, 1), "mul": (0, 1), "cross": (0, 1), "transpose": (0,)}
+LINEAR_INTRINSICS = {"dot": (0, 1), "mul": (0, 1), "cross": (0, 1), "transpose": (0,), "WaveActiveSum": (0,)}

@@ -226,6 +226,9 @@ class Transposer:
             if 1 in lin:
                 self.tr(b, ir.Intrinsic(b.type, "sj::cross", [seed, a]), out)
             return
+        if name == "WaveActiveSum":
+            self.tr(args[0], ir.Intrinsic(args[0].type, "sj::WaveActiveSum", [seed]), out)
+            return
         if name == "transpose":
             self.tr(args[0], ir.Intrinsic(args[0].type, "sj::transpose", [seed]), out)
             return
