@@ -35,6 +35,10 @@ sys.path.insert(0, str(ROOT / "examples" / "mlp_training"))
 import slangjit as spy  # noqa: E402
 from slangjit.runtime.cuda import _ck  # noqa: E402
 
+
+def _elapsed(d):
+    return getattr(d, "cuEventElapsedTime", None) or getattr(d, "cuEventElapsedTime_v2")
+
 NATIVE_ADD = """void InterlockedAddF16Emulated(NFloat* dest, NFloat value, out NFloat originalValue)
 {
     originalValue = NFloat(0);
@@ -164,14 +168,14 @@ def main():
         sj_step(3 + s)
     _ck(d.cuEventRecord(e1, ctx.stream), "rec")
     _ck(d.cuEventSynchronize(e1), "sync")
-    sj_ms = float(_ck(d.cuEventElapsedTime(e0, e1), "el")) / args.steps
+    sj_ms = float(_ck(_elapsed(d)(e0, e1), "el")) / args.steps
     # learnGradient alone
     _ck(d.cuEventRecord(e0, ctx.stream), "rec")
     for s in range(args.steps):
         tr.learn_gradient(0, B, 0)
     _ck(d.cuEventRecord(e1, ctx.stream), "rec")
     _ck(d.cuEventSynchronize(e1), "sync")
-    sj_learn = float(_ck(d.cuEventElapsedTime(e0, e1), "el")) / args.steps
+    sj_learn = float(_ck(_elapsed(d)(e0, e1), "el")) / args.steps
     print(f"slangjit: batch 2^{args.batch_log2}: {sj_ms:.3f} ms per training step (learnGradient {sj_learn:.3f} ms)")
 
     res = {}

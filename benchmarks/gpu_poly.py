@@ -26,6 +26,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import slangjit as spy  # noqa: E402
 from slangjit.runtime.cuda import _ck  # noqa: E402
 
+
+def _elapsed(d):
+    return getattr(d, "cuEventElapsedTime", None) or getattr(d, "cuEventElapsedTime_v2")
+
 SRC = """
 [Differentiable]
 float poly(float a, float b, float c, float x) { return a * x * x + b * x + c; }
@@ -52,7 +56,7 @@ class Timer:
             fn()
         _ck(d.cuEventRecord(self.e1, self.ctx.stream), "rec")
         _ck(d.cuEventSynchronize(self.e1), "sync")
-        return float(_ck(d.cuEventElapsedTime(self.e0, self.e1), "elapsed")) / iters
+        return float(_ck(_elapsed(d)(self.e0, self.e1), "elapsed")) / iters
 
 
 def torch_time(torch, fn, iters, warm=3):

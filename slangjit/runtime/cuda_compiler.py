@@ -112,6 +112,14 @@ def default_options(arch: str) -> list[str]:
     return opts
 
 
+def _out_buffer(n: int) -> bytes:
+    """A fresh, writable-by-C bytes object of at least n bytes for NVRTC to fill.
+
+    Never `b" " * n`: for n <= 1 that is CPython's shared one-byte bytes singleton, and NVRTC writing its
+    NUL terminator into it corrupts the interpreter (spaces vanish from unrelated strings)."""
+    return bytes(bytearray(max(n, 16)))
+
+
 def compile_source(source: str, arch: str = "compute_90", name: str = "slangjit.cu",
                    extra_options: tuple = ()) -> tuple[bytes, str]:
     """Compile with NVRTC. `arch` "compute_XX" gives PTX, "sm_XX" gives a cubin.
@@ -128,20 +136,20 @@ def compile_source(source: str, arch: str = "compute_90", name: str = "slangjit.
         res = nv.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
         status = res[0] if isinstance(res, tuple) else res
         n = _check(nv.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
-        log = b" " * int(n)
+        log = _out_buffer(int(n))
         nv.nvrtcGetProgramLog(prog, log)
-        log_s = log.rstrip(b"\0 ").decode(errors="replace")
+        log_s = bytes(log[: int(n)]).rstrip(b"\0 ").decode(errors="replace")
         if int(status) != 0:
             raise NvrtcError(f"NVRTC failed to compile generated CUDA ({status!r}); log:\n{_annotate(log_s, source)}")
         if arch.startswith("sm_"):
-            size = _check(nv.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize")
-            buf = b" " * int(size)
+            size = int(_check(nv.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize"))
+            buf = _out_buffer(size)
             _check(nv.nvrtcGetCUBIN(prog, buf), "nvrtcGetCUBIN")
         else:
-            size = _check(nv.nvrtcGetPTXSize(prog), "nvrtcGetPTXSize")
-            buf = b" " * int(size)
+            size = int(_check(nv.nvrtcGetPTXSize(prog), "nvrtcGetPTXSize"))
+            buf = _out_buffer(size)
             _check(nv.nvrtcGetPTX(prog, buf), "nvrtcGetPTX")
-        return bytes(buf), log_s
+        return bytes(buf[:size]), log_s
     finally:
         nv.nvrtcDestroyProgram(prog)
 
