@@ -8,6 +8,8 @@
 # Environment:
 #   SLANGJIT_CONFORMANCE  the conformance folder (holds harness.py and tests/); default: the first of
 #                         ../shared/conformance, shared/conformance, .gpu/conformance that exists
+#                         (.gpu/ is git-ignored: when the tree is shipped to a GPU machine by a tool that sends
+#                         only tracked/unignored files, copy the suite there and ship .gpu explicitly)
 #   GPU_CHECK_VENV        virtual environment to create/use (default: /tmp/slangjit-gpu-venv); it is made with
 #                         --system-site-packages so a machine's preinstalled torch / cuda-bindings are reused
 #   GPU_CHECK_JOBS        parallel conformance jobs (default: number of CPUs)
