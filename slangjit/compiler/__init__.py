@@ -178,6 +178,9 @@ def _compile_program_uncached(sources: Sequence[SourceSpec], entry_points: Seque
         _instantiate_uniforms(checker, mod.decls, env)
 
     _finish(checker)
+    from .ir.passes import optimize
+    for fn in checker.functions:
+        optimize(fn, checker.fold)
     t3 = time.perf_counter()
     timings["check"] = t3 - t2
     try:

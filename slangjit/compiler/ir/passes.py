@@ -1,0 +1,191 @@
+"""IR clean-up passes run on every function before emission.
+
+* constant folding: operators, conversions and selects whose operands are constants become
+  constants (integer wrap-around and truncating division as in Slang), and branches on constant
+  conditions keep only the live side;
+* dead-code elimination: statements after a return/break/continue/discard in the same block
+  are dropped, and locals that are never read (with side-effect-free initializers) disappear.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from .. import types as T
+from . import nodes as ir
+
+
+def optimize(fn: ir.Function, fold) -> None:
+    """fold: the checker's constant evaluator (expr -> value or None)."""
+    if fn.body is None:
+        return
+    fn.body = _stmt(fn.body, fold)
+    reads: set = set()
+    _collect_reads_stmt(fn.body, reads)
+    fn.body = _drop_unused(fn.body, reads)
+
+
+# ---------------------------------------------------------------------- constant folding
+
+def _const(e: ir.Expr, v) -> Optional[ir.Expr]:
+    if not isinstance(e.type, T.ScalarType) or e.type.kind == "void":
+        return None
+    if isinstance(v, bool) and e.type.kind != "bool":
+        v = int(v)
+    if e.type.kind == "float" and not isinstance(v, float):
+        v = float(v)
+    return ir.Const(e.type, v, loc=e.loc)
+
+
+def _expr(e: ir.Expr, fold) -> ir.Expr:
+    if isinstance(e, (ir.Binary, ir.Unary, ir.Convert)) and isinstance(e.type, T.ScalarType):
+        if e.type.kind in ("int", "uint", "bool"):     # floats keep their run-time rounding
+            v = fold(e)
+            if v is not None and not isinstance(v, float):
+                c = _const(e, v)
+                if c is not None:
+                    return c
+    if isinstance(e, ir.Select):
+        c = fold(e.cond)
+        if isinstance(c, bool):
+            return _expr(e.then if c else e.else_, fold)
+    for name in ("lhs", "rhs", "operand", "cond", "then", "else_", "obj", "index", "ptr", "first", "second"):
+        child = getattr(e, name, None)
+        if isinstance(child, ir.Expr):
+            setattr(e, name, _expr(child, fold))
+    if isinstance(e, (ir.Call, ir.Intrinsic, ir.MethodCall, ir.Construct)):
+        e.args = [_expr(a, fold) for a in e.args]
+    return e
+
+
+def _terminates(s) -> bool:
+    """Control never reaches the statement after s."""
+    if isinstance(s, (ir.Return, ir.Break, ir.Continue, ir.Discard)):
+        return True
+    if isinstance(s, ir.Block):
+        return bool(s.stmts) and _terminates(s.stmts[-1])
+    if isinstance(s, ir.If):
+        return s.else_ is not None and _terminates(s.then) and _terminates(s.else_)
+    return False
+
+
+def _stmt(s: ir.Stmt, fold) -> Optional[ir.Stmt]:
+    if isinstance(s, ir.Block):
+        out = []
+        for x in s.stmts:
+            y = _stmt(x, fold)
+            if y is None:
+                continue
+            out.append(y)
+            if _terminates(y):
+                break                      # the rest of the block is unreachable
+        s.stmts = out
+        return s
+    if isinstance(s, ir.VarDecl):
+        if s.init is not None:
+            s.init = _expr(s.init, fold)
+        return s
+    if isinstance(s, ir.ExprStmt):
+        s.expr = _expr(s.expr, fold)
+        return s
+    if isinstance(s, ir.Return):
+        if s.value is not None:
+            s.value = _expr(s.value, fold)
+        return s
+    if isinstance(s, ir.If):
+        s.cond = _expr(s.cond, fold)
+        c = fold(s.cond)
+        if isinstance(c, bool):
+            live = s.then if c else s.else_
+            return _stmt(live, fold) if live is not None else None
+        s.then = _stmt(s.then, fold) or ir.Block([])
+        if s.else_ is not None:
+            s.else_ = _stmt(s.else_, fold)
+        return s
+    if isinstance(s, ir.Loop):
+        s.init = [y for y in (_stmt(x, fold) for x in s.init) if y is not None]
+        if s.cond is not None:
+            s.cond = _expr(s.cond, fold)
+            if s.kind != "do" and fold(s.cond) is False:
+                return ir.Block(list(s.init)) if s.init else None      # never runs
+        s.body = _stmt(s.body, fold) or ir.Block([])
+        return s
+    if isinstance(s, ir.Switch):
+        s.value = _expr(s.value, fold)
+        for c in s.cases:
+            c.body = [y for y in (_stmt(x, fold) for x in c.body) if y is not None]
+        return s
+    return s
+
+
+# ---------------------------------------------------------------------- unused locals
+
+def _mentions(e, acc: set):
+    """Every local an expression names (read or written), through every child expression."""
+    if e is None:
+        return
+    if isinstance(e, ir.LocalRef):
+        acc.add(e.var.uid)
+        return
+    for value in vars(e).values():
+        if isinstance(value, ir.Expr):
+            _mentions(value, acc)
+        elif isinstance(value, list):
+            for item in value:
+                if isinstance(item, ir.Expr):
+                    _mentions(item, acc)
+                elif isinstance(item, ir.Stmt):
+                    _collect_reads_stmt(item, acc)
+
+
+def _collect_reads_stmt(s, acc: set):
+    if isinstance(s, ir.Block):
+        for x in s.stmts:
+            _collect_reads_stmt(x, acc)
+    elif isinstance(s, ir.VarDecl):
+        _mentions(s.init, acc)
+    elif isinstance(s, ir.ExprStmt):
+        _mentions(s.expr, acc)
+    elif isinstance(s, ir.Return):
+        _mentions(s.value, acc)
+    elif isinstance(s, ir.If):
+        _mentions(s.cond, acc)
+        _collect_reads_stmt(s.then, acc)
+        if s.else_ is not None:
+            _collect_reads_stmt(s.else_, acc)
+    elif isinstance(s, ir.Loop):
+        for x in s.init:
+            _collect_reads_stmt(x, acc)
+        _mentions(s.cond, acc)
+        _mentions(s.step, acc)
+        _collect_reads_stmt(s.body, acc)
+    elif isinstance(s, ir.Switch):
+        _mentions(s.value, acc)
+        for c in s.cases:
+            for x in c.body:
+                _collect_reads_stmt(x, acc)
+
+
+def _pure(e) -> bool:
+    from ..autodiff.flatten import is_pure
+    return e is None or is_pure(e)
+
+
+def _drop_unused(s, used: set):
+    """Drop declarations of locals that nothing else names (and whose initializer has no effect)."""
+    if isinstance(s, ir.Block):
+        out = []
+        for x in s.stmts:
+            if isinstance(x, ir.VarDecl) and x.var.uid not in used and _pure(x.init):
+                continue
+            out.append(_drop_unused(x, used))
+        s.stmts = out
+    elif isinstance(s, ir.If):
+        s.then = _drop_unused(s.then, used)
+        if s.else_ is not None:
+            s.else_ = _drop_unused(s.else_, used)
+    elif isinstance(s, ir.Loop):
+        s.body = _drop_unused(s.body, used)
+    elif isinstance(s, ir.Switch):
+        for c in s.cases:
+            c.body = [_drop_unused(x, used) for x in c.body]
+    return s
