@@ -77,7 +77,7 @@ def compiler_hash() -> bytes:
                 if e.name != "__pycache__" and not e.name.startswith("."):
                     stack.append(r)
             elif e.name.endswith(".py") or (rel == "core" and e.name.endswith(".slang")) or \
-                    (rel == "emit" and e.name == "prelude.h"):
+                    (rel.startswith("emit") and e.name.endswith(".h")):
                 files.append((r, e.path))
     files.sort()
     d = hashlib.sha256()

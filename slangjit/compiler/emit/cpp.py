@@ -18,10 +18,22 @@ _prelude_cache: Optional[str] = None
 
 
 def prelude_text() -> str:
+    """prelude.h with its `#include "prelude/..."` sections pasted in (generated code must be one
+    self-contained text: it is hashed for the caches and handed to NVRTC as is)."""
     global _prelude_cache
     if _prelude_cache is None:
+        base = os.path.dirname(_PRELUDE_PATH)
+        out = []
         with open(_PRELUDE_PATH, encoding="utf-8") as f:
-            _prelude_cache = f.read()
+            for line in f:
+                m = line.startswith('#include "prelude/')
+                if m:
+                    name = line.split('"')[1]
+                    with open(os.path.join(base, name), encoding="utf-8") as part:
+                        out.append(part.read())
+                else:
+                    out.append(line)
+        _prelude_cache = "".join(out)
     return _prelude_cache
 
 
