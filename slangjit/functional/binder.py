@@ -1,0 +1,353 @@
+"""Binding Python values to a function's parameters (`Binder`): overload matching, dimensionality,
+vectorisation and the leaf that carries each argument.  Used by CallData in binding.py."""
+from __future__ import annotations
+
+import ctypes
+import math
+import struct
+from typing import Any, Optional
+
+import numpy as np
+
+from . import stypes as S
+from . import values as V
+from .calldata import (NUMTHREADS, NUMTHREADS_GPU, ContainerLeaf, staging_for, GeneratorLeaf, KernelBuilder, Leaf, RefLeaf, StructLeaf,
+                       TensorParamLeaf, ValueLeaf, _FAST_FMT, _py_type_name, _scalar_to_slang, _zero_expr,
+                       generic_names, unify)
+from .errors import BoundVariableException, KernelGenException, ResolveException
+from .generators import Generator, GridArg
+
+_RESERVED_KW = ("_result", "_thread_count", "_append_to", "_this")
+_U64 = struct.Struct("<Q")
+_I32 = struct.Struct("<i")
+
+
+
+class _Fail(Exception):
+    pass
+
+
+def _is_tensor(v) -> bool:
+    return getattr(v, "_sj_tensor", False) is True
+
+
+class Bound:
+    """One Slang parameter (or the result) with its bound argument."""
+
+    def __init__(self, pname: str, ptype: S.SType, direction: str, no_diff: bool, leaf: Leaf, index):
+        self.pname, self.ptype, self.direction, self.no_diff, self.leaf, self.index = \
+            pname, ptype, direction, no_diff, leaf, index
+
+
+def _all_leaves(leaf):
+    if isinstance(leaf, StructLeaf):
+        for _, c in leaf.children:
+            yield from _all_leaves(c)
+    else:
+        yield leaf
+
+
+# ----------------------------------------------------------------------------------------- binding values
+
+
+class Binder:
+    def __init__(self, fn_name: str, refl: S.ModuleReflection, bwds: bool):
+        self.fn_name = fn_name
+        self.refl = refl
+        self.bwds = bwds
+
+    # natural Slang type of a Python value (for generic inference)
+    def natural(self, v, pattern: S.SType, type_override=None) -> Optional[S.SType]:
+        if type_override is not None:
+            return type_override
+        if isinstance(v, (bool, int, float, np.number)):
+            return _scalar_to_slang(v)
+        if isinstance(v, (V.VectorValue, V.MatrixValue)):
+            return V.slang_type_of_vector(v)
+        if _is_tensor(v) or isinstance(v, np.ndarray):
+            dt = v.dtype if _is_tensor(v) else S.scalar(S.NUMPY_TO_SCALAR.get(v.dtype.name, "float"))
+            nd = len(v.shape)
+            if isinstance(pattern, S.TensorT):
+                d = pattern.dims if isinstance(pattern.dims, int) else nd
+                return S.TensorT(pattern.tkind, dt, d)
+            if isinstance(pattern, S.GenericT):
+                raise _Fail("Ambiguous call: a tensor to the generic parameter type "
+                            f"'{pattern.name}' (use .map to give the element type)")
+            return dt
+        if isinstance(v, V.ValueRef):
+            return self.natural(v.value, pattern) if v.value is not None else None
+        if isinstance(v, V.DiffPair):
+            return self.natural(v.primal, pattern)
+        if isinstance(v, dict) and "_type" in v:
+            t = self.refl.find_type(v["_type"])
+            return t
+        if isinstance(v, range):
+            return S.scalar("int")
+        if isinstance(v, list) and v and all(isinstance(x, (int, float)) for x in v):
+            if isinstance(pattern, S.GenericT):
+                return None
+            el = S.scalar("float") if any(isinstance(x, float) for x in v) else S.scalar("int")
+            if isinstance(pattern, S.VectorT):
+                return S.VectorT(el, len(v))
+            return S.ArrayT(el, len(v))
+        if hasattr(v, "get_this"):
+            return self.natural(v.get_this(), pattern)
+        return None
+
+    def bind(self, v, P: S.SType, direction: str, name: str, getter, type_override=None) -> Leaf:
+        if hasattr(v, "get_this") and not isinstance(v, (dict, list)) and not _is_tensor(v):
+            inner = v.get_this()
+            leaf = self.bind(inner, P, direction, name, lambda vals, g=getter: g(vals).get_this(), type_override)
+            leaf.instance_getter = getter
+            return leaf
+        writes = direction in ("out", "inout")
+        if v is None:
+            raise BoundVariableException(f"Failed to create type marshall for argument {name}: None with error:\n"
+                                         "Unsupported type <class 'NoneType'>")
+        if isinstance(v, Generator):
+            if writes:
+                raise BoundVariableException("Cannot read back value for non-writable type")
+            leaf = GeneratorLeaf(name, P, getter, v)
+            self._check_generator(leaf, P)
+            return leaf
+        if _is_tensor(v) or isinstance(v, np.ndarray):
+            return self.bind_container(v, P, direction, name, getter)
+        if isinstance(v, V.ValueRef):
+            if not P.is_concrete():
+                raise _Fail(f"python type ValueRef does not match slang type {P.name}")
+            if v.value is not None:
+                nat = self.natural(v.value, P)
+                if nat is not None and not self._value_converts(v.value, nat, P):
+                    raise _Fail(f"python type {_py_type_name(v.value)} does not match slang type {P.name}")
+            return RefLeaf(name, P, getter, "ref")
+        if isinstance(v, V.DiffPair):
+            return RefLeaf(name, P, getter, "pair")
+        if isinstance(v, dict):
+            return self.bind_dict(v, P, direction, name, getter)
+        if isinstance(v, range):
+            if writes:
+                raise BoundVariableException("Cannot read back value for non-writable type")
+            if not (isinstance(P, S.ScalarT) and P.skind in "iu"):
+                raise _Fail(f"python type range does not match slang type {P.name}")
+            g = lambda vals, g=getter, dt=P.np: np.arange(g(vals).start, g(vals).stop, g(vals).step, dtype=dt)
+            return ContainerLeaf(name, P, g, P, 1, 0, False, True)
+        if getattr(v, "_sj_buffer", False):
+            return self.bind_buffer(v, P, name, getter)
+        if writes:
+            raise BoundVariableException("Cannot read back value for non-writable type")
+        if isinstance(v, str) or not isinstance(v, (bool, int, float, np.number, V.VectorValue, V.MatrixValue,
+                                                        list, tuple)):
+            raise BoundVariableException(f"Failed to create type marshall for argument {name}: {v!r} with error:\n"
+                                         f"Unsupported type {type(v)!r}")
+        # plain values
+        nat = self.natural(v, P)
+        if self._value_converts(v, nat, P):
+            fmt = _FAST_FMT.get(P.name) if isinstance(P, S.ScalarT) else None
+            return ValueLeaf(name, P, getter, fmt)
+        # vectorise a vector / matrix / list over a parameter of its element (row) type
+        arr_dt = None
+        if isinstance(v, V.VectorValue) and isinstance(P, S.ScalarT) and P.name == S.builtin_type(
+                v._elem if v._elem != "float16_t" else "half").name:
+            arr_dt = P
+            conv = lambda x, dt=P.np: np.array(x._v, dtype=dt)
+            ne = 0
+        elif isinstance(v, V.MatrixValue) and isinstance(P, S.VectorT) and P.n == v._cols and \
+                P.elem.name == v._elem:
+            arr_dt = P.elem
+            conv = lambda x: x.to_numpy()
+            ne = 1
+        elif isinstance(v, (list, tuple)) and v and P.is_concrete() and P.scalar is not None and \
+                P.kind in ("scalar", "vector", "matrix", "array"):
+            try:
+                a = np.asarray(_plain_list(v), dtype=np.dtype(S._SCALARS[P.scalar][0]))
+            except (TypeError, ValueError):
+                a = None
+            if a is not None and a.ndim > len(P.shape) and tuple(a.shape[a.ndim - len(P.shape):]) == tuple(P.shape):
+                arr_dt = S.scalar(P.scalar)
+                conv = lambda x, dt=a.dtype: np.asarray(_plain_list(x), dtype=dt)
+                ne = len(P.shape)
+                nd = a.ndim
+        if arr_dt is not None:
+            if isinstance(v, (list, tuple)):
+                ndim = nd
+            elif isinstance(v, V.MatrixValue):
+                ndim = 2
+            else:
+                ndim = 1
+            return ContainerLeaf(name, P, lambda vals, g=getter, c=conv: c(g(vals)), arr_dt, ndim, ne, False, True)
+        raise _Fail(f"python type {_py_type_name(v)} does not match slang type {P.name}")
+
+    def _value_converts(self, v, nat: Optional[S.SType], P: S.SType) -> bool:
+        if isinstance(P, (S.GenericT, S.InterfaceT)) or nat is None:
+            return False
+        if isinstance(v, (bool, int, float, np.number)):
+            if isinstance(P, (S.ScalarT, S.EnumT)):
+                return True
+            if isinstance(P, S.VectorT) and P.is_concrete() and not isinstance(v, bool):
+                return True       # splat
+            if isinstance(P, S.PointerT) and isinstance(v, int):
+                return True
+            return False
+        if isinstance(v, (V.VectorValue, V.MatrixValue)):
+            return nat == P
+        if isinstance(v, (list, tuple)):
+            if isinstance(P, (S.ArrayT, S.VectorT)) and P.is_concrete():
+                n = P.n
+                if len(v) != n:
+                    return False
+                return all(self._value_converts(x, self.natural(x, P.elem), P.elem) if isinstance(P, S.ArrayT)
+                           else isinstance(x, (int, float)) for x in v)
+            if isinstance(P, S.MatrixT) and P.is_concrete():
+                return len(v) == P.rows and all(isinstance(r, (list, tuple)) and len(r) == P.cols for r in v)
+            return False
+        return False
+
+    def _check_generator(self, leaf: GeneratorLeaf, P: S.SType):
+        ok = False
+        kind = leaf.kind
+        if kind in ("call_id", "grid"):
+            if isinstance(P, S.ScalarT) and P.skind in "iu":
+                ok = kind == "call_id" or leaf.k == 1
+            elif isinstance(P, S.VectorT) and isinstance(P.elem, S.ScalarT) and P.elem.skind in "iu":
+                ok = kind == "call_id" or P.n == leaf.k
+            elif isinstance(P, S.ArrayT) and isinstance(P.elem, S.ScalarT) and P.elem.skind in "iu":
+                ok = kind == "call_id" or P.n == leaf.k
+        elif kind == "thread_id":
+            ok = (isinstance(P, S.ScalarT) and P.skind in "iu") or (
+                isinstance(P, S.VectorT) and P.elem.skind in "iu" and P.n <= 3)
+        elif kind == "wang_hash":
+            ok = (isinstance(P, S.ScalarT) and P.name == "uint") or (
+                isinstance(P, S.VectorT) and P.elem.name == "uint" and P.n <= 4)
+        elif kind == "rand_float":
+            ok = (isinstance(P, S.ScalarT) and P.name == "float") or (
+                isinstance(P, S.VectorT) and P.elem.name == "float" and P.n <= 4)
+        if not ok:
+            raise ValueError(f"Could not find suitable conversion from {leaf._gname()} to {P.name}")
+
+    def bind_container(self, v, P: S.SType, direction, name, getter) -> Leaf:
+        is_np = isinstance(v, np.ndarray)
+        if is_np:
+            if v.dtype.names is not None or v.dtype.name not in S.NUMPY_TO_SCALAR:
+                raise BoundVariableException(f"Failed to create type marshall for argument {name}: numpy array of "
+                                             f"dtype {v.dtype} with error:\nUnsupported numpy dtype")
+            dt = S.scalar("bool" if v.dtype.name == "int8" else S.NUMPY_TO_SCALAR[v.dtype.name])
+            writable = bool(v.flags.writeable)
+            grads = (False, False)
+        else:
+            dt = v.dtype
+            writable = v.writable
+            grads = (v.grad_in is not None, v.grad_out is not None)
+        nd = len(v.shape)
+        writes = direction in ("out", "inout")
+        if isinstance(P, S.TensorT):
+            if not (P.elem == dt):
+                raise TypeError(f"Can't convert tensor with element type {dt.name} to tensor with element type "
+                                f"{P.elem.name}")
+            if "w" in P.access and not writable:
+                raise TypeError(f"Can't pass a read-only tensor to a writable tensor ({P.name}) for argument "
+                                f"'{name}'")
+            if nd < P.dims:
+                raise _Fail(f"python type {_py_type_name(v)} does not match slang type {P.name} "
+                            f"(too few dimensions)")
+            concrete = self._concrete_tensor(P, v if not is_np else None)
+            leaf = TensorParamLeaf(name, P, getter, concrete, nd, is_np)
+            leaf.writes = "w" in P.access
+            return leaf
+        if writes and not writable:
+            raise BoundVariableException("Cannot read back value for non-writable type")
+        ne = 0
+        if P == dt:
+            ne = 0
+        elif dt.kind == "scalar" and P.is_concrete() and P.kind in ("vector", "matrix", "array") and \
+                P.scalar == dt.name and len(P.shape) <= nd:
+            ne = len(P.shape)
+        else:
+            raise _Fail(f"python type {_py_type_name(v)} does not match slang type {P.name}")
+        use_grads = (False, False)
+        if self.bwds and not is_np:
+            use_grads = grads
+        leaf = ContainerLeaf(name, P, getter, dt, nd, ne, writable, is_np, use_grads)
+        leaf.writes = writes
+        return leaf
+
+    def _concrete_tensor(self, P: S.TensorT, v) -> str:
+        tk = P.tkind
+        if tk in ("ITensor",):
+            return "Tensor"
+        if tk == "IWTensor":
+            return "WTensor"
+        if tk == "IRWTensor":
+            return "RWTensor"
+        gi = v is not None and v.grad_in is not None
+        go = v is not None and v.grad_out is not None
+        if tk == "IDiffTensor":
+            return "DiffTensor" if (self.bwds and go) else "PrimalTensor"
+        if tk == "IWDiffTensor":
+            return "WDiffTensor" if (self.bwds and gi) else "WPrimalTensor"
+        if tk == "IRWDiffTensor":
+            return "RWDiffTensor" if (self.bwds and gi and go) else "RWPrimalTensor"
+        if tk in ("DiffTensor", "WDiffTensor", "RWDiffTensor"):
+            need_go = tk != "WDiffTensor"
+            need_gi = tk != "DiffTensor"
+            if self.bwds and ((need_go and not go) or (need_gi and not gi)):
+                raise TypeError(f"On none-cuda platforms, {P.name} requires a tensor with an associated "
+                                f"{'output' if need_go and not go else 'input'} gradient")
+        return tk
+
+    def bind_dict(self, v: dict, P: S.SType, direction, name, getter) -> Leaf:
+        if "_type" in v:
+            t = self.refl.find_type(v["_type"])
+            if t is None:
+                raise _Fail(f"Unknown type '{v['_type']}'")
+            if isinstance(P, (S.GenericT, S.InterfaceT)) or not P.is_concrete():
+                P = t
+        if isinstance(P, S.StructT):
+            fields = P.fields
+        elif isinstance(P, S.VectorT) and P.is_concrete():
+            fields = {c: P.elem for c in "xyzw"[:P.n]}
+        else:
+            raise _Fail(f"python type dict does not match slang type {P.name}")
+        children = []
+        for k, fv in v.items():
+            if k == "_type":
+                continue
+            if k not in fields:
+                raise ValueError(f"Slang type '{P.name}' has no field '{k}'")
+            child = self.bind(fv, fields[k], direction, f"{name}.{k}",
+                              lambda vals, g=getter, k=k: g(vals)[k])
+            children.append((k, child))
+        return StructLeaf(name, P, getter, children)
+
+    def bind_buffer(self, v, P, name, getter) -> Leaf:
+        if isinstance(P, S.PointerT) or (isinstance(P, S.ScalarT) and P.name in ("uint64_t", "int64_t")):
+            leaf = ValueLeaf(name, P, lambda vals, g=getter: g(vals).device_address, "Q")
+            return leaf
+        if isinstance(P, S.BufferT):
+            if P.bkind.startswith("RW") and not (int(v.usage) & 16):
+                raise ValueError(f"Buffer[rw=False] does not match slang type {P.name}")
+            leaf = BufferLeaf(name, P, getter)
+            return leaf
+        raise _Fail(f"python type Buffer does not match slang type {P.name}")
+
+
+class BufferLeaf(Leaf):
+    def uniforms(self):
+        return [(self.u, self.ptype.name)]
+
+    def emit_load(self, kb):
+        return self.u
+
+    def pack(self, v, blk, call_shape, keep):
+        el = self.ptype.elem
+        count = v.size // (el.size if el is not None and el.size else 1)
+        struct.pack_into("<QQ", blk, self.offsets[self.u], v.device_address, count)
+
+
+def _plain_list(v):
+    if isinstance(v, (V.VectorValue,)):
+        return list(v)
+    if isinstance(v, V.MatrixValue):
+        return v.to_numpy().tolist()
+    if isinstance(v, (list, tuple)):
+        return [_plain_list(x) for x in v]
+    return v
