@@ -124,3 +124,15 @@ def test_vector_truncation_is_a_warning():
         m = device.load_module_from_source("trunc", src)
         device.link_program([m], [m.entry_point("computeMain")])
     assert any("W3002" in str(r.message) and "truncation" in str(r.message) for r in rec)
+
+
+def test_each_outside_expand_and_bare_pack():
+    src = ("int g<each T>(expand each T args) { int n = each args; return n; }\n"
+           + kernel("    outputBuffer[0] = g(1, 2);"))
+    with pytest.raises(CompileError) as ei:
+        compile_src(src)
+    assert ei.value.code == "E3092" and ei.value.loc.line == 1
+    src = ("int h<each T>(expand each T args) { return args; }\n" + kernel("    outputBuffer[0] = h(1);"))
+    with pytest.raises(CompileError) as ei:
+        compile_src(src)
+    assert ei.value.code == "E3093" and ei.value.loc.line == 1

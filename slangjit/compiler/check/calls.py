@@ -293,8 +293,48 @@ class CallsMixin:
             out.append(self.resolve_type(p.type, ctx))
         return out
 
+    def pack_param(self, d: ast.FuncDecl):
+        """(index, generic param) of a trailing `expand each T name` parameter, or None."""
+        if d.params and isinstance(d.params[-1].type, ast.ExpandExpr):
+            inner = d.params[-1].type.operand
+            if isinstance(inner, ast.EachExpr) and isinstance(inner.operand, ast.Name):
+                for gp in d.generic_params:
+                    if gp.kind == "pack" and gp.name == inner.operand.name:
+                        return len(d.params) - 1, gp
+        return None
+
+    def match_pack(self, sym, ores, args: list, loc: Loc, pack) -> Optional[Match]:
+        d: ast.FuncDecl = sym.decl
+        idx, gp = pack
+        if len(args) < idx or len(d.generic_params) != 1 or ores.type_args:
+            return None
+        fixed, rest = args[:idx], args[idx:]
+        if any(isinstance(a, (InitListArg, NoneExpr)) for a in rest):
+            return None
+        try:
+            ctx = self.ctx_for_env(Env(sym.env, "generic"))
+            ptypes = [self.resolve_type(p.type, ctx) for p in d.params[:idx]]
+            constraint = self.resolve_base(gp.type, ctx) if gp.type is not None else None
+        except CompileError:
+            return None
+        cost = COST_GENERIC
+        dirs = [p.direction for p in d.params[:idx]]
+        for pt, a, dr in zip(ptypes, fixed, dirs):
+            c = self.arg_cost(a, pt) if dr == "in" else (0 if not isinstance(a, InitListArg) and types_eq(a.type, pt) else None)
+            if c is None:
+                return None
+            cost += c
+        types = tuple(a.type for a in rest)
+        if constraint is not None and not all(self.conforms(t, constraint) for t in types):
+            return None
+        return Match(cost, sym, [("pack", types)], ptypes + list(types), dirs + ["in"] * len(types),
+                     ores.this is not None and not sym.is_static)
+
     def match_candidate(self, sym, ores, args: list, loc: Loc) -> Optional[Match]:
         d: ast.FuncDecl = sym.decl
+        pack = self.pack_param(d)
+        if pack is not None:
+            return self.match_pack(sym, ores, args, loc, pack)
         params = d.params
         if len(args) > len(params):
             return None
@@ -448,7 +488,7 @@ class CallsMixin:
                 call_args.append(self.coerce_arg(a, pv.type, ctx))
         # Default arguments are evaluated in the callee's scope.
         d = best.sym.decl
-        for j in range(len(args), len(d.params)):
+        for j in range(len(args), len(d.params) if "pack" not in fn.attrs else 0):
             pv = fn.params[offset + j]
             denv = fn.attrs.get("env") or best.sym.env
             dctx = self.ctx_for_env(denv)
@@ -485,12 +525,20 @@ class CallsMixin:
 
     def instantiate_function(self, sym: FuncSym, type_args: list, loc: Loc) -> ir.Function:
         d: ast.FuncDecl = sym.decl
-        gargs = [a for a in type_args if not (isinstance(a, tuple) and a and a[0] == "impl")]
+        packs = [a for a in type_args if isinstance(a, tuple) and a and a[0] == "pack"]
+        gargs = [a for a in type_args if not (isinstance(a, tuple) and a and a[0] in ("impl", "pack"))]
         impl = [a for a in type_args if isinstance(a, tuple) and a and a[0] == "impl"]
         key = self.generic_key(gargs) + tuple((i, id(t) if isinstance(t, T.NominalType) else t) for _, i, t in impl)
+        if packs:
+            key += (("pack",) + tuple(id(t) if isinstance(t, T.NominalType) else t for t in packs[0][1]),)
         if key in sym.cache:
             return sym.cache[key]
-        if d.generic_params:
+        pack_info = self.pack_param(d) if packs else None
+        if pack_info is not None:
+            from .scope import PackSym
+            genv = Env(sym.env, "generic")
+            genv.add(pack_info[1].name, PackSym(pack_info[1].name, list(packs[0][1]), True))
+        elif d.generic_params:
             genv = self.bind_generics(d.generic_params, gargs, sym.env, loc, None)
         else:
             genv = Env(sym.env, "generic")
@@ -504,7 +552,12 @@ class CallsMixin:
             this_dir = "inout" if mutating else "in"
             params.append(ir.Var("this", owner, this_dir, loc=d.loc))
         impl_map = {i: t for _, i, t in impl}
+        pack_vars = None
         for i, p in enumerate(d.params):
+            if pack_info is not None and i == pack_info[0]:
+                pack_vars = [ir.Var(f"{p.name}_{k}", t, "in", loc=p.loc) for k, t in enumerate(packs[0][1])]
+                params.extend(pack_vars)
+                continue
             pt = impl_map.get(i) or self.resolve_type(p.type, ctx)
             if isinstance(pt, T.ArrayType) and pt.n is None and p.direction == "in":
                 pass
@@ -523,6 +576,8 @@ class CallsMixin:
         fn.attrs["is_init"] = is_init
         fn.attrs["attrs"] = {a.name: a for a in d.attrs}
         fn.attrs["type_args"] = gargs
+        if pack_vars is not None:
+            fn.attrs["pack"] = (d.params[pack_info[0]].name, pack_vars)
         sym.cache[key] = fn
         if d.body is None:
             cpp = next((a for a in d.attrs if a.name == "__cpp"), None)

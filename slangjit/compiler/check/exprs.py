@@ -64,9 +64,52 @@ class ExprsMixin:
                 return TypeRes(T.ArrayType(elem, n))
             if isinstance(e, ast.PointerTypeExpr):
                 return TypeRes(T.PointerType(self.resolve_type(e.element, ctx)))
+            if isinstance(e, ast.EachExpr):
+                return self.each(e, ctx)
             return ValueRes(self.expr_value(e, ctx))
         finally:
             self._depth -= 1
+
+    # ------------------------------------------------------------------ variadic packs
+
+    def pack_of(self, e: ast.Expr, ctx):
+        from .scope import PackSym
+        if isinstance(e, ast.Name):
+            syms = ctx.env.lookup(e.name)
+            if syms and isinstance(syms[0], PackSym):
+                return syms[0]
+        return None
+
+    def pack_len(self, e: ast.Expr, ctx) -> int:
+        """The length of the pack an `expand` body iterates over (from its first `each`)."""
+        found = []
+
+        def walk(x):
+            if isinstance(x, ast.EachExpr):
+                found.append(x)
+                return
+            for v in vars(x).values():
+                if isinstance(v, ast.Node):
+                    walk(v)
+                elif isinstance(v, list):
+                    for it in v:
+                        if isinstance(it, ast.Node):
+                            walk(it)
+        walk(e)
+        pk = self.pack_of(found[0].operand, ctx) if found else None
+        if pk is None:
+            raise self.err("E3090", "`expand` needs an expression using `each` of a pack", e.loc)
+        return len(pk.items)
+
+    def each(self, e: ast.EachExpr, ctx):
+        from .checker import TypeRes, ValueRes
+        pk = self.pack_of(e.operand, ctx)
+        if pk is None:
+            raise self.err("E3091", "`each` needs a variadic pack", e.loc)
+        if ctx.pack_index is None:
+            raise self.err("E3092", "`each` is only allowed inside `expand`", e.loc)
+        item = pk.items[ctx.pack_index]
+        return TypeRes(item) if pk.is_type else ValueRes(item)
 
     def resolve_name(self, name: str, loc: Loc, ctx):
         from .checker import BuiltinIfaceRes, TypeRes
@@ -208,6 +251,10 @@ class ExprsMixin:
             if types_eq(x.type, t):
                 return ir.Construct(ot, [x], loc=loc)
             return ir.Construct(ot, [], loc=loc)
+        if isinstance(e, ast.SizeOfExpr) and e.kind == "countof":
+            pk = self.pack_of(e.operand, ctx)
+            if pk is not None:
+                return ir.Const(T.INT, len(pk.items), loc=loc)
         if isinstance(e, ast.SizeOfExpr):
             res = self.resolve(e.operand, ctx)
             from .checker import TypeRes

@@ -68,6 +68,9 @@ class MembersMixin:
         if isinstance(s0, PropertySym):
             this = obj if obj is not None else ctx.implicit_this(loc)
             return self.property_res(s0, this, loc)
+        from .scope import PackSym
+        if isinstance(s0, PackSym):
+            raise self.err("E3093", f"pack '{name}' must be used with `each` inside `expand` (or `countof`)", loc)
         if isinstance(s0, AssocTypeSym):
             raise self.err("E2031", f"associated type '{name}' has no concrete type here", loc)
         raise self.err("E2032", f"cannot use '{name}' here", loc)

@@ -82,6 +82,12 @@ class AssocTypeSym(DeclSym):
     pass
 
 
+class PackSym(Sym):
+    """A variadic generic pack: `each T` (types) or the parameter `expand each T args` (values)."""
+    def __init__(self, name: str, items: list, is_type: bool):
+        self.name, self.items, self.is_type = name, items, is_type
+
+
 class NamespaceSym(Sym):
     def __init__(self, name: str, env: "Env"):
         self.name, self.env = name, env

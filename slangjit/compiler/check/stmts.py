@@ -22,10 +22,12 @@ class FuncCtx:
         self.init_this: Optional[ir.Var] = None
         self.labels: list[Optional[str]] = []      # enclosing loops/switches, innermost last
         self.loop_depth = 0
+        self.pack_index: Optional[int] = None      # inside `expand`: the element being generated
 
     def child(self, env: Optional[Env] = None) -> "FuncCtx":
         c = FuncCtx(self.checker, env if env is not None else Env(self.env, "block"), self.fn)
         c.this_var, c.init_this, c.labels, c.loop_depth = self.this_var, self.init_this, self.labels, self.loop_depth
+        c.pack_index = self.pack_index
         return c
 
     def implicit_this(self, loc: Loc) -> Optional[ir.Expr]:
@@ -52,6 +54,10 @@ class StmtsMixin:
             params = params[1:]
         for p in params:
             fenv.add(p.name, ValueSym(p.name, ir.LocalRef(p.type, p, loc=p.loc)))
+        if "pack" in fn.attrs:
+            from .scope import PackSym
+            pname, pvars = fn.attrs["pack"]
+            fenv.add(pname, PackSym(pname, [ir.LocalRef(v.type, v, loc=v.loc) for v in pvars], False))
         stmts: list[ir.Stmt] = []
         if fn.attrs.get("is_init"):
             this = ir.Var("this", fn.ret, loc=d.loc)
@@ -99,6 +105,14 @@ class StmtsMixin:
         if isinstance(s, ast.Block):
             return self.block(s, ctx)
         if isinstance(s, ast.ExprStmt):
+            if isinstance(s.expr, ast.ExpandExpr):
+                # `expand f(each x)`: the expression once per pack element, in order.
+                out = []
+                for i in range(self.pack_len(s.expr.operand, ctx)):
+                    c = ctx.child(ctx.env)
+                    c.pack_index = i
+                    out.append(ir.ExprStmt(self.expr(s.expr.operand, c), loc=loc))
+                return out
             return ir.ExprStmt(self.expr(s.expr, ctx), loc=loc)
         if isinstance(s, ast.DeclStmt):
             out = []
