@@ -136,3 +136,19 @@ def test_each_outside_expand_and_bare_pack():
     with pytest.raises(CompileError) as ei:
         compile_src(src)
     assert ei.value.code == "E3093" and ei.value.loc.line == 1
+
+
+def test_internal_errors_become_compile_errors(monkeypatch):
+    # A compiler bug must surface as "internal compiler error", never as a raw Python traceback.
+    import slangjit.compiler.check.stmts as stmts_mod
+    def boom(*a, **k):
+        raise KeyError("simulated bug")
+    monkeypatch.setattr(stmts_mod.StmtsMixin, "check_body", boom)
+    import os
+    os.environ["SLANGJIT_NO_FRONTEND_CACHE"] = "1"
+    try:
+        with pytest.raises(CompileError) as ei:
+            compile_src(kernel("    outputBuffer[0] = 1;"))
+    finally:
+        del os.environ["SLANGJIT_NO_FRONTEND_CACHE"]
+    assert ei.value.code == "E9000" and "internal compiler error" in str(ei.value)

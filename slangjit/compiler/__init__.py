@@ -82,6 +82,39 @@ def compile_program(sources: Sequence[SourceSpec], entry_points: Sequence[str], 
 def _compile_program_uncached(sources: Sequence[SourceSpec], entry_points: Sequence[str], *, target: str = "cpp",
                               include_paths: Sequence[str] = (), compiler_args: Sequence[str] = (),
                               type_conformances: Sequence = ()) -> CompiledProgram:
+    """The front end proper.  A user never sees a Python traceback from it: an internal failure
+    becomes a CompileError saying "internal compiler error" (a slangjit bug) at the program."""
+    import sys as _sys
+    old_limit = _sys.getrecursionlimit()
+    _sys.setrecursionlimit(max(old_limit, 20000))
+    try:
+        return _compile(sources, entry_points, target=target, include_paths=include_paths,
+                        compiler_args=compiler_args, type_conformances=type_conformances)
+    except (CompileError, OSError):
+        raise
+    except RecursionError:
+        raise error("E9002", "program nested too deeply to compile", _first_loc(sources)) from None
+    except Exception as ex:  # noqa: BLE001 - the safety net for compiler bugs
+        raise error("E9000", f"internal compiler error ({type(ex).__name__}: {ex}); this is a slangjit bug",
+                    _first_loc(sources)) from ex
+    finally:
+        _sys.setrecursionlimit(old_limit)
+
+
+def _first_loc(sources) -> Loc:
+    for spec in sources:
+        from .source import SourceFile
+        text = spec.text
+        if text is None and spec.path and os.path.isfile(spec.path):
+            with open(spec.path, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+        return Loc(SourceFile(spec.path or (spec.name + ".slang"), text or ""), 1, 1)
+    return NO_LOC
+
+
+def _compile(sources: Sequence[SourceSpec], entry_points: Sequence[str], *, target: str = "cpp",
+             include_paths: Sequence[str] = (), compiler_args: Sequence[str] = (),
+             type_conformances: Sequence = ()) -> CompiledProgram:
     from .check.checker import Checker
     from .check.scope import Env, FuncSym
     from .emit.program import emit_program
