@@ -88,7 +88,7 @@ def _is_literal(e) -> bool:
 
 def emit_program_cuda(functions: list[ir.Function], globals_: list[ir.GlobalVar],
                       entries: list[tuple[ir.Function, tuple[int, int, int]]]):
-    from .program import SYSTEM_VALUES, system_value_arg
+    from .program import entry_params
     em = CudaEmitter()
     uniforms = [g for g in globals_ if g.kind == "uniform"]
     others = [g for g in globals_ if g.kind != "uniform"]
@@ -158,29 +158,9 @@ def emit_program_cuda(functions: list[ir.Function], globals_: list[ir.GlobalVar]
     refl = ProgramReflection(globals=g_fields, globals_size=g_size)
     kernels = []
     for fn, numthreads in entries:
-        decl = fn.attrs.get("decl")
-        params_items = []
-        call_args = []
-        for i, p in enumerate(fn.params):
-            ap = decl.params[i] if decl is not None and i < len(decl.params) else None
-            sem = (ap.semantic or "").lower() if ap is not None else ""
-            if sem in SYSTEM_VALUES:
-                call_args.append(system_value_arg(em, SYSTEM_VALUES[sem], p.type, numthreads))
-            elif sem.startswith("sv_"):
-                raise error("E5003", f"system value '{ap.semantic}' is not supported on this target", ap.loc)
-            else:
-                params_items.append((p.name, p.type))
-                call_args.append(f"sj_P.{p.name}")
-        p_fields, p_size = block_layout(params_items)
-        sname = f"sj_Params_{fn.slang_name}"
-        lines = [f"struct {sname} {{"]
-        for name, t in params_items:
-            lines.append(f"    {em.ctype(t)} {name};")
-        if not params_items:
-            lines.append("    char sj_unused;")
-        lines.append("};")
-        for (name, _), fl in zip(params_items, p_fields):
-            lines.append(f"SJ_CHECK_OFFSET({sname}, {name}, {fl.offset}, \"layout of {name}\")")
+        sname, call_args, p_fields, p_size, lines = entry_params(em, fn, numthreads, "sj_P.")
+        for fl in p_fields:
+            lines.append(f"SJ_CHECK_OFFSET({sname}, {fl.name}, {fl.offset}, \"layout of {fl.name}\")")
         lines.append(f"static_assert(sizeof({sname}) <= {p_size}, \"parameter block size\");")
         nx, ny, nz = numthreads
         symbol = f"sj_entry_{fn.slang_name}"

@@ -52,29 +52,9 @@ def emit_program(functions: list[ir.Function], globals_: list[ir.GlobalVar],
     refl = ProgramReflection(globals=g_fields, globals_size=g_size)
     launchers = []
     for fn, numthreads in entries:
-        decl = fn.attrs.get("decl")
-        params_items = []
-        call_args = []
-        for i, p in enumerate(fn.params):
-            ap = decl.params[i] if decl is not None and i < len(decl.params) else None
-            sem = (ap.semantic or "").lower() if ap is not None else ""
-            if sem in SYSTEM_VALUES:
-                call_args.append(system_value_arg(em, SYSTEM_VALUES[sem], p.type, numthreads))
-            elif sem.startswith("sv_"):
-                raise error("E5003", f"system value '{ap.semantic}' is not supported on this target", ap.loc)
-            else:
-                params_items.append((p.name, p.type))
-                call_args.append(f"sj_P->{p.name}")
-        p_fields, p_size = block_layout(params_items)
-        sname = f"sj_Params_{fn.slang_name}"
-        lines = [f"struct {sname} {{"]
-        for name, t in params_items:
-            lines.append(f"    {em.ctype(t)} {name};")
-        if not params_items:
-            lines.append("    char sj_unused;")
-        lines.append("};")
-        for (name, _), fl in zip(params_items, p_fields):
-            lines.append(f"static_assert(offsetof({sname}, {name}) == {fl.offset}, \"layout of {name}\");")
+        sname, call_args, p_fields, p_size, lines = entry_params(em, fn, numthreads, "sj_P->")
+        for fl in p_fields:
+            lines.append(f"static_assert(offsetof({sname}, {fl.name}) == {fl.offset}, \"layout of {fl.name}\");")
         nx, ny, nz = numthreads
         symbol = f"sj_entry_{fn.slang_name}"
         if group_barrier:
@@ -140,6 +120,31 @@ def emit_program(functions: list[ir.Function], globals_: list[ir.GlobalVar],
         "\n\n".join(launchers),
     ]
     return "\n\n".join(parts) + "\n", refl
+
+
+def entry_params(em: CppEmitter, fn: ir.Function, numthreads, access: str):
+    """An entry point's parameters: system values become launcher expressions, the rest form the
+    `uniform` parameter block.  Returns (struct name, call arguments, block layout, block size,
+    the struct's C++ lines).  `access` reads a field of the block (`sj_P->` / `sj_P.`)."""
+    decl = fn.attrs.get("decl")
+    params_items, call_args = [], []
+    for i, p in enumerate(fn.params):
+        ap = decl.params[i] if decl is not None and i < len(decl.params) else None
+        sem = (ap.semantic or "").lower() if ap is not None else ""
+        if sem in SYSTEM_VALUES:
+            call_args.append(system_value_arg(em, SYSTEM_VALUES[sem], p.type, numthreads))
+        elif sem.startswith("sv_"):
+            raise error("E5003", f"system value '{ap.semantic}' is not supported on this target", ap.loc)
+        else:
+            params_items.append((p.name, p.type))
+            call_args.append(f"{access}{p.name}")
+    p_fields, p_size = block_layout(params_items)
+    sname = f"sj_Params_{fn.slang_name}"
+    lines = [f"struct {sname} {{"] + [f"    {em.ctype(t)} {name};" for name, t in params_items]
+    if not params_items:
+        lines.append("    char sj_unused;")
+    lines.append("};")
+    return sname, call_args, p_fields, p_size, lines
 
 
 def system_value_arg(em: CppEmitter, which: str, t: T.Type, numthreads) -> str:
