@@ -72,3 +72,21 @@ void computeMain(uint3 tid : SV_DispatchThreadID)
 }
 """, 3)
     np.testing.assert_array_equal(got, [1.0, 2.0, 15.0])
+
+
+def test_generic_value_arguments_partly_explicit():
+    # `mm<2>(x)` gives O and infers I from V<3> (used to crash inside struct instantiation).
+    got = run("""
+RWStructuredBuffer<float> outputBuffer;
+struct V<let N : int> { float d[N]; }
+V<O> mm<let O : int, let I : int>(V<I> x) { V<O> r; for (int i = 0; i < O; i++) r.d[i] = x.d[I - 1] * (i + 1); return r; }
+[numthreads(1,1,1)]
+void computeMain(uint3 tid : SV_DispatchThreadID)
+{
+    V<3> x; x.d[2] = 2.0;
+    V<2> y = mm<2>(x);
+    outputBuffer[0] = y.d[0];
+    outputBuffer[1] = y.d[1];
+}
+""", 2)
+    np.testing.assert_array_equal(got, [2.0, 4.0])

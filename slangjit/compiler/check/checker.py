@@ -325,7 +325,8 @@ class Checker(DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, OperatorsMixin, 
         full_args = []
         for p in d.generic_params:
             s = genv.names[p.name][0]
-            full_args.append(s.type if isinstance(s, TypeSym) else s.expr.value)
+            full_args.append(s.type if isinstance(s, TypeSym) else
+                             (s.expr.var if isinstance(s.expr, ValueVarExpr) else s.expr.value))
         key = self.generic_key(full_args) + ((None, id(sym.owner)) if sym.owner is not None else ())
         if key in sym.cache:
             return sym.cache[key]
