@@ -141,21 +141,101 @@ template <class T> __device__ inline void store(T* p, T* v) {
 }
 // Native floating-point add (sm_60+ double, sm_70+ half) and integer min/max.
 template <class T> __device__ inline T add_fp(T* p, T v) { return atomicAdd(p, v); }
-// Warp-aggregated floating-point add whose result is not needed (InterlockedAdd(dest, v), gradient
-// accumulation): the lanes of a warp that add into the same address sum their values with shuffles
-// and one lane per distinct address does the atomic, so many threads adding into one parameter do
-// not serialise on it.  Works for any set of active lanes (divergent or partial warps): lanes are
-// grouped with __match_any_sync on the address, then reduced by a tree over each group
-// (E. Westphal's "voting and shuffling" reduction).  Thread-private (local) addresses are added
-// directly.  The sum's association order differs from one-atomic-per-thread, as any atomic order does.
+// Floating-point add whose result is not needed (InterlockedAdd(dest, v), gradient accumulation).
+// Many threads adding into one parameter must not serialise on it, so the adds are combined
+// before they reach global memory, in two ways:
+//  * Warp aggregation (always): the lanes of a warp that add into the same address sum their
+//    values with shuffles and one lane per distinct address does the atomic.  Works for any set
+//    of active lanes (divergent or partial warps): lanes are grouped with __match_any_sync on the
+//    address, then reduced by a tree over each group ("voting and shuffling").
+//  * The block cache (SJ_RED_CACHE, chosen per translation unit by the emitter, see
+//    emit/cuda.py): when a whole warp adds into one global float/half address, the 32 values go
+//    into a per-thread-block table in shared memory (one row per address, 16 float columns so
+//    the lanes of a warp do not contend), and the block adds each row's sum into global memory
+//    once, when all its threads have finished.  A 2^20-thread batch adding into 148 parameters
+//    then does ~148 global atomics per block instead of per warp.  The deferred adds are visible
+//    to later dispatches (and to the host), not to later reads in the same dispatch; the emitter
+//    only turns the cache on for kernels without barriers or memory fences, where such a read
+//    could not be ordered after the other threads' adds anyway.  Rows are summed in float (more
+//    accurate than half-by-half accumulation).  A full table falls back to warp aggregation.
+// Thread-private (local) addresses are added directly.  The sum's association order differs from
+// one-atomic-per-thread, as any atomic order does.
 __device__ __forceinline__ unsigned lane_id() {
     unsigned l;
     asm("mov.u32 %0, %%laneid;" : "=r"(l));
     return l;
 }
-template <class T> __device__ inline void red_add_fp(T* p, T v) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-    if (!__isGlobal(p) && !__isShared(p)) { *p = T(*p + v); return; }
+#ifndef SJ_RED_CACHE
+#define SJ_RED_CACHE 0
+#endif
+#if SJ_RED_CACHE
+#ifndef SJ_RED_COLS
+#define SJ_RED_COLS 16                   // 16: lanes l and l + 16 share a column; 32: one each
+#endif
+constexpr unsigned kRedRows = 256;      // distinct addresses per block (power of two)
+constexpr unsigned kRedCols = SJ_RED_COLS;
+// Row keys: 0 = free; (address << 2) | (half ? 2 : 0) | ready.  A row is claimed by a CAS to
+// the key without the ready bit, zeroed by the claiming warp, then published with the bit.
+__shared__ unsigned long long sj_red_keys[kRedRows];
+__shared__ float sj_red_vals[kRedRows * kRedCols];
+
+__device__ __forceinline__ void red_cache_begin() {
+    const unsigned n = blockDim.x * blockDim.y * blockDim.z;
+    const unsigned t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    for (unsigned r = t; r < kRedRows; r += n) sj_red_keys[r] = 0ull;
+    __syncthreads();
+}
+__device__ __noinline__ void red_cache_end() {
+    __syncthreads();
+    const unsigned n = blockDim.x * blockDim.y * blockDim.z;
+    const unsigned t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    for (unsigned r = t; r < kRedRows; r += n) {
+        const unsigned long long k = sj_red_keys[r];
+        if (!(k & 1ull)) continue;
+        float s = 0.0f;
+        for (unsigned c = 0; c < kRedCols; ++c) s += sj_red_vals[r * kRedCols + c];
+        if (k & 2ull) (void)atomicAdd(reinterpret_cast<__half*>(k >> 2), __float2half_rn(s));
+        else (void)atomicAdd(reinterpret_cast<float*>(k >> 2), s);
+    }
+}
+// The row of `key` when it is not at its home row h: probe on, claiming a free row (-1 when the
+// table has no room).  Called by a whole warp with one key, so every lane gets the same answer.
+__device__ __noinline__ int red_row_probe(unsigned long long key, unsigned h) {
+    volatile unsigned long long* keys = sj_red_keys;
+    const unsigned lane = lane_id();
+    for (unsigned i = 0; i < 32u; ++i) {
+        const unsigned r = (h + i) & (kRedRows - 1u);
+        unsigned long long k = keys[r];
+        if (k == 0ull) {
+            unsigned long long prev = 0ull;
+            if (lane == 0) prev = atomicCAS(&sj_red_keys[r], 0ull, key & ~1ull);
+            prev = __shfl_sync(0xFFFFFFFFu, prev, 0);
+            if (prev == 0ull) {                  // ours: zero the row, then publish it
+                for (unsigned c = lane; c < kRedCols; c += 32u) sj_red_vals[r * kRedCols + c] = 0.0f;
+                __threadfence_block();
+                __syncwarp();
+                if (lane == 0) keys[r] = key;
+                __syncwarp();
+                return int(r);
+            }
+            k = prev;
+        }
+        if ((k | 1ull) == key) {                  // our address; another warp may still be zeroing it
+            while (keys[r] != key) {}
+            __threadfence_block();
+            return int(r);
+        }
+    }
+    return -1;
+}
+// A warp-uniform address whose row is full: one atomic for the warp (lanes >= kRedCols hold 0).
+template <class T> __device__ __noinline__ void red_warp_atomic(T* p, float f) {
+    for (int o = 16; o > 0; o >>= 1) f += __shfl_xor_sync(0xFFFFFFFFu, f, o);
+    if (lane_id() == 0) (void)atomicAdd(p, T(f));
+}
+#endif
+// Lanes grouped by address (any set of active lanes), a tree sum per group, one atomic each.
+template <class T> __device__ __noinline__ void red_add_grouped(T* p, T v) {
     const unsigned active = __activemask();
     const unsigned lane = lane_id();
     const unsigned peers = __match_any_sync(active, (unsigned long long)p);
@@ -175,6 +255,33 @@ template <class T> __device__ inline void red_add_fp(T* p, T v) {
         rel >>= 1;
     }
     if (rank == 0u) (void)atomicAdd(p, v);
+}
+template <class T> __device__ inline void red_add_fp(T* p, T v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+    if (!__isGlobal(p) && !__isShared(p)) { *p = T(*p + v); return; }
+#if SJ_RED_CACHE
+    if constexpr (sizeof(T) <= 4) {
+        int uniform = 0;
+        if (__activemask() == 0xFFFFFFFFu) (void)__match_all_sync(0xFFFFFFFFu, (unsigned long long)p, &uniform);
+        if (uniform && __isGlobal(p)) {          // (uniform, so every lane takes this branch)
+            const unsigned long long a = (unsigned long long)p;
+            const unsigned lane = lane_id();
+            float f = float(v);
+            if (kRedCols == 16u) f += __shfl_down_sync(0xFFFFFFFFu, f, 16);
+            const unsigned long long key = (a << 2) | (sizeof(T) == 2 ? 3ull : 1ull);
+            const unsigned h = unsigned(a >> (sizeof(T) == 2 ? 1 : 2)) & (kRedRows - 1u);
+            int r = int(h);
+            if (((volatile unsigned long long*)sj_red_keys)[h] != key) r = red_row_probe(key, h);
+            if (r >= 0) {
+                if (lane < kRedCols) atomicAdd(&sj_red_vals[unsigned(r) * kRedCols + lane], f);
+            } else {
+                red_warp_atomic(p, lane < kRedCols ? f : 0.0f);
+            }
+            return;
+        }
+    }
+#endif
+    red_add_grouped(p, v);
 #else
     (void)atomicAdd(p, v);
 #endif

@@ -1,0 +1,94 @@
+"""Where the seed 002 MLP's learnGradient time goes on the GPU: the same kernel (benchmarks/gpu_mlp.py's
+native-atomic variant) built with variants of the CUDA prelude's gradient-add path, timed side by side.
+
+    python benchmarks/gpu_mlp_breakdown.py [--batch-log2 20] [--iters 20]
+
+Variants (source edits applied to the generated CUDA just before NVRTC; the product is unchanged):
+  as built      the block cache as the emitter chooses it
+  cols=32       the block cache with one column per lane (no pair fold)
+  no cache      warp aggregation only (SJ_RED_CACHE off)
+  adds dropped  every gradient add removed (the values are still computed): the floor for everything else
+Gradients are compared with the as-built variant (except where dropped).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "examples" / "mlp_training"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import slangjit as spy  # noqa: E402
+from slangjit.runtime import cuda_compiler  # noqa: E402
+from slangjit.runtime.cuda import _ck  # noqa: E402
+
+_RED = "template <class T> __device__ inline void red_add_fp(T* p, T v) {"
+VARIANTS = {
+    "as built": lambda s: s,
+    "cols=32": lambda s: s.replace("#define SJ_RED_CACHE 1", "#define SJ_RED_CACHE 1\n#define SJ_RED_COLS 32"),
+    "no cache": lambda s: s.replace("#define SJ_RED_CACHE 1", "#define SJ_RED_CACHE 0"),
+    # keep v live (an impossible branch) so the forward/backward arithmetic is not optimised away
+    "adds dropped": lambda s: s.replace(_RED, _RED + " if (float(v) == 1.2345e30f) atomicAdd(p, v); return;"),
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--batch-log2", type=int, default=20)
+    ap.add_argument("--iters", type=int, default=20)
+    args = ap.parse_args()
+    import gpu_mlp
+    import train as T
+    B = 1 << args.batch_log2
+    shader = Path(tempfile.mkdtemp(prefix="sj-mlpb-")) / "mlp_native_add.slang"
+    shader.write_text(gpu_mlp.patched_source())
+    T.SHADER = shader
+    params = T.init_parameters(2)
+    xy = np.random.default_rng(2).uniform(-1, 1, (B, 2)).astype(np.float32)
+    real_compile = cuda_compiler.compile_source
+    rows, ref = [], None
+    for name, edit in VARIANTS.items():
+        cuda_compiler.compile_source = lambda src, arch="compute_90", nm="slangjit.cu", extra_options=(), _e=edit: \
+            real_compile(_e(src), arch, nm, extra_options)
+        cuda_compiler._mem_cache.clear()
+        os.environ["SLANGJIT_CACHE_DIR"] = tempfile.mkdtemp(prefix="sj-mlpb-cache-")
+        dev = spy.create_device(type=spy.DeviceType.cuda)
+        dev._ctx.modules.clear()            # loaded modules are cached per context by source hash
+        tr = T.MLPTrainer(dev, params, B, max_steps=args.iters + 4)
+        tr.set_inputs(xy)
+        ctx, d = dev._ctx, dev._ctx.d
+        tr.learn_gradient(0, B, 0)
+        dev.wait()
+        g = tr.read_grads().astype(np.float64)
+        e0, e1 = _ck(d.cuEventCreate(0), "ev"), _ck(d.cuEventCreate(0), "ev")
+        for s in range(3):
+            tr.learn_gradient(0, B, 1 + s)
+        _ck(d.cuEventRecord(e0, ctx.stream), "rec")
+        for s in range(args.iters):
+            tr.learn_gradient(0, B, 0)
+        _ck(d.cuEventRecord(e1, ctx.stream), "rec")
+        _ck(d.cuEventSynchronize(e1), "sync")
+        el = getattr(d, "cuEventElapsedTime", None) or getattr(d, "cuEventElapsedTime_v2")
+        ms = float(_ck(el(e0, e1), "el")) / args.iters
+        if ref is None:
+            ref = g
+        rel = float(np.linalg.norm(g - ref) / max(np.linalg.norm(ref), 1e-30))
+        rows.append((name, ms, rel))
+        print(f"{name:14s} learnGradient {ms:.3f} ms   grads vs as-built: rel diff {rel:.2e}", flush=True)
+    cuda_compiler.compile_source = real_compile
+    print()
+    print(f"| variant (batch 2^{args.batch_log2}) | learnGradient ms |")
+    print("|---|---:|")
+    for name, ms, _ in rows:
+        print(f"| {name} | {ms:.3f} |")
+    print("breakdown: " + ", ".join(f"{n} {ms:.3f} ms" for n, ms, _ in rows))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,99 @@
+"""The CUDA block cache for float adds whose result is unused (prelude red_add_fp, emit/cuda.py).
+
+Without a GPU: which kernels the emitter gives the cache (not those with barriers or fences), and that
+the generated CUDA compiles with NVRTC.  With a GPU: exact sums for uniform-address adds (the cached
+path), overflowing the table (more distinct addresses than rows per block), mixed uniform and
+per-thread addresses, half and float, and the same kernel with a barrier (uncached)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from slangjit.compiler import SourceSpec, compile_program
+
+nvrtc = pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-bindings (NVRTC) not installed")
+
+from slangjit.runtime import cuda_compiler  # noqa: E402
+
+# Thread i adds, for j < nparams, (i % 5) + (j % 8) into params[j] (one address per j for the whole
+# warp: the cached path) and 1 into counts[i % 7] (lanes of a warp differ: warp aggregation).
+# `hparams` does the same in half with small integers.  BARRIER is replaced by a group barrier to
+# get the uncached variant.
+KERNEL = r"""
+RWStructuredBuffer<float> params;
+RWStructuredBuffer<half> hparams;
+RWStructuredBuffer<float> counts;
+[numthreads(128, 1, 1)]
+void computeMain(uint3 tid : SV_DispatchThreadID, uniform uint n, uniform uint nparams)
+{
+    uint i = tid.x;
+    BARRIER
+    if (i >= n) return;
+    for (uint j = 0; j < nparams; j++)
+        InterlockedAdd(params[j], float(i % 5) + float(j % 8));
+    InterlockedAdd(hparams[i % 2 == 0 ? 0 : 1], half(1.0));
+    InterlockedAdd(counts[i % 7], 1.0);
+}
+"""
+
+
+def _source(barrier: bool) -> str:
+    return KERNEL.replace("BARRIER", "GroupMemoryBarrierWithGroupSync();" if barrier else "")
+
+
+@pytest.mark.parametrize("barrier", [False, True])
+def test_emitter_chooses_block_cache(barrier):
+    prog = compile_program([SourceSpec(text=_source(barrier), name="red.slang")], ["computeMain"], target="cuda")
+    src = prog.source
+    assert ("#define SJ_RED_CACHE 1" in src) is (not barrier)
+    assert ("::sj_cuda::red_cache_begin();" in src) is (not barrier)
+    try:
+        cuda_compiler.nvrtc_version()
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"NVRTC library not loadable: {e}")
+    ptx, _ = cuda_compiler.compile_source(src, "compute_90")
+    assert b".entry" in ptx
+    assert (b".shared" in ptx) is (not barrier)      # the table lives in shared memory
+
+
+def test_no_cache_without_float_adds():
+    text = """RWStructuredBuffer<uint> c;
+[numthreads(64, 1, 1)] void computeMain(uint3 t : SV_DispatchThreadID) { InterlockedAdd(c[0], 1u); }"""
+    prog = compile_program([SourceSpec(text=text, name="int.slang")], ["computeMain"], target="cuda")
+    assert "SJ_RED_CACHE 1" not in prog.source
+
+
+@pytest.fixture(scope="module")
+def dev():
+    import slangjit as spy
+    from slangjit.runtime import cuda as sj_cuda
+    if not sj_cuda.is_available():
+        pytest.skip("no usable CUDA GPU")
+    return spy.create_device(type=spy.DeviceType.cuda)
+
+
+@pytest.mark.parametrize("barrier", [False, True])
+@pytest.mark.parametrize("n,nparams", [(1 << 16, 40), (100_003, 300), (45, 3), (4096, 1)])
+def test_block_cache_sums_exact(dev, tmp_path, barrier, n, nparams):
+    import slangjit as spy
+    p = tmp_path / f"red_{int(barrier)}.slang"
+    p.write_text(_source(barrier))
+    k = dev.create_compute_kernel(dev.load_program(str(p), ["computeMain"]))
+    UA = spy.BufferUsage.unordered_access | spy.BufferUsage.shader_resource
+    params = dev.create_buffer(size=4 * nparams, usage=UA)
+    hparams = dev.create_buffer(size=4, usage=UA)
+    counts = dev.create_buffer(size=4 * 7, usage=UA)
+    k.dispatch([n, 1, 1], vars={"params": params, "hparams": hparams, "counts": counts}, n=n, nparams=nparams)
+    i = np.arange(n)
+    # Every partial sum is an integer below 2^24: exact in float whatever the order of the adds.
+    want = (i % 5).sum() + n * (np.arange(nparams) % 8).astype(np.float64)
+    np.testing.assert_array_equal(params.to_numpy().view(np.float32).astype(np.float64), want)
+    np.testing.assert_array_equal(counts.to_numpy().view(np.float32), np.bincount(i % 7, minlength=7))
+    # half: n/2 ones per address, exact while n/2 <= 2048 (block rows are summed in float, so a
+    # large n still lands within one half rounding of the true count).
+    got_h = hparams.to_numpy().view(np.float16).astype(np.float64)
+    want_h = np.array([(n + 1) // 2, n // 2], dtype=np.float64)
+    if n // 2 <= 2048:
+        np.testing.assert_array_equal(got_h, want_h)
+    elif not barrier:            # uncached: warp sums of 16 added in half stall once the spacing passes 32
+        np.testing.assert_allclose(got_h, want_h, rtol=2e-3)
