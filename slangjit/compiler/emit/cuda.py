@@ -104,16 +104,24 @@ def _is_red_add(i: ir.Intrinsic) -> bool:
 def red_cache_entries(entries: list[ir.Function]) -> list[ir.Function]:
     """The entry points whose kernels get the block cache for float adds (prelude: red_add_fp).
 
-    Those that reach an unused-result float/half InterlockedAdd (gradient accumulation) - if no
-    such entry also reaches a barrier or memory fence; the cache is per translation unit (the
-    adds share one prelude function), so one entry that must not defer turns it off for all."""
-    users, ordered = [], False
+    Those that add into a thread-uniform address with an unused-result float/half InterlockedAdd
+    (gradients of parameters every thread shares; ir/uniformity.py) - if no entry that adds also
+    reaches a barrier or memory fence.  The cache is per translation unit (the adds share one
+    prelude function), so one entry that must not defer turns it off for all.  Kernels whose adds
+    all go to per-thread addresses (scatter, `.bwds` into per-element gradients) do not pay for it."""
+    from .program import system_value_params
+    from ..ir.uniformity import Uniformity
+    users, ordered, uniform = [], False, False
     for fn in entries:
         calls = list(scan.intrinsic_calls(scan.reachable(fn)))
-        if any(_is_red_add(i) for i in calls):
-            users.append(fn)
-            ordered = ordered or any(i.name in _ORDERING for i in calls)
-    return [] if ordered else users
+        reds = [i for i in calls if _is_red_add(i)]
+        if not reds:
+            continue
+        users.append(fn)           # with the cache on, every kernel that can add must set it up
+        ordered = ordered or any(i.name in _ORDERING for i in calls)
+        u = Uniformity(fn, system_value_params(fn))
+        uniform = uniform or any(u.address_is_uniform(i.args[0]) for i in reds)
+    return users if uniform and not ordered else []
 
 
 def emit_program_cuda(functions: list[ir.Function], globals_: list[ir.GlobalVar],

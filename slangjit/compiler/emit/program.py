@@ -147,6 +147,16 @@ def entry_params(em: CppEmitter, fn: ir.Function, numthreads, access: str):
     return sname, call_args, p_fields, p_size, lines
 
 
+def system_value_params(fn: ir.Function) -> set[int]:
+    """Indices of an entry point's parameters that are bound to system values (thread ids)."""
+    decl = fn.attrs.get("decl")
+    out = set()
+    for i, ap in enumerate(decl.params if decl is not None else ()):
+        if (ap.semantic or "").lower().startswith("sv_"):
+            out.add(i)
+    return out
+
+
 def system_value_arg(em: CppEmitter, which: str, t: T.Type, numthreads) -> str:
     nx, ny, nz = numthreads
     if which == "gindex":

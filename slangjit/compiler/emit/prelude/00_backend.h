@@ -150,8 +150,8 @@ template <class T> __device__ inline T add_fp(T* p, T v) { return atomicAdd(p, v
 //    address, then reduced by a tree over each group ("voting and shuffling").
 //  * The block cache (SJ_RED_CACHE, chosen per translation unit by the emitter, see
 //    emit/cuda.py): when a whole warp adds into one global float/half address, the 32 values go
-//    into a per-thread-block table in shared memory (one row per address, 16 float columns so
-//    the lanes of a warp do not contend), and the block adds each row's sum into global memory
+//    into a per-thread-block table in shared memory (one row per address, one float column per
+//    lane so the lanes of a warp do not contend), and the block adds each row's sum into global memory
 //    once, when all its threads have finished.  A 2^20-thread batch adding into 148 parameters
 //    then does ~148 global atomics per block instead of per warp.  The deferred adds are visible
 //    to later dispatches (and to the host), not to later reads in the same dispatch; the emitter
@@ -170,12 +170,14 @@ __device__ __forceinline__ unsigned lane_id() {
 #endif
 #if SJ_RED_CACHE
 #ifndef SJ_RED_COLS
-#define SJ_RED_COLS 16                   // 16: lanes l and l + 16 share a column; 32: one each
+#define SJ_RED_COLS 32                   // one column per lane (16: lanes l and l + 16 share one)
 #endif
 constexpr unsigned kRedRows = 256;      // distinct addresses per block (power of two)
 constexpr unsigned kRedCols = SJ_RED_COLS;
-// Row keys: 0 = free; (address << 2) | (half ? 2 : 0) | ready.  A row is claimed by a CAS to
-// the key without the ready bit, zeroed by the claiming warp, then published with the bit.
+// Row keys: 0 = free; (address << 2) | (half ? 2 : 0) | ready.  An address's home row is its
+// element index mod kRedRows (so a contiguous gradient buffer maps without collisions).  A row
+// is claimed by a CAS to the key without the ready bit, zeroed by the claiming warp, then
+// published with the bit.
 __shared__ unsigned long long sj_red_keys[kRedRows];
 __shared__ float sj_red_vals[kRedRows * kRedCols];
 
@@ -185,7 +187,7 @@ __device__ __forceinline__ void red_cache_begin() {
     for (unsigned r = t; r < kRedRows; r += n) sj_red_keys[r] = 0ull;
     __syncthreads();
 }
-__device__ __noinline__ void red_cache_end() {
+__device__ __forceinline__ void red_cache_end() {
     __syncthreads();
     const unsigned n = blockDim.x * blockDim.y * blockDim.z;
     const unsigned t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
@@ -193,16 +195,15 @@ __device__ __noinline__ void red_cache_end() {
         const unsigned long long k = sj_red_keys[r];
         if (!(k & 1ull)) continue;
         float s = 0.0f;
-        for (unsigned c = 0; c < kRedCols; ++c) s += sj_red_vals[r * kRedCols + c];
+        for (unsigned c = 0; c < kRedCols; ++c) s += sj_red_vals[r * kRedCols + ((c + t) & (kRedCols - 1u))];
         if (k & 2ull) (void)atomicAdd(reinterpret_cast<__half*>(k >> 2), __float2half_rn(s));
         else (void)atomicAdd(reinterpret_cast<float*>(k >> 2), s);
     }
 }
-// The row of `key` when it is not at its home row h: probe on, claiming a free row (-1 when the
-// table has no room).  Called by a whole warp with one key, so every lane gets the same answer.
-__device__ __noinline__ int red_row_probe(unsigned long long key, unsigned h) {
+// The row of `key` (claimed if new; -1 when the table has no room), probing from its home row h.
+// Called by a whole warp with one key, so every lane gets the same answer.
+__device__ inline int red_row_probe(unsigned long long key, unsigned h, unsigned lane) {
     volatile unsigned long long* keys = sj_red_keys;
-    const unsigned lane = lane_id();
     for (unsigned i = 0; i < 32u; ++i) {
         const unsigned r = (h + i) & (kRedRows - 1u);
         unsigned long long k = keys[r];
@@ -228,16 +229,42 @@ __device__ __noinline__ int red_row_probe(unsigned long long key, unsigned h) {
     }
     return -1;
 }
-// A warp-uniform address whose row is full: one atomic for the warp (lanes >= kRedCols hold 0).
-template <class T> __device__ __noinline__ void red_warp_atomic(T* p, float f) {
-    for (int o = 16; o > 0; o >>= 1) f += __shfl_xor_sync(0xFFFFFFFFu, f, o);
-    if (lane_id() == 0) (void)atomicAdd(p, T(f));
-}
+#else
+__device__ __forceinline__ void red_cache_begin() {}
+__device__ __forceinline__ void red_cache_end() {}
 #endif
-// Lanes grouped by address (any set of active lanes), a tree sum per group, one atomic each.
-template <class T> __device__ __noinline__ void red_add_grouped(T* p, T v) {
+template <class T> __device__ inline void red_add_fp(T* p, T v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+    if (!__isGlobal(p) && !__isShared(p)) { *p = T(*p + v); return; }
     const unsigned active = __activemask();
     const unsigned lane = lane_id();
+#if SJ_RED_CACHE
+    if constexpr (sizeof(T) <= 4) {
+        const unsigned long long a = (unsigned long long)p;
+        const unsigned long long key = (a << 2) | (sizeof(T) == 2 ? 3ull : 1ull);
+        const unsigned h = unsigned(a >> (sizeof(T) == 2 ? 1 : 2)) & (kRedRows - 1u);
+        // Hot path: the whole warp adds into one address that already has its home row.  (Equal
+        // low words + every lane's full key equal to the row's key = one address.)
+        if (active == 0xFFFFFFFFu &&
+            __all_sync(0xFFFFFFFFu, unsigned(a) == __shfl_sync(0xFFFFFFFFu, unsigned(a), 0) &&
+                                    ((volatile unsigned long long*)sj_red_keys)[h] == key)) {
+            (void)atomicAdd(&sj_red_vals[h * kRedCols + (lane & (kRedCols - 1u))], float(v));
+            return;
+        }
+        if (active == 0xFFFFFFFFu && __all_sync(0xFFFFFFFFu, a == __shfl_sync(0xFFFFFFFFu, a, 0) && __isGlobal(p))) {
+            const int r = red_row_probe(key, h, lane);
+            if (r >= 0) {
+                (void)atomicAdd(&sj_red_vals[unsigned(r) * kRedCols + (lane & (kRedCols - 1u))], float(v));
+            } else {                             // table full: one atomic for the warp
+                float f = float(v);
+                for (int o = 16; o > 0; o >>= 1) f += __shfl_xor_sync(0xFFFFFFFFu, f, o);
+                if (lane == 0) (void)atomicAdd(p, T(f));
+            }
+            return;
+        }
+    }
+#endif
+    // Lanes grouped by address (any set of active lanes), a tree sum per group, one atomic each.
     const unsigned peers = __match_any_sync(active, (unsigned long long)p);
     if (peers == 0xFFFFFFFFu) {          // the whole warp adds into one address (a broadcast parameter)
         for (int o = 16; o > 0; o >>= 1) v = T(v + __shfl_xor_sync(0xFFFFFFFFu, v, o));
@@ -255,33 +282,6 @@ template <class T> __device__ __noinline__ void red_add_grouped(T* p, T v) {
         rel >>= 1;
     }
     if (rank == 0u) (void)atomicAdd(p, v);
-}
-template <class T> __device__ inline void red_add_fp(T* p, T v) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-    if (!__isGlobal(p) && !__isShared(p)) { *p = T(*p + v); return; }
-#if SJ_RED_CACHE
-    if constexpr (sizeof(T) <= 4) {
-        int uniform = 0;
-        if (__activemask() == 0xFFFFFFFFu) (void)__match_all_sync(0xFFFFFFFFu, (unsigned long long)p, &uniform);
-        if (uniform && __isGlobal(p)) {          // (uniform, so every lane takes this branch)
-            const unsigned long long a = (unsigned long long)p;
-            const unsigned lane = lane_id();
-            float f = float(v);
-            if (kRedCols == 16u) f += __shfl_down_sync(0xFFFFFFFFu, f, 16);
-            const unsigned long long key = (a << 2) | (sizeof(T) == 2 ? 3ull : 1ull);
-            const unsigned h = unsigned(a >> (sizeof(T) == 2 ? 1 : 2)) & (kRedRows - 1u);
-            int r = int(h);
-            if (((volatile unsigned long long*)sj_red_keys)[h] != key) r = red_row_probe(key, h);
-            if (r >= 0) {
-                if (lane < kRedCols) atomicAdd(&sj_red_vals[unsigned(r) * kRedCols + lane], f);
-            } else {
-                red_warp_atomic(p, lane < kRedCols ? f : 0.0f);
-            }
-            return;
-        }
-    }
-#endif
-    red_add_grouped(p, v);
 #else
     (void)atomicAdd(p, v);
 #endif
