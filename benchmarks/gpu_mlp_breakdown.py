@@ -5,7 +5,8 @@ native-atomic variant) built with variants of the CUDA prelude's gradient-add pa
 
 Variants (source edits applied to the generated CUDA just before NVRTC; the product is unchanged):
   as built      the block cache as the emitter chooses it
-  cols=16       the block cache with 16 columns (lanes l and l + 16 share one)
+  cols=N        the block cache with N columns per row (the warp's values folded into N lanes by shuffles)
+  unroll loops  `#pragma unroll` on every loop of the generated code (constant trip counts unroll fully)
   no cache      warp aggregation only (SJ_RED_CACHE off)
   adds dropped  every gradient add removed (the values are still computed): the floor for everything else
 Gradients of a 2^12 batch are compared with the as-built variant's (except where dropped).
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -29,9 +31,19 @@ from slangjit.runtime import cuda_compiler  # noqa: E402
 from slangjit.runtime.cuda import _ck  # noqa: E402
 
 _RED = "template <class T> __device__ inline void red_add_fp(T* p, T v) {"
+
+
+def _unroll(s: str) -> str:
+    """`#pragma unroll` before every loop of the generated functions (the prelude's loops are spelled
+    `for (int ...`, the emitter's `for (; ...`)."""
+    return re.sub(r"(\n[ \t]*)for \(;", r"\1#pragma unroll\1for (;", s)
+
+
 VARIANTS = {
     "as built": lambda s: s,
-    "cols=16": lambda s: s.replace("#define SJ_RED_CACHE 1", "#define SJ_RED_CACHE 1\n#define SJ_RED_COLS 16"),
+    "cols=32": lambda s: s.replace("#define SJ_RED_CACHE 1", "#define SJ_RED_CACHE 1\n#define SJ_RED_COLS 32"),
+    "unroll loops": lambda s: _unroll(s),
+    "unroll, cols=1": lambda s: _unroll(s).replace("#define SJ_RED_CACHE 1", "#define SJ_RED_CACHE 1\n#define SJ_RED_COLS 1"),
     "no cache": lambda s: s.replace("#define SJ_RED_CACHE 1", "#define SJ_RED_CACHE 0"),
     # keep v live (an impossible branch) so the forward/backward arithmetic is not optimised away
     "adds dropped": lambda s: s.replace(_RED, _RED + " if (float(v) == 1.2345e30f) atomicAdd(p, v); return;"),
@@ -81,7 +93,11 @@ def main():
             ref = g
         rel = float(np.linalg.norm(g - ref) / max(np.linalg.norm(ref), 1e-30))
         rows.append((name, ms, rel))
-        print(f"{name:14s} learnGradient {ms:.3f} ms   grads vs as-built: rel diff {rel:.2e}", flush=True)
+        att = {}
+        for key in ("NUM_REGS", "LOCAL_SIZE_BYTES", "SHARED_SIZE_BYTES"):
+            enum = getattr(d.CUfunction_attribute, f"CU_FUNC_ATTRIBUTE_{key}")
+            att[key.split("_")[0].lower() if key != "NUM_REGS" else "regs"] = _ck(d.cuFuncGetAttribute(enum, tr.learn._fn), key)
+        print(f"{name:14s} learnGradient {ms:.3f} ms   grads vs as-built: rel diff {rel:.2e}   {att}", flush=True)
     cuda_compiler.compile_source = real_compile
     print()
     print(f"| variant (batch 2^{args.batch_log2}) | learnGradient ms |")

@@ -150,8 +150,8 @@ template <class T> __device__ inline T add_fp(T* p, T v) { return atomicAdd(p, v
 //    address, then reduced by a tree over each group ("voting and shuffling").
 //  * The block cache (SJ_RED_CACHE, chosen per translation unit by the emitter, see
 //    emit/cuda.py): when a whole warp adds into one global float/half address, the 32 values go
-//    into a per-thread-block table in shared memory (one row per address, one float column per
-//    lane so the lanes of a warp do not contend), and the block adds each row's sum into global memory
+//    into a per-thread-block table in shared memory (one row per address, a few float columns:
+//    the warp folds its values into as many lanes by shuffles, each adds into its own column), and the block adds each row's sum into global memory
 //    once, when all its threads have finished.  A 2^20-thread batch adding into 148 parameters
 //    then does ~148 global atomics per block instead of per warp.  The deferred adds are visible
 //    to later dispatches (and to the host), not to later reads in the same dispatch; the emitter
@@ -170,7 +170,7 @@ __device__ __forceinline__ unsigned lane_id() {
 #endif
 #if SJ_RED_CACHE
 #ifndef SJ_RED_COLS
-#define SJ_RED_COLS 32                   // one column per lane (16: lanes l and l + 16 share one)
+#define SJ_RED_COLS 32                   // one column per lane (measured fastest for the seed 002 MLP)
 #endif
 constexpr unsigned kRedRows = 256;      // distinct addresses per block (power of two)
 constexpr unsigned kRedCols = SJ_RED_COLS;
@@ -181,6 +181,13 @@ constexpr unsigned kRedCols = SJ_RED_COLS;
 __shared__ unsigned long long sj_red_keys[kRedRows];
 __shared__ float sj_red_vals[kRedRows * kRedCols];
 
+// A warp's 32 values folded by shuffles into lanes [0, kRedCols), which add them into their own
+// columns of a row: fewer columns mean fewer shared-memory atomics (and contention between warps)
+// for more shuffles (measured in benchmarks/gpu_mlp_breakdown.py).
+__device__ __forceinline__ float red_fold(float f) {
+    for (unsigned o = 16u; o >= kRedCols; o >>= 1) f += __shfl_down_sync(0xFFFFFFFFu, f, o);
+    return f;
+}
 __device__ __forceinline__ void red_cache_begin() {
     const unsigned n = blockDim.x * blockDim.y * blockDim.z;
     const unsigned t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
@@ -248,16 +255,18 @@ template <class T> __device__ inline void red_add_fp(T* p, T v) {
         if (active == 0xFFFFFFFFu &&
             __all_sync(0xFFFFFFFFu, unsigned(a) == __shfl_sync(0xFFFFFFFFu, unsigned(a), 0) &&
                                     ((volatile unsigned long long*)sj_red_keys)[h] == key)) {
-            (void)atomicAdd(&sj_red_vals[h * kRedCols + (lane & (kRedCols - 1u))], float(v));
+            const float f = red_fold(float(v));
+            if (lane < kRedCols) (void)atomicAdd(&sj_red_vals[h * kRedCols + lane], f);
             return;
         }
         if (active == 0xFFFFFFFFu && __all_sync(0xFFFFFFFFu, a == __shfl_sync(0xFFFFFFFFu, a, 0) && __isGlobal(p))) {
             const int r = red_row_probe(key, h, lane);
+            float f = red_fold(float(v));
             if (r >= 0) {
-                (void)atomicAdd(&sj_red_vals[unsigned(r) * kRedCols + (lane & (kRedCols - 1u))], float(v));
+                if (lane < kRedCols) (void)atomicAdd(&sj_red_vals[unsigned(r) * kRedCols + lane], f);
             } else {                             // table full: one atomic for the warp
-                float f = float(v);
-                for (int o = 16; o > 0; o >>= 1) f += __shfl_xor_sync(0xFFFFFFFFu, f, o);
+                if (lane >= kRedCols) f = 0.0f;
+                for (unsigned o = kRedCols / 2u; o > 0u; o >>= 1) f += __shfl_down_sync(0xFFFFFFFFu, f, o);
                 if (lane == 0) (void)atomicAdd(p, T(f));
             }
             return;
