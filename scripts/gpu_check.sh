@@ -15,7 +15,8 @@
 #   GPU_CHECK_JOBS        parallel conformance jobs (default: number of CPUs)
 #   GPU_CHECK_SKIP_CPU=1  skip the CPU conformance comparison runs
 #   GPU_CHECK_OUT         folder for logs and TSV reports (default: /tmp/slangjit-gpu-check)
-#   GPU_CHECK_PYTEST_ARGS extra pytest arguments (e.g. "-n 16" with pytest-xdist, or a subset of tests)
+#   GPU_CHECK_PYTEST_ARGS the tests to run (default: tests; pytest-xdist, when installed, runs them on GPU_CHECK_JOBS
+#                         workers)
 #   GPU_CHECK_PYTEST_TIMEOUT, GPU_CHECK_SUITE_TIMEOUT, GPU_CHECK_BENCH_TIMEOUT  seconds for each part
 #   GPU_CHECK_SKIP_CONFORMANCE=1 / GPU_CHECK_SKIP_BENCH=1  skip those parts
 set -uo pipefail
@@ -67,7 +68,11 @@ row "CUDA device" "$(grep -o 'automatic device:.*' "$OUTD/cuda_info.txt" | head 
 echo "== pytest (SLANGJIT_TEST_DEVICE=cuda)"
 export SLANGJIT_TEST_DEVICE=cuda
 # shellcheck disable=SC2086
-timeout "${GPU_CHECK_PYTEST_TIMEOUT:-1800}" python -m pytest -q -p no:cacheprovider ${GPU_CHECK_PYTEST_ARGS:-tests} 2>&1 \
+# pytest-xdist (when installed) spreads the suite over the machine's cores: the whole suite then fits
+# well inside one device call.
+XDIST=""
+python -c "import xdist" 2>/dev/null && XDIST="-n $JOBS"
+timeout "${GPU_CHECK_PYTEST_TIMEOUT:-1800}" python -m pytest -q -p no:cacheprovider $XDIST ${GPU_CHECK_PYTEST_ARGS:-tests} 2>&1 \
     | tee "$OUTD/pytest.log" | grep -vE '^[.sxXFE]+ *(\[ *[0-9]+%\])?$' | tail -60
 pt="$(grep -E '[0-9]+ (passed|failed)' "$OUTD/pytest.log" | tail -1)"
 row "pytest tests" "${pt:-no summary (timed out or crashed): $(grep -oE '^[.sFEx]+' "$OUTD/pytest.log" | tr -d '\n' | tr -cd 'F' | wc -c) F so far}"
