@@ -60,6 +60,38 @@ def test_unroll_factor_is_used(m, dev):
     assert ("_sj_flat_1" in cd.code) == (m.unroll > 1)
 
 
+def test_fewer_elements_per_thread_for_small_calls(m, dev):
+    # On a GPU a call runs u = n / resident threads elements per thread (1 <= u <= unroll); the CPU device uses
+    # unroll, so pretend to hold 100 threads: u is 1, 2, 3 ... by the size of the call.
+    rng = np.random.default_rng(6)
+    x0 = spy.Tensor.from_numpy(dev, np.ones(4, np.float32))
+    m.mad3(x0, x0, 1.0)
+    cd = _cd(m.mad3)
+    cd.resident = 100
+    for n in (1, 50, 99, 100, 201, 250, 333, 399, 1000, 4097):
+        a, b = _ints(rng, n), _ints(rng, n)
+        r = m.mad3(spy.Tensor.from_numpy(dev, a), spy.Tensor.from_numpy(dev, b), 1.0)
+        np.testing.assert_array_equal(r.to_numpy(), a * b + 1, err_msg=f"n={n}")
+
+
+def test_gpu_unroll_policy(dev, monkeypatch):
+    # the factor a GPU device would get: by the container bytes each element moves, 1 without containers
+    monkeypatch.delenv("SLANGJIT_FUNCTIONAL_UNROLL", raising=False)
+    mod = spy.Module.load_from_source(dev, "fastpath_policy", SRC)
+    x = spy.Tensor.from_numpy(dev, np.ones(64, np.float32)).with_grads(zero=True)
+    y = mod.poly(2.0, 8.0, -1.0, x).with_grads()
+    want = [(mod.poly.debug_build_call_data(2.0, 8.0, -1.0, x, _result=y), 8),     # 8 bytes per element
+            (mod.poly.bwds.debug_build_call_data(2.0, 8.0, -1.0, x, y), 4),        # 16 bytes
+            (mod.scale3.debug_build_call_data(np.ones((4, 3), np.float32), 2.0,
+                                              _result=np.zeros((4, 3), np.float32)), 2),   # 24 bytes
+            (mod.tid.debug_build_call_data(spy.thread_id(), _result=np.zeros(4, np.uint32)), 8),
+            (mod.mad3.debug_build_call_data(1.0, 2.0, 3.0), 1)]                    # no containers
+    for cd, u in want:
+        assert cd.unroll == 1                         # the CPU device runs its threads in order
+        cd.gpu = True
+        assert cd._pick_unroll() == u, cd.code
+
+
 @pytest.mark.parametrize("shape", [(37, 53), (1, 1000), (7, 1), (3, 5, 11), (2, 1)])
 def test_contiguous_2d_takes_linear_kernel(m, dev, shape):
     rng = np.random.default_rng(1)

@@ -293,31 +293,37 @@ class CallData:
         self._compile()
 
     def _pick_unroll(self) -> int:
-        """Call elements per thread (the most; each call picks 1 or this, see run).  On a GPU enough that a
-        thread has about 64 bytes of argument reads in flight, at most 4; 1 on the CPU, whose threads run in
-        order anyway.  SLANGJIT_FUNCTIONAL_UNROLL overrides both (tests, tuning)."""
+        """Call elements per thread (the most; each call picks fewer when small, see run).  On a GPU enough
+        that a thread moves about 64 bytes of container arguments (reads and writes), at most 8: a streaming
+        kernel needs some 16-32 bytes of reads in flight per thread to reach the memory bandwidth.  1 when no
+        container argument is bound (nothing to overlap; the function would only be inlined more often), and
+        on the CPU, whose threads run in order anyway.  SLANGJIT_FUNCTIONAL_UNROLL overrides (tests, tuning)."""
         env = os.environ.get("SLANGJIT_FUNCTIONAL_UNROLL", "").strip()
         if env:
             return max(1, int(env))
         if not self.gpu:
             return 1
         nbytes = 0
-        for lf in self.leaves:
-            if isinstance(lf, ContainerLeaf):
-                nbytes += (lf.ptype.size or 4) * (1 + bool(lf.grad_in) + bool(lf.grad_out))
-        return max(1, min(4, 64 // max(nbytes, 1)))
+        for b in self.bound + ([self.result] if self.result is not None else []):
+            for lf in _all_leaves(b.leaf) if b.leaf is not None else ():
+                if not isinstance(lf, ContainerLeaf):
+                    continue
+                n = 1                                 # the value (read, written, or both)
+                if self.bwds:                         # .bwds: no value for an output; its gradient read,
+                    n = (b.direction != "out") + (b.direction != "in" and lf.grad_in) + \
+                        2 * (b.direction != "out" and lf.grad_out)    # an input's gradient accumulated
+                nbytes += (lf.ptype.size or 4) * n
+        if nbytes == 0:
+            return 1
+        return max(1, min(8, 64 // nbytes))
 
-    def _unroll_min_n(self) -> int:
-        """The smallest call (elements) that runs `unroll` elements per thread: below it the grid would leave
-        the GPU partly idle, so each thread takes one element.  On a GPU: enough elements to fill every
-        resident thread slot at full unroll (SLANGJIT_FUNCTIONAL_UNROLL_MIN_N overrides)."""
-        env = os.environ.get("SLANGJIT_FUNCTIONAL_UNROLL_MIN_N", "").strip()
-        if env:
-            return int(env)
+    def _resident_threads(self) -> int:
+        """Threads a GPU holds at once (0 on the CPU).  A call runs u = n / this elements per thread (1 <= u
+        <= unroll): fewer elements per thread where more would leave thread slots of the GPU idle."""
         if not self.gpu or self.unroll <= 1:
             return 0
         info = getattr(self.device, "info", None)
-        return self.unroll * int(getattr(info, "num_threads", 0) or 132 * 2048)
+        return int(getattr(info, "num_threads", 0) or 132 * 2048)
 
     def _check_bwds_grads(self, args, kwargs):
         """`.bwds` needs the output gradients: a differentiable result/out argument must carry them."""
@@ -488,7 +494,7 @@ class CallData:
         fields = {f.name: f for f in entry.params}
         self.off_n = fields["_sj_n"].offset
         self.off_u = fields["_sj_u"].offset if self.unroll > 1 else None
-        self.u_min_n = self._unroll_min_n()
+        self.resident = self._resident_threads()
         self.off_cs = fields["_sj_cs"].offset if self.cd else None
         for lf in self.leaves:
             for uname, _ in lf.uniforms():
@@ -618,7 +624,7 @@ class CallData:
                     kern = self._lin_kern or self._linear_kernel()
             per = self.nt
             if self.off_u is not None:
-                u = self.unroll if n >= self.u_min_n else 1
+                u = max(1, min(self.unroll, n // self.resident)) if self.resident else self.unroll
                 _I32.pack_into(blk, self.off_u, u)
                 per *= u
             groups = -(-n // per)
