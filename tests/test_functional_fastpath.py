@@ -28,14 +28,26 @@ uint tid(uint t) { return t; }
 
 
 @pytest.fixture(scope="module")
-def dev():
+def cpu():
     return spy.create_device(type=spy.DeviceType.cpu)
+
+
+@pytest.fixture(scope="module", params=["cpu", "cuda"])
+def dev(request, cpu):
+    if request.param == "cpu":
+        return cpu
+    from slangjit.runtime import cuda as sj_cuda
+    if not sj_cuda.is_available():
+        pytest.skip("no usable CUDA GPU (or cuda-bindings missing)")
+    return spy.create_device(type=spy.DeviceType.cuda)
 
 
 @pytest.fixture(params=[1, 3, 4], ids=lambda u: f"unroll{u}")
 def m(request, dev, monkeypatch):
-    """A fresh module (fresh call caches) whose kernels handle `unroll` elements per thread."""
+    """A fresh module (fresh call caches) whose kernels handle `unroll` elements per thread (on a GPU as well,
+    whatever the size of the call)."""
     monkeypatch.setenv("SLANGJIT_FUNCTIONAL_UNROLL", str(request.param))
+    monkeypatch.setenv("SLANGJIT_FUNCTIONAL_RESIDENT_THREADS", "1")
     mod = spy.Module.load_from_source(dev, f"fastpath{request.param}", SRC)
     mod.unroll = request.param
     return mod
@@ -74,11 +86,11 @@ def test_fewer_elements_per_thread_for_small_calls(m, dev):
         np.testing.assert_array_equal(r.to_numpy(), a * b + 1, err_msg=f"n={n}")
 
 
-def test_gpu_unroll_policy(dev, monkeypatch):
+def test_gpu_unroll_policy(cpu, monkeypatch):
     # the factor a GPU device would get: by the container bytes each element moves, 1 without containers
     monkeypatch.delenv("SLANGJIT_FUNCTIONAL_UNROLL", raising=False)
-    mod = spy.Module.load_from_source(dev, "fastpath_policy", SRC)
-    x = spy.Tensor.from_numpy(dev, np.ones(64, np.float32)).with_grads(zero=True)
+    mod = spy.Module.load_from_source(cpu, "fastpath_policy", SRC)
+    x = spy.Tensor.from_numpy(cpu, np.ones(64, np.float32)).with_grads(zero=True)
     y = mod.poly(2.0, 8.0, -1.0, x).with_grads()
     want = [(mod.poly.debug_build_call_data(2.0, 8.0, -1.0, x, _result=y), 8),     # 8 bytes per element
             (mod.poly.bwds.debug_build_call_data(2.0, 8.0, -1.0, x, y), 4),        # 16 bytes
@@ -250,12 +262,13 @@ def _loads_before_first_store(ptx: str) -> int:
 
 
 @pytest.mark.parametrize("linear", [False, True])
-def test_cuda_kernels_compile_with_loads_first(dev, monkeypatch, linear):
+def test_cuda_kernels_compile_with_loads_first(cpu, monkeypatch, linear):
+    # generated on the CPU device (no GPU needed), written with a GPU's group size and unroll
     monkeypatch.setenv("SLANGJIT_FUNCTIONAL_UNROLL", "1")
-    mod = spy.Module.load_from_source(dev, "fastpath_cuda", SRC)
-    x = spy.Tensor.from_numpy(dev, np.ones(64, np.float32)).with_grads(zero=True)
+    mod = spy.Module.load_from_source(cpu, "fastpath_cuda", SRC)
+    x = spy.Tensor.from_numpy(cpu, np.ones(64, np.float32)).with_grads(zero=True)
     y = mod.poly(2.0, 8.0, -1.0, x).with_grads()
-    x2 = spy.Tensor.from_numpy(dev, np.ones((4, 16), np.float32)).with_grads(zero=True)
+    x2 = spy.Tensor.from_numpy(cpu, np.ones((4, 16), np.float32)).with_grads(zero=True)
     y2 = mod.mad3(x2, x2, 1.0).with_grads()
     cases = [
         (mod.poly.debug_build_call_data(2.0, 8.0, -1.0, x, _result=y), 4),            # forward: x (4 elements)

@@ -319,9 +319,13 @@ class CallData:
 
     def _resident_threads(self) -> int:
         """Threads a GPU holds at once (0 on the CPU).  A call runs u = n / this elements per thread (1 <= u
-        <= unroll): fewer elements per thread where more would leave thread slots of the GPU idle."""
+        <= unroll): fewer elements per thread where more would leave thread slots of the GPU idle.
+        SLANGJIT_FUNCTIONAL_RESIDENT_THREADS overrides (1: always `unroll`, e.g. to test that path on a GPU)."""
         if not self.gpu or self.unroll <= 1:
             return 0
+        env = os.environ.get("SLANGJIT_FUNCTIONAL_RESIDENT_THREADS", "").strip()
+        if env:
+            return max(1, int(env))
         info = getattr(self.device, "info", None)
         return int(getattr(info, "num_threads", 0) or 132 * 2048)
 
@@ -386,7 +390,7 @@ class CallData:
             if j == 0:
                 kb.line(f"int {kb.flat} = _sj_base;")
             else:
-                kb.line(f"bool _sj_ok{sfx} = _sj_u > {j} && _sj_base + {j * nt} < _sj_n;")
+                kb.line(f"bool _sj_ok{sfx} = _sj_u > {j} && _sj_n - _sj_base > {j * nt};")   # no int overflow
                 kb.line(f"int {kb.flat} = _sj_ok{sfx} ? _sj_base + {j * nt} : _sj_base;")
             if self.bwds:
                 self._codegen_bwds(kb, target)
