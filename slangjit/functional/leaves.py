@@ -261,7 +261,7 @@ class ContainerLeaf(Leaf):
         if not self.grad_out:
             return
         p = self.u + "_go"
-        var = pre
+        var = pre if pre is not None else self.emit_grad_prefetch(kb)
         kb.line(f"{self.ptype.derivative.name} {var} = {expr};")
         if not self.ne:
             kb.line(f"if ({p}a != 0) _sj_atomic_add({p}d + {var}_o, {var}); "
