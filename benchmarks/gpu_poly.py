@@ -1,7 +1,7 @@
 """Polynomial forward + backward (`.bwds`) over 2^26 float32 on the CUDA device, against PyTorch eager and
 torch.compile (when torch with CUDA is installed), and against the device's copy bandwidth.
 
-    python benchmarks/gpu_poly.py [--n-log2 26] [--iters 20] [--no-compile]
+    python benchmarks/gpu_poly.py [--n-log2 26] [--iters 20] [--no-compile] [--dump DIR]
 
 slangjit: `module.poly(a, b, c, x, _result=y)` (forward) and `module.poly.bwds(a, b, c, x, y)` (backward:
 x.grad += y.grad * (2ax + b)), a, b, c plain floats, x / y / grads preallocated spy.Tensors.
@@ -10,7 +10,9 @@ y = poly(x); y.backward(gy) with x.requires_grad (x.grad accumulates, as slangji
 Times: CUDA events around `--iters` back-to-back calls (after warm-up), per call, on each library's stream.
 Limit: bytes that must move / measured device-to-device copy bandwidth (cuMemcpyDtoD, read + write bytes):
 forward 8 B/element (read x, write y), backward 16 B/element (read x, read gy, read + write x.grad).
-The last line is a one-line summary.
+The last line is a one-line summary.  --dump DIR writes the generated kernels (Slang and CUDA) there.
+SLANGJIT_FUNCTIONAL_UNROLL=k sets the call elements per thread of the generated kernels (default 8 forward,
+4 backward here).
 """
 from __future__ import annotations
 
@@ -72,11 +74,30 @@ def torch_time(torch, fn, iters, warm=3):
     return e0.elapsed_time(e1) / iters
 
 
+def dump_kernels(d, nodes):
+    """The Slang kernel of every call signature used so far, and its CUDA translation."""
+    from slangjit.compiler import SourceSpec, compile_program
+    os.makedirs(d, exist_ok=True)
+    for name, node in nodes.items():
+        for i, cd in enumerate(node._cache.values()):
+            codes = [("", cd.code)] + ([("_linear", cd.code_linear)] if hasattr(cd, "code_linear") else [])
+            for tag, code in codes:
+                base = os.path.join(d, f"{name}{i}{tag}")
+                with open(base + ".slang", "w") as fh:
+                    fh.write(code)
+                prog = compile_program([SourceSpec(text=cd.module._source_text + "\n" + code, name="k")],
+                                       ["_sj_main"], target="cuda")
+                with open(base + ".cu", "w") as fh:
+                    fh.write(prog.source)
+                print(f"wrote {base}.slang / .cu (unroll {cd.unroll})")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n-log2", type=int, default=26)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--no-compile", action="store_true")
+    ap.add_argument("--dump", default="", help="directory for the generated kernels' Slang and CUDA source")
     args = ap.parse_args()
     n = 1 << args.n_log2
     dev = spy.create_device(type=spy.DeviceType.cuda)
@@ -124,6 +145,8 @@ def main():
         f(2.0, 8.0, -1.0, x, _result=y)
         fb(2.0, 8.0, -1.0, x, y)
     sj_fb = tm.time(both, args.iters)
+    if args.dump:
+        dump_kernels(args.dump, {"forward": f, "bwds": fb})
     # host side: one cached call (no wait), median
     ts = []
     for _ in range(200):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import os
 import math
 import struct
 from typing import Any, Optional
@@ -286,8 +287,47 @@ class CallData:
                     if _is_tensor(v) and v.grad_in is not None and v.grad_in is v.grad_out:
                         raise ValueError("inout parameter gradients need separate buffers for inputs and outputs "
                                          "(see Tensor.with_grads)")
+        self._gen_args = gen_args
+        self.unroll = self._pick_unroll()
         self.code = self._codegen(gen_args)
         self._compile()
+
+    def _pick_unroll(self) -> int:
+        """Call elements per thread (the most; each call picks fewer when small, see run).  On a GPU enough
+        that a thread moves about 64 bytes of container arguments (reads and writes), at most 8: a streaming
+        kernel needs some 16-32 bytes of reads in flight per thread to reach the memory bandwidth.  1 when no
+        container argument is bound (nothing to overlap; the function would only be inlined more often), and
+        on the CPU, whose threads run in order anyway.  SLANGJIT_FUNCTIONAL_UNROLL overrides (tests, tuning)."""
+        env = os.environ.get("SLANGJIT_FUNCTIONAL_UNROLL", "").strip()
+        if env:
+            return max(1, int(env))
+        if not self.gpu:
+            return 1
+        nbytes = 0
+        for b in self.bound + ([self.result] if self.result is not None else []):
+            for lf in _all_leaves(b.leaf) if b.leaf is not None else ():
+                if not isinstance(lf, ContainerLeaf):
+                    continue
+                n = 1                                 # the value (read, written, or both)
+                if self.bwds:                         # .bwds: no value for an output; its gradient read,
+                    n = (b.direction != "out") + (b.direction != "in" and lf.grad_in) + \
+                        2 * (b.direction != "out" and lf.grad_out)    # an input's gradient accumulated
+                nbytes += (lf.ptype.size or 4) * n
+        if nbytes == 0:
+            return 1
+        return max(1, min(8, 64 // nbytes))
+
+    def _resident_threads(self) -> int:
+        """Threads a GPU holds at once (0 on the CPU).  A call runs u = n / this elements per thread (1 <= u
+        <= unroll): fewer elements per thread where more would leave thread slots of the GPU idle.
+        SLANGJIT_FUNCTIONAL_RESIDENT_THREADS overrides (1: always `unroll`, e.g. to test that path on a GPU)."""
+        if not self.gpu or self.unroll <= 1:
+            return 0
+        env = os.environ.get("SLANGJIT_FUNCTIONAL_RESIDENT_THREADS", "").strip()
+        if env:
+            return max(1, int(env))
+        info = getattr(self.device, "info", None)
+        return int(getattr(info, "num_threads", 0) or 132 * 2048)
 
     def _check_bwds_grads(self, args, kwargs):
         """`.bwds` needs the output gradients: a differentiable result/out argument must carry them."""
@@ -320,110 +360,145 @@ class CallData:
             return cand.owner.name
         return f"{cand.owner.name}.{cand.name}{g}"
 
-    def _codegen(self, gen_args) -> str:
-        kb = KernelBuilder(self.cd)
+    def _codegen(self, gen_args, linear: bool = False, nt: Optional[int] = None,
+                 unroll: Optional[int] = None) -> str:
+        """The kernel's Slang text.  Group g, thread t handles the call elements g * nt * u + t + j * nt for
+        j < u (u = `_sj_u` <= unroll, chosen per call): `unroll` independent loads per argument in flight per
+        thread, each coalesced across the group, which a one-element-per-thread kernel lacks to reach the
+        memory bandwidth.  Element j > 0 of a thread past the end reads at element 0's index (harmless, the
+        reads have no effect) and skips its call and stores."""
+        nt = nt or self.nt
+        U = unroll or self.unroll
         cd = self.cd
-        params = ["uint3 _sj_tid : SV_DispatchThreadID", "uniform int _sj_n"]
+        kb = KernelBuilder(cd, linear)
+        params = ["uint3 _sj_gid : SV_GroupID", "uint3 _sj_gtid : SV_GroupThreadID", "uniform int _sj_n"]
+        if U > 1:
+            params.append("uniform int _sj_u")
         if cd:
             params.append(f"uniform int _sj_cs[{cd}]")
         for lf in self.leaves:
             for uname, utype in lf.uniforms():
                 params.append(_uniform_decl(utype, uname))
-        kb.line("int _sj_flat = int(_sj_tid.x);")
-        kb.line("if (_sj_flat >= _sj_n) return;")
-        if cd:
-            kb.line(f"int _sj_cid[{cd}];")
-            if cd == 1:
-                kb.line("_sj_cid[0] = _sj_flat;")
-            else:
-                kb.line("int _sj_rem = _sj_flat;")
-                for c in reversed(range(cd)):
-                    kb.line(f"_sj_cid[{c}] = _sj_rem % _sj_cs[{c}];")
-                    if c:
-                        kb.line(f"_sj_rem = _sj_rem / _sj_cs[{c}];")
+        ind = kb.indent
+        span = f"({nt} * _sj_u)" if U > 1 else str(nt)
+        head = [f"{ind}int _sj_base = int(_sj_gid.x) * {span} + int(_sj_gtid.x);", f"{ind}if (_sj_base >= _sj_n) return;"]
         target = self._call_target(gen_args)
-        if self.bwds:
-            self._codegen_bwds(kb, target)
-        else:
-            self._codegen_fwd(kb, target)
-        body = "\n".join(kb.lines)
+        loads, bodies = [], []
+        for j in range(U):
+            sfx = f"_{j}" if U > 1 else ""
+            kb.start_element(sfx)
+            if j == 0:
+                kb.line(f"int {kb.flat} = _sj_base;")
+            else:
+                kb.line(f"bool _sj_ok{sfx} = _sj_u > {j} && _sj_n - _sj_base > {j * nt};")   # no int overflow
+                kb.line(f"int {kb.flat} = _sj_ok{sfx} ? _sj_base + {j * nt} : _sj_base;")
+            if self.bwds:
+                self._codegen_bwds(kb, target)
+            else:
+                self._codegen_fwd(kb, target)
+            loads += kb.load_lines
+            if j == 0:
+                bodies += kb.body_lines
+            else:
+                bodies += [f"{ind}if (_sj_ok{sfx}) {{"] + [ind + ln for ln in kb.body_lines] + [f"{ind}}}"]
+        body = "\n".join(head + loads + bodies)
         consts = "".join(_constant_decl(k, v) for k, v in self.node.constants_.items())
         return ("\n// ---- generated by slangjit.functional ----\nimport \"slangpy\";\n" + consts + "\n"
-                f"[shader(\"compute\")]\n[numthreads({self.nt}, 1, 1)]\n"
+                f"[shader(\"compute\")]\n[numthreads({nt}, 1, 1)]\n"
                 f"void _sj_main({', '.join(params)})\n{{\n{body}\n}}\n")
 
     def _codegen_fwd(self, kb, target):
-        argv = []
+        argv, outs = [], []
         for j, b in enumerate(self.bound):
-            var = f"_v{j}"
+            var = kb.name(f"_v{j}")
             if b.direction == "out":
-                kb.line(f"{b.ptype.name} {var};")
+                outs.append(f"{b.ptype.name} {var};")
             else:
                 kb.line(f"{_decl_type(b.ptype, b.leaf)} {var} = {b.leaf.emit_load(kb)};")
             argv.append(var)
-        call_args = argv
+        kb.start_body()
+        for ln in outs:
+            kb.line(ln)
         if self.cand.has_this:
             call = f"{argv[0]}.{self.cand.name}({', '.join(argv[1:])})"
         else:
-            call = f"{target}({', '.join(call_args)})"
+            call = f"{target}({', '.join(argv)})"
+        vr = kb.name("_vr")
         if self.result is not None:
-            kb.line(f"{self.result.ptype.name} _vr = {call};")
+            kb.line(f"{self.result.ptype.name} {vr} = {call};")
         else:
             kb.line(f"{call};")
         for j, b in enumerate(self.bound):
             if b.direction in ("out", "inout") and not isinstance(b.leaf, TensorParamLeaf):
-                b.leaf.emit_store(kb, f"_v{j}")
+                b.leaf.emit_store(kb, argv[j])
         if self.result is not None:
-            self.result.leaf.emit_store(kb, "_vr")
+            self.result.leaf.emit_store(kb, vr)
 
     def _codegen_bwds(self, kb, target):
         argv, post = [], []
+
+        def grad_in(leaf):
+            # an output gradient is read in the load phase, into a local (an initializer list stays inline)
+            e = leaf.emit_grad_in(kb)
+            if e.startswith("{"):
+                return e
+            g = kb.name(f"_g{len(argv)}")
+            kb.line(f"var {g} = {e};")
+            return g
+
         for j, b in enumerate(self.bound):
-            var = f"_v{j}"
+            var = kb.name(f"_v{j}")
             P = b.ptype
             diff = (not b.no_diff) and P.differentiable and not isinstance(b.leaf, (TensorParamLeaf, GeneratorLeaf))
             if b.direction == "out":
                 if diff:
-                    argv.append(b.leaf.emit_grad_in(kb))
+                    argv.append(grad_in(b.leaf))
                 continue
             kb.line(f"{_decl_type(P, b.leaf)} {var} = {b.leaf.emit_load(kb)};")
             if not diff:
                 argv.append(var)
                 continue
-            pv = f"_p{j}"
+            pv = kb.name(f"_p{j}")
             d0 = b.leaf.emit_grad_in(kb) if b.direction == "inout" else _zero_expr(P.derivative)
             kb.line(f"var {pv} = diffPair({var}, {d0});")
             argv.append(pv)
-            post.append((b, pv))
+            post.append((b, pv, b.leaf.emit_grad_prefetch(kb)))
         if self.result is not None and self.ret_t.differentiable:
-            argv.append(self.result.leaf.emit_grad_in(kb))
+            argv.append(grad_in(self.result.leaf))
+        kb.start_body()
         if self.cand.has_this:
             kb.line(f"bwd_diff({self.cand.owner.name}.{self.cand.name})({', '.join(argv)});")
         else:
             kb.line(f"bwd_diff({target})({', '.join(argv)});")
-        for b, pv in post:
-            b.leaf.emit_grad_out(kb, f"{pv}.d")
+        for b, pv, pre in post:
+            b.leaf.emit_grad_out(kb, f"{pv}.d", pre)
 
-    def _compile(self):
+    def _build(self, code: str):
         from ..compiler import SourceSpec, compile_program
         from ..compiler.source import CompileError
         mod = self.module
-        text = mod._source_text + "\n" + self.code
+        text = mod._source_text + "\n" + code
         spec = SourceSpec(path=mod._source_path, text=text, name=mod.name)
         try:
             compiled = compile_program([spec], ["_sj_main"], target=self.device._target,
                                        include_paths=mod._include_paths,
                                        compiler_args=self.device.compiler_args)
         except CompileError as e:
-            raise KernelGenException(f"Slang compilation error: {e}\n--- generated kernel ---{self.code}") from None
-        self.kernel = self.device._create_kernel_from_compiled(compiled, "_sj_main")
-        self._fn = self.kernel._fn
-        self._launch = getattr(self.kernel, "launch_raw", None) if self.gpu else None
+            raise KernelGenException(f"Slang compilation error: {e}\n--- generated kernel ---{code}") from None
+        kernel = self.device._create_kernel_from_compiled(compiled, "_sj_main")
+        launch = getattr(kernel, "launch_raw", None) if self.gpu else None
+        return compiled, kernel, (kernel, kernel._fn, launch)
+
+    def _compile(self):
+        compiled, self.kernel, self._kern = self._build(self.code)
         entry = self.kernel.entry
+        self._layout = [(f.name, f.offset) for f in entry.params]
         self.psize = max(entry.params_size, 8)
         self.gsize = max(compiled.reflection.globals_size, 8)
         fields = {f.name: f for f in entry.params}
         self.off_n = fields["_sj_n"].offset
+        self.off_u = fields["_sj_u"].offset if self.unroll > 1 else None
+        self.resident = self._resident_threads()
         self.off_cs = fields["_sj_cs"].offset if self.cd else None
         for lf in self.leaves:
             for uname, _ in lf.uniforms():
@@ -436,6 +511,12 @@ class CallData:
                 elif isinstance(lf, RefLeaf) and uname.endswith("_d"):
                     lf.layout = f.layout.element
             lf.finalize()
+        # The linear variant (multi-dimensional calls only: with one call dimension the general kernel already
+        # addresses every view as offset + flat * stride), compiled on first use.
+        self.lin_slots = [fields[n].offset for lf in self.leaves for n in lf.call_stride_uniforms()] \
+            if self.cd >= 2 else None
+        self._lin_kern = None
+        self.last_linear = False
         self.global_fields = {f.name: f for f in compiled.reflection.globals}
         from ..runtime.layout_pack import aligned_zeros
         self._zero_g_arr = aligned_zeros(self.gsize)
@@ -445,6 +526,39 @@ class CallData:
         self._blk = None
         self._cs_fmt = f"<{self.cd}i"
         self._srcs = [(src[0] == "pos", src[1]) for src in self.sources]
+
+    def _linear_strides(self, blk, cs):
+        """[(slot, stride)] when every strided view of this call is linear in the flat call index, i.e. its call
+        strides (packed, 0 where broadcast) are `stride` times the call shape's row-major strides along every
+        call dimension of extent > 1 (contiguous: 1; broadcast everywhere: 0); the slot is the view's last call
+        stride, where the linear kernel reads the one stride.  None when a view is not (transposed, partly
+        broadcast, sliced along an outer dimension): the general kernel then splits the flat index."""
+        cd = self.cd
+        row, acc = [0] * cd, 1
+        for c in range(cd - 1, -1, -1):
+            row[c] = acc
+            acc *= cs[c]
+        big = [c for c in range(cd) if cs[c] > 1]
+        last = big[-1] if big else cd - 1
+        fmt = self._cs_fmt
+        out = []
+        for off in self.lin_slots:
+            st = struct.unpack_from(fmt, blk, off)
+            ls = st[last] if big else 0
+            for c in big:
+                if st[c] != ls * row[c]:
+                    return None
+            out.append((off + 4 * (cd - 1), ls))
+        return out
+
+    def _linear_kernel(self):
+        code = self._codegen(self._gen_args, linear=True)
+        _, kernel, kern = self._build(code)
+        if [(f.name, f.offset) for f in kernel.entry.params] != self._layout:
+            raise KernelGenException("Exception in kernel generation: the linear variant's parameter layout differs")
+        self.code_linear = code
+        self._lin_kern = kern
+        return kern
 
     # -- per call
 
@@ -504,12 +618,26 @@ class CallData:
                     lf.shared_grads = seen[id(lf.get(vals).grad_out.storage)] > 1
             for lf in self.leaves:
                 lf.pack(lf.get(vals), blk, cs, keep)
-            groups = -(-n // self.nt)
-            if self._launch is not None:
+            kern = self._kern
+            if self.lin_slots is not None:
+                lin = self._linear_strides(blk, cs)
+                self.last_linear = lin is not None
+                if lin is not None:
+                    for off, ls in lin:
+                        _I32.pack_into(blk, off, ls)
+                    kern = self._lin_kern or self._linear_kernel()
+            per = self.nt
+            if self.off_u is not None:
+                u = max(1, min(self.unroll, n // self.resident)) if self.resident else self.unroll
+                _I32.pack_into(blk, self.off_u, u)
+                per *= u
+            groups = -(-n // per)
+            kernel, fn, launch = kern
+            if launch is not None:
                 if groups > 0:
-                    self._launch(blk, node._globals_array(self) if node.sets else self._zero_g_arr, groups)
+                    launch(blk, node._globals_array(self) if node.sets else self._zero_g_arr, groups)
                     if keep:
-                        self.kernel._ctx.defer_release([k[2:] for k in keep])
+                        kernel._ctx.defer_release([k[2:] for k in keep])
                 groups = 0
             gblk = (node._globals_block(self) if node.sets else self._zero_g) if groups > 0 else 0
             if groups > 0:
@@ -519,10 +647,10 @@ class CallData:
                     if len(_GC) < 4096:
                         _GC[groups] = gc
                 if groups < 4:
-                    self._fn(gblk, blk, gc, 0, groups)
+                    fn(gblk, blk, gc, 0, groups)
                 else:
                     from ..runtime.device import _get_pool
-                    _get_pool().run(self._fn, (gblk, blk, gc), groups)
+                    _get_pool().run(fn, (gblk, blk, gc), groups)
         finally:
             self._blk = blk
         # write-backs

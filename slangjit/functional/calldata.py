@@ -10,7 +10,10 @@ pack the uniforms (data pointers, strides, scalar values) into the entry point's
 the kernel.
 
 Container strides are packed per *call* dimension (zero where an argument is broadcast), so a kernel does
-not depend on sizes: element offset = _o + sum(_sj_cid[c] * _cs[c]).
+not depend on sizes: element offset = _o + sum(_sj_cid[c] * _cs[c]).  A thread handles up to `unroll` call
+elements, reading the arguments of all of them before the first call (KernelBuilder, CallData._codegen);
+a multi-dimensional call whose views are all linear in the flat call index (contiguous, row offset, fully
+broadcast) runs a second kernel that skips the per-dimension indices: offset = _o + flat * _cs[cd - 1].
 """
 from __future__ import annotations
 

@@ -68,11 +68,20 @@ class Leaf:
         if self.u in self.offsets:
             self.off = self.offsets[self.u]
 
+    def call_stride_uniforms(self) -> list:
+        """Names of this leaf's per-call-dimension stride arrays (`int[cd]`): the host checks them to pick the
+        linear kernel variant, which reads only their last slot (see CallData._linear_strides)."""
+        return []
+
     # bwds
     def emit_grad_in(self, kb) -> str:
         return _zero_expr(self.ptype.derivative)
 
-    def emit_grad_out(self, kb, expr: str) -> None:
+    def emit_grad_prefetch(self, kb) -> Optional[str]:
+        """Load phase of .bwds: read what emit_grad_out will accumulate into (a name passed back to it)."""
+        return None
+
+    def emit_grad_out(self, kb, expr: str, pre: Optional[str] = None) -> None:
         pass
 
 
@@ -187,11 +196,14 @@ class ContainerLeaf(Leaf):
         d = self.dtype.derivative
         return (d or self.dtype).name
 
-    def _off(self, p):
-        return f"{p}o" + "".join(f" + _sj_cid[{c}] * {p}cs[{c}]" for c in range(self.cd))
+    def call_stride_uniforms(self):
+        if not self.cd:
+            return []
+        return [self.u + "_cs"] + ([self.u + "_gics"] if self.grad_in else []) + \
+            ([self.u + "_gocs"] if self.grad_out else [])
 
     def _load_from(self, kb, p, t: S.SType):
-        off = self._off(p)
+        off = kb.offset(p, self.cd)
         if not self.ne:
             return f"{p}d[{off}]"
         var = kb.tmp()
@@ -207,7 +219,7 @@ class ContainerLeaf(Leaf):
 
     def emit_store(self, kb, expr):
         p = self.u + "_"
-        off = self._off(p)
+        off = kb.offset(p, self.cd)
         if not self.ne:
             kb.line(f"{p}d[{off}] = {expr};")
             return
@@ -223,19 +235,37 @@ class ContainerLeaf(Leaf):
             return _zero_expr(self.ptype.derivative)
         return self._load_from(kb, self.u + "_gi", self.ptype.derivative)
 
-    def emit_grad_out(self, kb, expr):
+    def emit_grad_prefetch(self, kb):
+        if not self.grad_out:
+            return None
+        # `_goa` (packed per call): 0 when no two threads of the call touch the same gradient element, then a
+        # plain read-modify-write accumulates; else an atomic add (warp-aggregated on CUDA).  The read of the
+        # old value happens in the load phase, with the thread's other reads, so that the elements a thread
+        # handles keep their loads in flight together (the store comes after the call).
+        p = self.u + "_go"
+        D = self.ptype.derivative
+        var = kb.tmp()
+        kb.line(f"int {var}_o = {kb.offset(p, self.cd)};")
+        kb.line(f"{D.name} {var}_prev = {_zero_expr(D)};")
+        if not self.ne:
+            kb.line(f"if ({p}a == 0) {var}_prev = {p}d[{var}_o];")
+            return var
+        kb.line(f"if ({p}a == 0) {{")
+        for path in _idx_paths(self.ptype.shape):
+            e = " + ".join([f"{var}_o"] + [f"{i} * {p}es[{j}]" for j, i in enumerate(path)])
+            kb.line(f"    {var}_prev{''.join(f'[{i}]' for i in path)} = {p}d[{e}];")
+        kb.line("}")
+        return var
+
+    def emit_grad_out(self, kb, expr, pre=None):
         if not self.grad_out:
             return
-        # `_goa` (packed per call): 0 when no two threads of the call touch the same gradient element, then a
-        # plain read-modify-write accumulates; else an atomic add (warp-aggregated on CUDA).
         p = self.u + "_go"
-        off = self._off(p)
-        var = kb.tmp()
-        kb.line(f"int {var}_o = {off};")
+        var = pre if pre is not None else self.emit_grad_prefetch(kb)
         kb.line(f"{self.ptype.derivative.name} {var} = {expr};")
         if not self.ne:
             kb.line(f"if ({p}a != 0) _sj_atomic_add({p}d + {var}_o, {var}); "
-                    f"else {p}d[{var}_o] = {p}d[{var}_o] + {var};")
+                    f"else {p}d[{var}_o] = {var}_prev + {var};")
             return
         kb.line(f"if ({p}a != 0) {{")
         for path in _idx_paths(self.ptype.shape):
@@ -244,7 +274,8 @@ class ContainerLeaf(Leaf):
         kb.line("} else {")
         for path in _idx_paths(self.ptype.shape):
             e = " + ".join([f"{var}_o"] + [f"{i} * {p}es[{j}]" for j, i in enumerate(path)])
-            kb.line(f"    {p}d[{e}] = {p}d[{e}] + {var}{''.join(f'[{i}]' for i in path)};")
+            ix = ''.join(f'[{i}]' for i in path)
+            kb.line(f"    {p}d[{e}] = {var}_prev{ix} + {var}{ix};")
         kb.line("}")
 
     # -- runtime
@@ -368,6 +399,9 @@ class TensorParamLeaf(Leaf):
                 out.append((p + "cs", f"int[{self.cd}]"))
         return out
 
+    def call_stride_uniforms(self):
+        return [p + "cs" for p in self._parts()] if self.cd else []
+
     def elem(self, p):
         if p.endswith("_g_"):
             return self.ptype.elem.derivative.name
@@ -387,7 +421,7 @@ class TensorParamLeaf(Leaf):
         kb.line(f"{var}._data = {p}d;")
         kb.line(f"{var}._shape = {p}sh;")
         kb.line(f"{var}._strides = {p}st;")
-        kb.line(f"{var}._offset = {p}o" + "".join(f" + _sj_cid[{c}] * {p}cs[{c}]" for c in range(self.cd)) + ";")
+        kb.line(f"{var}._offset = {kb.offset(p, self.cd)};")
         return var
 
     def emit_load(self, kb):
@@ -479,7 +513,7 @@ class RefLeaf(Leaf):
             return _zero_expr(self.ptype.derivative)
         return f"{self.u}_g[0]"
 
-    def emit_grad_out(self, kb, expr):
+    def emit_grad_out(self, kb, expr, pre=None):
         if self.kind == "pair":
             kb.line(f"{self.u}_g[0] = {expr};")
 
@@ -557,28 +591,28 @@ class GeneratorLeaf(Leaf):
     def emit_load(self, kb):
         P = self.ptype
         if self.kind == "call_id":
-            return self._materialize(kb, self._deliver([f"_sj_cid[{c}]" for c in range(kb.cd)], True))
+            return self._materialize(kb, self._deliver([kb.cid(c) for c in range(kb.cd)], True))
         if self.kind == "grid":
-            comps = [f"({self.u}_off[{i}] + _sj_cid[{self.mapping[i]}] * {self.u}_st[{i}])" for i in range(self.k)]
+            comps = [f"({self.u}_off[{i}] + {kb.cid(self.mapping[i])} * {self.u}_st[{i}])" for i in range(self.k)]
             return self._materialize(kb, self._deliver(comps, True))
         if self.kind == "thread_id":
             if isinstance(P, S.ScalarT):
-                return f"{P.name}(_sj_flat)"
+                return f"{P.name}({kb.flat})"
             if isinstance(P, S.VectorT):
-                comps = ["_sj_flat"] + ["0"] * (P.n - 1)
+                comps = [kb.flat] + ["0"] * (P.n - 1)
                 return f"{P.name}({', '.join(f'{P.elem.name}({c})' for c in comps)})"
             raise ValueError(f"Could not find suitable conversion from ThreadIdArg to {P.name}")
         if self.kind == "wang_hash":
             if isinstance(P, S.ScalarT):
-                return f"{P.name}(_sj_wang_hash_scalar(uint(_sj_flat), {self.u}_seed, {self.u}_w))"
-            return f"{P.name}(_sj_wang_hash_vec<{P.n}>(uint(_sj_flat), {self.u}_seed, {self.u}_w))"
+                return f"{P.name}(_sj_wang_hash_scalar(uint({kb.flat}), {self.u}_seed, {self.u}_w))"
+            return f"{P.name}(_sj_wang_hash_vec<{P.n}>(uint({kb.flat}), {self.u}_seed, {self.u}_w))"
         if self.kind == "rand_float":
             lo, hi = self.u + "_lo", self.u + "_hi"
             if isinstance(P, S.ScalarT):
-                return (f"{P.name}(_sj_hash_to_float(_sj_wang_hash_scalar(uint(_sj_flat), {self.u}_seed, "
+                return (f"{P.name}(_sj_hash_to_float(_sj_wang_hash_scalar(uint({kb.flat}), {self.u}_seed, "
                         f"{self.u}_w), {lo}, {hi}))")
             var = kb.tmp()
-            kb.line(f"vector<uint, {P.n}> {var}_h = _sj_wang_hash_vec<{P.n}>(uint(_sj_flat), {self.u}_seed, {self.u}_w);")
+            kb.line(f"vector<uint, {P.n}> {var}_h = _sj_wang_hash_vec<{P.n}>(uint({kb.flat}), {self.u}_seed, {self.u}_w);")
             kb.line(f"{P.name} {var};")
             for i in range(P.n):
                 kb.line(f"{var}[{i}] = _sj_hash_to_float({var}_h[{i}], {lo}, {hi});")
@@ -636,11 +670,28 @@ class StructLeaf(Leaf):
 
 
 class KernelBuilder:
-    def __init__(self, cd: int):
+    """Writes the per-element code of a generated kernel.
+
+    A thread handles `unroll` call elements (see CallData._codegen).  Each element is written in two parts: the
+    load phase (every read of an argument, into locals) and the body (the call, then the stores).  The kernel
+    puts the load phases of all its elements before the first body, so a thread's reads are in flight together
+    (a store could alias a later read, so the compiler may not hoist reads over it on its own).  Names local to
+    an element end with its suffix (`kb.name`, `kb.flat`, `kb.cid`; `kb.tmp` names are unique anyway).
+
+    In the `linear` variant every strided view is addressed as `_o + flat * _cs[cd - 1]` (the host packs the one
+    linear stride there when each view's call strides are a multiple of the call shape's row-major strides)
+    instead of splitting the flat index into per-dimension indices."""
+
+    def __init__(self, cd: int, linear: bool = False):
         self.cd = cd
+        self.linear = linear
         self.lines: list[str] = []
         self._n = 0
         self.indent = "    "
+        self.sfx = ""
+        self._has_cid = False
+        self.load_lines: list[str] = []
+        self.body_lines: list[str] = []
 
     def tmp(self) -> str:
         self._n += 1
@@ -648,3 +699,45 @@ class KernelBuilder:
 
     def line(self, s: str):
         self.lines.append(self.indent + s)
+
+    # -- elements
+
+    def start_element(self, sfx: str):
+        self.sfx = sfx
+        self._has_cid = False
+        self.load_lines, self.body_lines = [], []
+        self.lines = self.load_lines
+
+    def start_body(self):
+        self.lines = self.body_lines
+
+    def name(self, base: str) -> str:
+        return base + self.sfx
+
+    @property
+    def flat(self) -> str:
+        """The element's flat call index (row-major over the call shape)."""
+        return f"_sj_flat{self.sfx}"
+
+    def cid(self, c: int) -> str:
+        """The element's index along call dimension c (split from the flat index on first use)."""
+        if self.cd == 1:
+            return self.flat
+        cid = f"_sj_cid{self.sfx}"
+        if not self._has_cid:
+            self._has_cid = True
+            self.line(f"int {cid}[{self.cd}];")
+            self.line(f"int _sj_rem{self.sfx} = {self.flat};")
+            for c2 in reversed(range(self.cd)):
+                self.line(f"{cid}[{c2}] = _sj_rem{self.sfx} % _sj_cs[{c2}];")
+                if c2:
+                    self.line(f"_sj_rem{self.sfx} = _sj_rem{self.sfx} / _sj_cs[{c2}];")
+        return f"{cid}[{c}]"
+
+    def offset(self, p: str, cd: int) -> str:
+        """Element offset of a strided view with uniforms `{p}o` and `{p}cs[cd]` (cd = the call's dims)."""
+        if not cd:
+            return f"{p}o"
+        if self.linear or cd == 1:
+            return f"{p}o + {self.flat} * {p}cs[{cd - 1}]"
+        return f"{p}o" + "".join(f" + {self.cid(c)} * {p}cs[{c}]" for c in range(cd))
