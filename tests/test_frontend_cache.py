@@ -232,3 +232,35 @@ def test_errors_are_not_cached(proj):
 def test_compiler_hash_is_stable():
     assert fc.compiler_hash() == fc.compiler_hash()
     assert len(fc.compiler_hash()) == 32
+
+
+def test_compiler_hash_memo_follows_file_changes(tmp_path):
+    """The on-disk memo of the compiler hash is used while no compiler file changes, and never after one."""
+    root = tmp_path / "compiler"
+    (root / "emit").mkdir(parents=True)
+    (root / "a.py").write_text("x = 1\n")
+    (root / "emit" / "p.h").write_text("int y;\n")
+    memo = tmp_path / "memo"
+    h1 = fc._tree_hash(str(root), memo)
+    assert len(h1) == 32 and len(list(memo.glob("compiler-*.sha256"))) == 1
+    assert fc._tree_hash(str(root), memo) == h1 == fc._tree_hash(str(root), None)
+    # A memo entry is trusted for the same (path, size, mtime) of every file ...
+    (only,) = memo.glob("compiler-*.sha256")
+    only.write_bytes(b"\x01" * 32)
+    assert fc._tree_hash(str(root), memo) == b"\x01" * 32
+    # ... and an edit (new mtime) is hashed afresh.
+    st = os.stat(root / "a.py")
+    (root / "a.py").write_text("x = 2\n")
+    os.utime(root / "a.py", ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    h2 = fc._tree_hash(str(root), memo)
+    assert h2 not in (h1, b"\x01" * 32) and h2 == fc._tree_hash(str(root), None)
+    (root / "b.py").write_text("")                        # a new file too
+    assert fc._tree_hash(str(root), memo) not in (h1, h2)
+    # An unusable memo directory only means hashing every time.
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert fc._tree_hash(str(root), blocker / "sub") == fc._tree_hash(str(root), None)
+
+
+def test_compiler_hash_matches_the_compiler_tree():
+    assert fc.compiler_hash() == fc._tree_hash(fc._COMPILER_DIR, None)

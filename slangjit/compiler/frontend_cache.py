@@ -58,17 +58,29 @@ def active_deps() -> Optional[list]:
 
 
 def compiler_hash() -> bytes:
-    """sha256 of the compiler's own files (once per process)."""
+    """sha256 of the compiler's own files (once per process; see _tree_hash)."""
     global _compiler_hash
     h = _compiler_hash
-    if h is not None:
-        return h
-    files = []                               # (relative path, absolute path)
+    if h is None:
+        h = _compiler_hash = _tree_hash(_COMPILER_DIR, _memo_folder())
+    return h
+
+
+def _memo_folder() -> Optional[Path]:
+    try:
+        return cache_folder()
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _compiler_files(root: str) -> list:
+    """(relative path, absolute path) of the files that make up the compiler under `root`, sorted."""
+    files = []
     stack = [""]
     while stack:
         rel = stack.pop()
         try:
-            it = list(os.scandir(os.path.join(_COMPILER_DIR, rel) if rel else _COMPILER_DIR))
+            it = list(os.scandir(os.path.join(root, rel) if rel else root))
         except OSError:
             continue
         for e in it:
@@ -80,6 +92,32 @@ def compiler_hash() -> bytes:
                     (rel.startswith("emit") and e.name.endswith(".h")):
                 files.append((r, e.path))
     files.sort()
+    return files
+
+
+def _tree_hash(root: str, memo_dir: Optional[Path]) -> bytes:
+    """sha256 over the contents of the compiler files under `root`.
+
+    Reading and hashing ~1 MB of sources is most of a warm start's front-end time, so the digest is
+    memoized on disk under a name derived from every file's (path, size, mtime): the same test
+    Python uses to trust a .pyc.  Any edit changes an mtime, hence the name, and is hashed afresh."""
+    files = _compiler_files(root)
+    stamp = hashlib.sha256()
+    for rel, p in files:
+        try:
+            st = os.stat(p)
+            stamp.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+        except OSError:
+            stamp.update(f"{rel}\0?\0".encode())
+    memo = memo_dir / f"compiler-{stamp.hexdigest()[:40]}.sha256" if memo_dir is not None else None
+    if memo is not None:
+        try:
+            with open(memo, "rb") as f:
+                digest = f.read()
+            if len(digest) == 32:
+                return digest
+        except OSError:
+            pass
     d = hashlib.sha256()
     for rel, p in files:
         try:
@@ -90,8 +128,23 @@ def compiler_hash() -> bytes:
         b = rel.encode()
         d.update(len(b).to_bytes(8, "little") + b)
         d.update(len(data).to_bytes(8, "little") + data)
-    _compiler_hash = d.digest()
-    return _compiler_hash
+    digest = d.digest()
+    if memo is not None:
+        import tempfile
+        tmp = None
+        try:
+            memo.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=str(memo.parent), prefix=".tmp-", suffix=".sha256")
+            with os.fdopen(fd, "wb") as f:
+                f.write(digest)
+            os.replace(tmp, memo)
+        except OSError:                 # a read-only cache only costs the hashing next time
+            if tmp is not None:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+    return digest
 
 
 def _version() -> str:

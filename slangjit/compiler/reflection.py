@@ -31,6 +31,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
+# CUDA: the module symbol of the `__constant__` globals block (emit/cuda.py documents the kernel ABI).
+# Here rather than in emit/cuda.py so the runtime can load a cached cubin without importing the emitter.
+CUDA_GLOBALS_SYMBOL = "sj_globals"
+
 
 @dataclass
 class TypeLayout:

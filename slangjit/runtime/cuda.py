@@ -30,7 +30,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from ..compiler.reflection import CompiledProgram, EntryPointInfo
+from ..compiler.reflection import CUDA_GLOBALS_SYMBOL, CompiledProgram, EntryPointInfo
 from . import layout_pack as _lp
 from .device import (Buffer, BufferDesc, Device, DeviceInfo, DeviceType, ReflectionCursor, ShaderProgram,
                      _EXTRA_DISPATCH_KWARGS, _thread_count3)
@@ -206,17 +206,17 @@ class _Module:
     """A loaded cubin: its functions, and the state of its __constant__ globals block."""
 
     def __init__(self, ctx: _Context, image: bytes):
-        from ..compiler.emit.cuda import GLOBALS_SYMBOL
         d = ctx.d
         self.ctx = ctx
         self._image = image
         self.module = _ck(d.cuModuleLoadData(image), "cuModuleLoadData")
-        dptr, size = _ck(d.cuModuleGetGlobal(self.module, GLOBALS_SYMBOL.encode()), "cuModuleGetGlobal")
+        dptr, size = _ck(d.cuModuleGetGlobal(self.module, CUDA_GLOBALS_SYMBOL.encode()), "cuModuleGetGlobal")
         self.globals_ptr, self.globals_size = int(dptr), int(size)
         self.functions: dict[str, Any] = {}
         self.last_globals: Optional[bytes] = None
         self.last_stream = None
-        self.staging = _Staging(ctx, self.globals_size)
+        # Pinned memory is slow to allocate: made on the first globals upload, not at load.
+        self.staging: Optional[_Staging] = None
         self.lock = threading.Lock()
 
     def function(self, symbol: str):
@@ -230,6 +230,8 @@ class _Module:
         raw = block.tobytes()[: self.globals_size]
         if raw == self.last_globals and stream is self.last_stream:
             return
+        if self.staging is None:
+            self.staging = _Staging(self.ctx, self.globals_size)
         self.staging.copy_to_device(self.globals_ptr, np.frombuffer(raw, np.uint8), stream)
         self.last_globals = raw
         self.last_stream = stream

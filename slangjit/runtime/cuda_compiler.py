@@ -8,16 +8,18 @@ Options: C++17, `-default-device`, no fast math (`--ftz=false --prec-div=true --
 `--fmad=true` like nvcc and Slang's CUDA target; set SLANGJIT_CUDA_FMAD=0 to turn contraction off).
 
 Cache: `$SLANGJIT_CACHE_DIR/cuda` (default `~/.cache/slangjit/cuda`), one file per
-sha256(source, target kind, arch, NVRTC version, options); written atomically (temp + rename),
-so concurrent processes and truncated files are safe (a file that fails to load is rebuilt).
+sha256(source, arch, options), holding the image and a stamp of the toolchain that built it (NVRTC
+version, size + mtime of the loaded libnvrtc* files and of cuda_fp16.h/.hpp; see "image cache"
+below); written atomically (temp + rename), so concurrent processes and truncated files are safe (a
+file that fails to load, or whose toolchain changed, is rebuilt).  A hit does not import NVRTC.
 """
 from __future__ import annotations
 
-import glob
 import hashlib
+import json
 import os
+import struct
 import sys
-import tempfile
 import threading
 import time
 from typing import Optional
@@ -88,7 +90,11 @@ def cuda_include_dirs() -> list[str]:
             roots.append(os.path.join(p, "nvidia"))
     for r in roots:
         # CUDA 13 wheels: nvidia/cu13/include; CUDA 12 wheels: nvidia/cuda_runtime/include
-        dirs += sorted(glob.glob(os.path.join(r, "cu*", "include")), reverse=True)
+        try:
+            cu = sorted((n for n in os.listdir(r) if n.startswith("cu")), reverse=True)
+        except OSError:
+            cu = []
+        dirs += [os.path.join(r, n, "include") for n in cu]
         dirs += [os.path.join(r, "cuda_runtime", "include"), os.path.join(r, "cuda_nvrtc", "include")]
     for v in ("CUDA_HOME", "CUDA_PATH"):
         if os.environ.get(v):
@@ -182,45 +188,142 @@ class CompiledImage:
         self.cached = cached
 
 
+# ------------------------------------------------------------------------------------------ image cache
+#
+# The key covers what the image is a function of that is cheap to know: the source, the arch and
+# the options (which name the header directory).  The NVRTC release is not in the key, because
+# learning it means importing cuda.bindings.nvrtc and loading libnvrtc (~35 ms), which a warm
+# start must not pay.  Instead each entry records the toolchain that built it: the NVRTC version
+# and (path, size, mtime) of the libnvrtc* files the process had mapped and of the fp16 headers.
+# A hit re-stats those files (microseconds); an upgraded wheel or CUDA install changes them and the
+# entry is rebuilt.  Where the loaded libraries cannot be listed (no /proc/self/maps) the entry
+# says so and a hit compares the NVRTC version instead (the slow, always-correct check).
+
+_FORMAT = "slangjit-cuda-image-v2"
+_MAGIC = b"SJCUIMG2"
+_HEADER = struct.Struct("<8sIQ")          # magic, metadata length, image length
 _mem_cache: dict[str, bytes] = {}
+stats = {"memory_hits": 0, "disk_hits": 0, "compiles": 0, "stale": 0, "corrupt": 0}
 
 
-def compile_cached(source: str, arch: str) -> CompiledImage:
-    """cubin (arch "sm_XX") or PTX ("compute_XX") for `source`, from memory, disk, or NVRTC."""
-    ver = nvrtc_version()
-    opts = default_options(arch)
+def cache_key(source: str, arch: str, opts: list) -> str:
     h = hashlib.sha256()
-    for part in (source, arch, repr(ver), repr(opts)):
-        h.update(part.encode())
-        h.update(b"\0")
-    key = h.hexdigest()
-    img = _mem_cache.get(key)
-    if img is not None:
-        return CompiledImage(img, key, 0.0, True)
-    d = cache_dir()
-    ext = "cubin" if arch.startswith("sm_") else "ptx"
-    path = os.path.join(d, f"{key[:40]}.{ext}")
+    for part in (_FORMAT, arch, repr(opts), source):
+        b = part.encode("utf-8", "surrogatepass")
+        h.update(len(b).to_bytes(8, "little"))
+        h.update(b)
+    return h.hexdigest()
+
+
+def _loaded_nvrtc_libraries() -> Optional[list[str]]:
+    """Paths of the libnvrtc* shared objects mapped into this process (None: cannot tell here)."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
+            maps = f.read()
+    except OSError:
+        return None
+    out = set()
+    for line in maps.splitlines():
+        i = line.find("/")
+        if i >= 0 and os.path.basename(line[i:]).startswith("libnvrtc"):
+            out.add(line[i:].strip())
+    return sorted(out) or None
+
+
+def _file_stamp(path: str) -> Optional[list]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [path, st.st_size, st.st_mtime_ns]
+
+
+def toolchain_stamp() -> dict:
+    """What built an image, as recorded in its cache entry (call after a compile: libnvrtc-builtins
+    is only mapped once NVRTC has compiled something)."""
+    libs = _loaded_nvrtc_libraries()
+    files = list(libs or [])
+    for d in cuda_include_dirs()[:1]:
+        files += [os.path.join(d, "cuda_fp16.h"), os.path.join(d, "cuda_fp16.hpp")]
+    stamps = [s for s in (_file_stamp(p) for p in files) if s is not None]
+    return {"nvrtc": list(nvrtc_version()), "files": stamps, "libraries_listed": libs is not None}
+
+
+def _stamp_current(meta: dict) -> bool:
+    """True when the toolchain recorded in `meta` is still the one installed (no NVRTC import when
+    the libraries were listed)."""
+    for rec in meta.get("files", ()):
+        if _file_stamp(rec[0]) != list(rec):
+            return False
+    if not meta.get("libraries_listed"):
+        return list(nvrtc_version()) == list(meta.get("nvrtc", ()))
+    return True
+
+
+def _read_entry(path: str) -> Optional[bytes]:
+    """The image stored at `path` if the file is whole and its toolchain is current, else None."""
     try:
         with open(path, "rb") as f:
             data = f.read()
-        # Stored as <8-byte length><image>: a truncated file fails the length check.
-        if len(data) >= 8 and int.from_bytes(data[:8], "little") == len(data) - 8:
-            img = data[8:]
-            _mem_cache[key] = img
-            return CompiledImage(img, key, 0.0, True)
     except OSError:
-        pass
+        return None
+    try:
+        magic, n_meta, n_img = _HEADER.unpack_from(data, 0)
+        if magic != _MAGIC or _HEADER.size + n_meta + n_img != len(data):
+            raise ValueError("bad header")
+        meta = json.loads(data[_HEADER.size:_HEADER.size + n_meta])
+    except (ValueError, struct.error):           # truncated, foreign or corrupt: rebuilt and rewritten
+        stats["corrupt"] += 1
+        return None
+    if not _stamp_current(meta):
+        stats["stale"] += 1
+        return None
+    return data[_HEADER.size + n_meta:]
+
+
+def _write_entry(path: str, image: bytes, meta: dict) -> None:
+    import tempfile  # noqa: PLC0415  (only when something was compiled)
+    m = json.dumps(meta, sort_keys=True).encode()
+    d = os.path.dirname(path)
+    os.makedirs(d, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=os.path.splitext(path)[1])
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(_HEADER.pack(_MAGIC, len(m), len(image)))
+            f.write(m)
+            f.write(image)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def compile_cached(source: str, arch: str) -> CompiledImage:
+    """cubin (arch "sm_XX") or PTX ("compute_XX") for `source`, from memory, disk, or NVRTC.
+
+    A memory or disk hit neither imports cuda.bindings.nvrtc nor loads libnvrtc."""
+    key = cache_key(source, arch, default_options(arch))
+    img = _mem_cache.get(key)
+    if img is not None:
+        stats["memory_hits"] += 1
+        return CompiledImage(img, key, 0.0, True)
+    ext = "cubin" if arch.startswith("sm_") else "ptx"
+    path = os.path.join(cache_dir(), f"{key[:40]}.{ext}")
+    img = _read_entry(path)
+    if img is not None:
+        stats["disk_hits"] += 1
+        _mem_cache[key] = img
+        return CompiledImage(img, key, 0.0, True)
     t0 = time.perf_counter()
     img, _log = compile_source(source, arch)
     secs = time.perf_counter() - t0
+    stats["compiles"] += 1
     _mem_cache[key] = img
     try:
-        os.makedirs(d, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix="." + ext)
-        with os.fdopen(fd, "wb") as f:
-            f.write(len(img).to_bytes(8, "little"))
-            f.write(img)
-        os.replace(tmp, path)
+        _write_entry(path, img, toolchain_stamp())
     except OSError:
         pass
     return CompiledImage(img, key, secs, False)

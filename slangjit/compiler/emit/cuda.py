@@ -35,11 +35,11 @@ from __future__ import annotations
 from ..ir import nodes as ir
 from ..ir import scan
 from .. import types as T
-from ..reflection import EntryPointInfo, ProgramReflection
+from ..reflection import CUDA_GLOBALS_SYMBOL, EntryPointInfo, ProgramReflection
 from ..source import error
 from .cpp import CppEmitter, block_layout, prelude_text
 
-GLOBALS_SYMBOL = "sj_globals"
+GLOBALS_SYMBOL = CUDA_GLOBALS_SYMBOL
 # Per-thread storage for mutable `static` globals: one slot per (SM < 256, warp < 64, lane).
 STATIC_SLOTS = 256 * 64 * 32
 
