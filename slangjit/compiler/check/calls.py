@@ -251,7 +251,7 @@ class CallsMixin:
                 return all(self.unify(p, a, b) for p, a in zip(pat.args, act.args))
             return pat is act or not T.contains_vars(pat)
         if isinstance(pat, T.PairType):
-            return isinstance(act, T.PairType) and self.unify(pat.primal, act.primal, b)
+            return isinstance(act, T.PairType) and type(act) is type(pat) and self.unify(pat.primal, act.primal, b)
         if isinstance(pat, T.TupleType):
             return isinstance(act, T.TupleType) and len(pat.elems) == len(act.elems) and \
                 all(self.unify(p, a, b) for p, a in zip(pat.elems, act.elems))

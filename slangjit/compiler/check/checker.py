@@ -249,6 +249,9 @@ class Checker(DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, OperatorsMixin, 
         if name == "DifferentialPair":
             need(1)
             return self.pair_type(self.as_type_arg(args[0], loc), loc)
+        if name == "DifferentialPtrPair":
+            need(1)
+            return self.ptr_pair_type(self.as_type_arg(args[0], loc), loc)
         if name == "Array":
             need(2)
             return T.ArrayType(self.as_type_arg(args[0], loc), self.as_count(args[1], loc))

@@ -16,9 +16,9 @@ from .scope import FuncSym, SubscriptSym
 BUILTIN_IFACES = {"__BuiltinType", "__BuiltinArithmeticType", "__BuiltinSignedArithmeticType",
                   "__BuiltinIntegerType", "__BuiltinFloatingPointType", "__BuiltinLogicalType",
                   "__BuiltinRealType", "IArithmetic", "IInteger", "IFloat", "IComparable", "ILogical",
-                  "IDifferentiable", "IDefaultInitializable", "IRangedValue"}
+                  "IDifferentiable", "IDifferentiablePtrType", "IDefaultInitializable", "IRangedValue"}
 BUILTIN_GENERICS = {"vector", "matrix", "Atomic", "Ptr", "ConstantBuffer", "ParameterBlock", "Tuple",
-                    "Optional", "Array", "DifferentialPair"}
+                    "Optional", "Array", "DifferentialPair", "DifferentialPtrPair"}
 
 
 class BuiltinGenericRes:
@@ -368,6 +368,9 @@ class ExprsMixin:
             return ir.Construct(t, [self.coerce_arg(args[0], t.elem, ctx)], loc=loc)
         if isinstance(t, T.TupleType):
             return ir.Construct(t, [self.coerce_arg(a, et, ctx) for a, et in zip(args, t.elems)], loc=loc)
+        if isinstance(t, T.PtrPairType) and len(args) != 2:
+            # A pointer's differential is storage the caller provides: there is no default.
+            raise self.err("E3030", f"{t} takes (primal, differential)", loc)
         if isinstance(t, T.PairType):
             if len(args) not in (1, 2):
                 raise self.err("E3030", "DifferentialPair takes (primal) or (primal, differential)", loc)
