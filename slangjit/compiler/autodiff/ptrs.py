@@ -122,6 +122,7 @@ def ptr_diff_expr(chk, e: ir.Expr, companion) -> Optional[ir.Expr]:
 
 def unknown_ptr_diff(fn: ir.Function, callee: ir.Function, param: ir.Var, loc):
     return error("E6015", f"the gradient storage of pointer argument '{param.name}' of '{callee.slang_name}' is "
-                          f"unknown here: inside differentiable '{fn.slang_name}', only its pointer parameters "
-                          f"(and copies of them) carry their DifferentialPtrPair differential", loc)
+                          f"unknown here: inside differentiable '{fn.slang_name}', only its differentiable pointer "
+                          f"parameters (not no_diff ones) and copies of them carry a DifferentialPtrPair "
+                          f"differential; pass the pointer in, or call a non-differentiable function", loc)
 

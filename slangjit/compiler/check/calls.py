@@ -134,6 +134,8 @@ class CallsMixin:
         if src is dst or src == dst:
             return e
         if isinstance(dst, T.InterfaceType):
+            if isinstance(src, T.StructType) and self.conforms(src, dst):
+                return self.dyn_pack(e, dst, loc)      # stored as a run-time (dynamic) value
             if self.conforms(src, dst):
                 return e
         if isinstance(dst, T.OptionalType):
