@@ -80,10 +80,7 @@ DifferentialPair<float> loadFwd(DifferentialPtrPair<BufPtr> p, uint i)
 VALUES = [1.5, -2.0, 0.5, 3.0, 0.25, -0.75]
 
 
-def test_ptr_reverse_through_loop_reassigned_copies_and_select():
-    # q switches between two pointer parameters inside a loop: the reverse sweep must restore
-    # q *and* its gradient storage for every iteration.
-    src = PTR + """
+PTR_LOOP = PTR + """
 [Differentiable]
 float f(BufPtr a, BufPtr b, float x)
 {
@@ -111,6 +108,12 @@ void computeMain(uint3 tid : SV_DispatchThreadID)
     outputBuffer[1] = f(a, b, 0.8);
 }
 """
+
+
+def test_ptr_reverse_through_loop_reassigned_copies_and_select():
+    # q switches between two pointer parameters inside a loop: the reverse sweep must restore
+    # q *and* its gradient storage for every iteration.
+    src = PTR_LOOP
     out = run(src, {"values": VALUES, "derivs": [0.0] * 6, "tangents": [0.0], "outputBuffer": [0.0] * 2})
 
     def model(z):                      # z = values..., x
@@ -384,10 +387,7 @@ void computeMain(uint3 tid : SV_DispatchThreadID)
                                rtol=1e-6)
 
 
-def test_dynamic_dispatch_gradients_in_a_loop():
-    # Each iteration builds an activation from a run-time id and applies it: reverse mode stores
-    # the dynamic objects per iteration; both modes must match finite differences of the chain.
-    src = ACTS + """
+DYN_CHAIN = ACTS + """
 [Differentiable]
 float chain(float x, uint code, no_diff float2 prm)
 {
@@ -414,6 +414,12 @@ void computeMain(uint3 tid : SV_DispatchThreadID)
     }
 }
 """
+
+
+def test_dynamic_dispatch_gradients_in_a_loop():
+    # Each iteration builds an activation from a run-time id and applies it: reverse mode stores
+    # the dynamic objects per iteration; both modes must match finite differences of the chain.
+    src = DYN_CHAIN
     got = run(src, {"outputBuffer": [0.0] * 24}, CONFS)["outputBuffer"].reshape(8, 3)
 
     def model(x, code):
@@ -485,3 +491,18 @@ interface ID { [Differentiable] float f(float x); }
 struct A : ID { float f(float x) { return x * x; } } //@
 [Differentiable] float use(float x, uint id) { return createDynamicObject<ID>(id, 0).f(x); }
 """ + KMAIN % "    outputBuffer[0] = fwd_diff(use)(diffPair(1.0, 1.0), 0).d;", "E6017")
+
+
+@pytest.mark.parametrize("name", ["PTR_LOOP", "DYN_CHAIN"])
+def test_new_features_compile_for_cuda(name):
+    # No GPU needed: the CUDA C++ must compile with NVRTC (skipped without the NVRTC wheel).
+    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-bindings (NVRTC) not installed")
+    from slangjit.runtime import cuda_compiler
+    try:
+        cuda_compiler.nvrtc_version()
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"NVRTC library not loadable: {e}")
+    prog = compile_program([SourceSpec(text=globals()[name], name="m")], ["computeMain"], target="cuda",
+                           type_conformances=CONFS)
+    ptx, _ = cuda_compiler.compile_source(prog.source, "compute_90")
+    assert b".entry" in ptx
