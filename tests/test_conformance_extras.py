@@ -456,6 +456,7 @@ KMAIN = "[numthreads(1, 1, 1)]\nvoid computeMain(uint3 tid : SV_DispatchThreadID
     ("    IAct a = createDynamicObject<IAct>(0); //@", "E3030"),
     ("    IAct a = createDynamicObject<IAct>(0, 1.0);\n    outputBuffer[0] = a.k; //@", "E2040"),
     ("    IAct a = createDynamicObject<IAct>(0, 1.0);\n    outputBuffer[0] = a.act(1.0, 2.0); //@", "E3010"),
+    ("    IAct a = Scale(1.0);\n    a = createDynamicObject<IAct>(0, 1.0); //@", "E3001"),
 ])
 def test_dynamic_call_misuse(body, code):
     expect_error(ACTS + KMAIN % body, code)

@@ -150,6 +150,12 @@ class CallsMixin:
                     return ir.Convert(dst, e, loc=loc)
             raise self.err("E3001", f"cannot convert '{src}' to '{dst}'", loc)
         cost = self.conv_cost(src, dst)
+        if cost is None and isinstance(src, T.InterfaceType) and isinstance(dst, T.StructType):
+            # Typically `I a = Concrete(...); a = createDynamicObject<I>(...);`: the declaration
+            # gave `a` its initializer's concrete type (static dispatch).
+            raise self.err("E3001", f"cannot convert dynamic '{src}' to '{dst}': a variable declared '{src}' with a "
+                                    f"'{dst}' initializer has type '{dst}'; test with `is`/`as`, or initialize it "
+                                    f"from a dynamic value", loc)
         if cost is None and not explicit:
             raise self.err("E3001", f"cannot convert '{src}' to '{dst}'", loc)
         if isinstance(src, T.ScalarType) and isinstance(dst, T.ScalarType):
