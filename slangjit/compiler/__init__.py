@@ -131,6 +131,7 @@ def _compile(sources: Sequence[SourceSpec], entry_points: Sequence[str], *, targ
     checker = Checker()
     checker.core_env.module = "core"
     checker.target = target
+    checker.type_conformances = [tuple(tc) for tc in type_conformances or ()]
     for m in core:
         checker.declare_module(m, checker.core_env)
 

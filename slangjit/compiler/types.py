@@ -237,6 +237,16 @@ class PairType(Type):
 
 
 @dataclass(frozen=True)
+class PtrPairType(PairType):
+    """DifferentialPtrPair<T> for an IDifferentiablePtrType T: the primal pointer and the pointer
+    to its gradient storage.  Derivatives pass it by value (it is never transposed); a distinct
+    class so that it never equals a DifferentialPair of the same types."""
+
+    def __str__(self):
+        return f"DifferentialPtrPair<{self.primal}>"
+
+
+@dataclass(frozen=True)
 class StringType(Type):
     def __str__(self):
         return "String"

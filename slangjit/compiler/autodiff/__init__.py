@@ -18,7 +18,7 @@ from .. import ast
 from .. import types as T
 from ..ir import nodes as ir
 from ..source import CompileError, error
-from .difftypes import diff_type, zero
+from .difftypes import diff_type, is_ptr_kind, pair_of, zero
 
 DIFF_ATTRS = {"Differentiable", "ForwardDifferentiable", "BackwardDifferentiable", "TreatAsDifferentiable",
               "BackwardDerivative", "ForwardDerivative", "PrimalSubstitute"}
@@ -54,10 +54,24 @@ class AutoDiff:
             elif ap is not None and "no_diff" in ap.mods:
                 out.append(None)
                 continue
-            out.append(diff_type(self.chk, p.type))
+            d = diff_type(self.chk, p.type)
+            if d is not None and p.direction != "in" and is_ptr_kind(self.chk, p.type):
+                raise error("E6014", f"'{fn.slang_name}': differentiable pointer parameter '{p.name}' must be an "
+                                     f"`in` parameter (its differential is storage the caller provides)", fn.loc)
+            out.append(d)
         rd = diff_type(self.chk, fn.ret) if fn.ret != T.VOID else None
+        if rd is not None and is_ptr_kind(self.chk, fn.ret):
+            raise error("E6014", f"'{fn.slang_name}' returns differentiable pointer type '{fn.ret}': its "
+                                 f"differential could not be known; return it from a non-differentiable "
+                                 f"function, or pass the pointer in", fn.loc)
         fn.attrs["ad_sig"] = (out, rd)
         return out, rd
+
+    def pair(self, t: T.Type, d: T.Type) -> T.PairType:
+        return pair_of(self.chk, t, d)
+
+    def is_ptr(self, t: T.Type) -> bool:
+        return is_ptr_kind(self.chk, t)
 
     def substitute(self, fn: ir.Function) -> Optional[ir.Function]:
         """[PrimalSubstitute(g)] on fn / [PrimalSubstituteOf(fn)] on g: derivatives of fn
@@ -110,7 +124,7 @@ class AutoDiff:
             elif mode == "bwd" and p.direction == "out":
                 t = d
             else:
-                t = T.PairType(p.type, d)
+                t = self.pair(p.type, d)
             v = ir.Var(p.name, t)
             args.append(ir.LocalRef(t, v))
         if mode == "bwd" and rd is not None:
@@ -202,6 +216,8 @@ class AutoDiff:
                 continue
             if d is None:
                 parts.append(f"{p.type} {p.name}")
+            elif self.is_ptr(p.type):
+                parts.append(f"DifferentialPtrPair<{p.type}> {p.name}")
             elif mode == "bwd":
                 parts.append(f"{d} {p.name}" if p.direction == "out" else f"inout DifferentialPair<{p.type}> {p.name}")
             else:
@@ -217,9 +233,12 @@ class AutoDiff:
         fparams = [(p, d) for p, d in zip(fn.params, pd) if not (p.name == "this" and p is fn.params[0])]
         if g.params and g.params[0].name == "this":
             gparams = g.params[1:]
+        elif fn.params and fn.params[0].name == "this" and len(g.params) > len(fparams) + (mode == "bwd" and rd is not None):
+            fparams = list(zip(fn.params, pd))        # a static derivative taking `this` first
         bad = None
         for (p, d), gp in zip(fparams, gparams):
-            if d is not None and mode == "bwd" and p.direction != "out" and gp.direction != "inout":
+            if d is not None and mode == "bwd" and p.direction != "out" and gp.direction != "inout" \
+                    and not self.is_ptr(p.type):
                 bad = f"parameter '{gp.name}' must be `inout DifferentialPair<{p.type}>` (bwd_diff writes its .d)"
                 break
         if bad is None and mode == "bwd" and g.ret != T.VOID:
@@ -247,13 +266,21 @@ class AutoDiff:
         fargs = [a for a in fn.attrs.get("type_args", []) if not isinstance(a, tuple)]
         if not res.type_args and fargs:
             attempts.append(fargs)      # a generic derivative takes the primal's generic arguments
-        for targs in attempts:
-            ores = OverloadRes(res.cands, this=this, type_args=targs, name=res.name)
-            try:
-                g, _ = self.chk.pick_function(ores, args, fn.loc)
+        forms = [(this, args)]
+        if this is not None and mode in ("fwd", "bwd") and self.is_ptr(this.type) and self.signature(fn)[0][0]:
+            # A pointer method's derivative may be a static function taking the pair as `this`.
+            pt = self.pair(this.type, self.signature(fn)[0][0])
+            forms.append((None, [ir.LocalRef(pt, ir.Var("this", pt))] + args))
+        for this_, args_ in forms:
+            for targs in attempts:
+                ores = OverloadRes(res.cands, this=this_, type_args=targs, name=res.name)
+                try:
+                    g, _ = self.chk.pick_function(ores, args_, fn.loc)
+                except CompileError:
+                    continue
+                if this_ is None and g.params and g.params[0].name == "this":
+                    continue
                 return g
-            except CompileError:
-                continue
         return None
 
     # ------------------------------------------------------------------ generated functions
@@ -273,7 +300,7 @@ class AutoDiff:
         if fn.body is None and fn.intrinsic is None and not self.is_differentiable(fn):
             pass
         pd, rd = self.signature(fn)
-        params = [ir.Var(p.name, T.PairType(p.type, d) if d is not None else p.type, p.direction)
+        params = [ir.Var(p.name, self.pair(p.type, d) if d is not None else p.type, p.direction)
                   for p, d in zip(fn.params, pd)]
         ret = T.PairType(fn.ret, rd) if rd is not None else fn.ret
         g = ir.Function(self.chk.unique("fwd_" + fn.name), params, ret, loc=fn.loc)
@@ -311,6 +338,9 @@ class AutoDiff:
                 params.append(ir.Var(p.name, p.type, "out" if p.direction == "out" else "in"))
             elif p.direction == "out":
                 params.append(ir.Var(p.name, d, "in"))
+            elif self.is_ptr(p.type):
+                # never written: the gradient goes through the pointer (Slang passes it by value)
+                params.append(ir.Var(p.name, self.pair(p.type, d), "in"))
             else:
                 params.append(ir.Var(p.name, T.PairType(p.type, d), "inout"))
         if rd is not None:
@@ -444,7 +474,7 @@ class AutoDiff:
                 return ir.Block(stmts)
             return ir.Block(stmts + [ir.Return(ir.Construct(g.ret, [call, zero(rd)]))])
         for p, gp, d in zip(fn.params, g.params, pd):
-            if d is not None and p.direction != "out":
+            if d is not None and p.direction != "out" and not self.is_ptr(p.type):
                 r = ir.LocalRef(gp.type, gp)
                 stmts.append(ir.ExprStmt(ir.Assign(d, "=", ir.Field(d, r, "d"), zero(d))))
         return ir.Block(stmts)

@@ -6,6 +6,11 @@ IDifferentiable gets a synthesized Differential struct holding its differentiabl
 (not `no_diff`, not integer), unless it names its own `Differential`.
 DifferentialPair<T> is differentiable with Differential = DifferentialPair<T.Differential>
 (so derivatives of derivatives work).
+
+A struct conforming to IDifferentiablePtrType ("pointer kind") names its Differential, which
+is another pointer kind: the location of its gradient storage.  Its derivatives take a
+DifferentialPtrPair by value and are never accumulated or transposed, so pointer kinds are
+left out of arrays' and structs' differentials.
 """
 from __future__ import annotations
 
@@ -21,12 +26,33 @@ def is_float_like(t: T.Type) -> bool:
     return s is not None and s.kind == "float" and isinstance(t, (T.ScalarType, T.VectorType, T.MatrixType))
 
 
+def is_ptr_kind(chk, t: T.Type) -> bool:
+    """Does t conform to IDifferentiablePtrType?"""
+    if not isinstance(t, T.StructType) or t.info is None:
+        return False
+    info = t.info
+    if "ptr_kind" not in info.__dict__:
+        from ..check.checker import BuiltinIfaceRes
+        info.ptr_kind = False            # (re-entry while the bases are resolved)
+        info.ptr_kind = chk.conforms(t, BuiltinIfaceRes("IDifferentiablePtrType"))
+    return info.ptr_kind
+
+
+def pair_of(chk, t: T.Type, d: T.Type) -> T.PairType:
+    """The pair type a derivative uses for a value of type t with differential d."""
+    return T.PtrPairType(t, d) if is_ptr_kind(chk, t) else T.PairType(t, d)
+
+
 def diff_type(chk, t: T.Type) -> Optional[T.Type]:
     if is_float_like(t):
         return t
     if isinstance(t, T.ArrayType):
+        if is_ptr_kind(chk, t.elem):
+            return None
         e = diff_type(chk, t.elem)
         return T.ArrayType(e, t.n) if e is not None else None
+    if isinstance(t, T.PtrPairType):
+        return None
     if isinstance(t, T.PairType):
         d = diff_type(chk, t.diff)
         return T.PairType(t.diff, d) if d is not None else None
@@ -49,6 +75,8 @@ def struct_diff_type(chk, t: T.StructType) -> Optional[T.Type]:
         info.diff_type = t                      # a synthesized Differential is its own Differential
         return t
     own = [s for s in chk.member_syms(t, "Differential")]
+    if is_ptr_kind(chk, t):
+        return _ptr_diff_type(chk, t, own)
     if own:
         from ..check.checker import TypeRes
         res = chk.sym_to_res(own, None, t.info.sym.decl.loc, chk.ctx_for_env(t.info.env), "Differential")
@@ -68,7 +96,7 @@ def struct_diff_type(chk, t: T.StructType) -> Optional[T.Type]:
     self_diff = True
     for name, ft, _, _ in info.fields:
         m = decl_members.get(name)
-        if m is not None and "no_diff" in m.mods:
+        if (m is not None and "no_diff" in m.mods) or is_ptr_kind(chk, ft):
             self_diff = False
             continue
         dt = diff_type(chk, ft)
@@ -94,6 +122,24 @@ def struct_diff_type(chk, t: T.StructType) -> Optional[T.Type]:
     dt.info.diff_type = dt
     info.diff_type = dt
     return dt
+
+
+def _ptr_diff_type(chk, t: T.StructType, own: list) -> T.Type:
+    """A pointer kind's Differential: named by the type (Slang has no synthesized one, since
+    gradient storage cannot be made up by the compiler) and itself a pointer kind."""
+    from ..check.checker import TypeRes
+    from ..source import error
+    loc = t.info.sym.decl.loc
+    res = chk.sym_to_res(own, None, loc, chk.ctx_for_env(t.info.env), "Differential") if own else None
+    if not isinstance(res, TypeRes):
+        raise error("E6016", f"'{t}' conforms to IDifferentiablePtrType but declares no Differential type "
+                             f"(e.g. `typealias Differential = {t};`)", loc)
+    d = res.type
+    if d is not t and not is_ptr_kind(chk, d):
+        raise error("E6016", f"the Differential of pointer type '{t}' must itself conform to "
+                             f"IDifferentiablePtrType, not be '{d}'", loc)
+    t.info.diff_type = d
+    return d
 
 
 def _declares_differentiable(chk, t) -> bool:
@@ -147,8 +193,8 @@ def diff_field_name(chk, struct_t: T.StructType, name: str) -> Optional[str]:
     """The field of struct_t's Differential that holds the derivative of field `name`
     (same name, or the one named by [DerivativeMember(D.f)])."""
     dt = diff_type(chk, struct_t)
-    if not isinstance(dt, T.StructType):
-        return None
+    if not isinstance(dt, T.StructType) or is_ptr_kind(chk, struct_t):
+        return None             # a pointer's fields are addressing data, not differentiable values
     for m in struct_t.info.sym.decl.members:
         if isinstance(m, ast.VarDecl) and m.name == name:
             if "no_diff" in m.mods:

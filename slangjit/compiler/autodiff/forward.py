@@ -5,7 +5,7 @@ from typing import Optional
 
 from ..ir import nodes as ir
 from .. import types as T
-from .difftypes import diff_type, is_float_like, zero
+from .difftypes import diff_type, is_float_like, is_ptr_kind, zero
 from .flatten import Flattener
 from .rules import Jvp, tz
 
@@ -32,6 +32,7 @@ class ForwardTransform:
         self.jvp = Jvp(ad, self.tangent_ref)
         self.epilogue: list = []
         self.flat = Flattener()
+        self.ptr_ok: set = set()
 
     def tangent_ref(self, v: ir.Var) -> Optional[ir.Expr]:
         tv = self.tangents.get(v.uid)
@@ -41,6 +42,8 @@ class ForwardTransform:
         dt = diff_type(self.chk, v.type)
         if dt is None:
             return None
+        if is_ptr_kind(self.chk, v.type) and v.uid not in self.ptr_ok:
+            return None          # a pointer with no known gradient storage (ptrs.py)
         tv = ir.Var("d_" + v.name, dt)
         self.tangents[v.uid] = tv
         return tv
@@ -57,6 +60,11 @@ class ForwardTransform:
     def run(self) -> ir.Block:
         out = []
         pairs = self.out_fn.params
+        body = self.flat.block(self.fn.body)
+        from .ptrs import ptr_vars_with_diff
+        ptrs = {p.uid for p in self.fn.params if is_ptr_kind(self.chk, p.type)}
+        ok = {p.uid for p, dt in zip(self.fn.params, self.param_diffs) if dt is not None and p.uid in ptrs}
+        self.ptr_ok = ptr_vars_with_diff(self.chk, ok, ptrs - ok, body)
         for p, np_, dt in zip(self.fn.params, pairs, self.param_diffs):
             if dt is None:
                 out.append(ir.VarDecl(p, ir.LocalRef(np_.type, np_)))
@@ -76,7 +84,6 @@ class ForwardTransform:
         for p, np_, dt in zip(self.fn.params, pairs, self.param_diffs):
             if dt is None and p.direction in ("out", "inout"):
                 self.epilogue.append(ir.ExprStmt(ir.Assign(p.type, "=", ir.LocalRef(np_.type, np_), ir.LocalRef(p.type, p))))
-        body = self.flat.block(self.fn.body)
         self.ad.use_substitutes(body)
         self.block_into(body, out)
         if self.fn.ret == T.VOID:
@@ -185,7 +192,13 @@ class ForwardTransform:
                 if dt is None:
                     args.append(a)
                     continue
-                if p.direction == "in":
+                if self.ad.is_ptr(p.type):
+                    t = self.jvp(a)
+                    if t is None:
+                        from .ptrs import unknown_ptr_diff
+                        raise unknown_ptr_diff(self.fn, e.func, p, e.loc)
+                    args.append(ir.Construct(gp.type, [a, t]))
+                elif p.direction == "in":
                     args.append(ir.Construct(gp.type, [a, tz(dt, self.jvp(a))]))
                 else:
                     tmp = ir.Var("pair", gp.type)

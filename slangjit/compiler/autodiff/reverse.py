@@ -11,7 +11,7 @@ from typing import Optional
 from ..ir import nodes as ir
 from .. import types as T
 from ..source import error
-from .difftypes import diff_type, zero
+from .difftypes import diff_type, is_ptr_kind, zero
 from .flatten import Flattener
 from .forward import root_var
 from .normalize import Normalizer
@@ -42,14 +42,15 @@ class ReverseTransform:
         pd, _ = ad.signature(fn)
         self.no_adjoint = {p.uid for p, d in zip(fn.params, pd) if d is None}
         self.n = 0
+        self.pdiff: dict[int, ir.Var] = {}      # pointer variable -> its differential pointer (ptrs.py)
 
     # ------------------------------------------------------------------ variables
 
     def adj_var(self, v: ir.Var) -> Optional[ir.Var]:
         a = self.adj.get(v.uid)
         if a is None:
-            if v.uid in self.no_adjoint:
-                return None
+            if v.uid in self.no_adjoint or is_ptr_kind(self.chk, v.type):
+                return None          # pointers are not transposed: their gradient goes through them
             dt = diff_type(self.chk, v.type)
             if dt is None:
                 return None
@@ -61,6 +62,14 @@ class ReverseTransform:
     def adj_ref(self, v: ir.Var) -> Optional[ir.Expr]:
         a = self.adj_var(v)
         return ir.LocalRef(a.type, a) if a is not None else None
+
+    def companion(self, v: ir.Var) -> Optional[ir.Expr]:
+        c = self.pdiff.get(v.uid)
+        return ir.LocalRef(c.type, c) if c is not None else None
+
+    def ptr_target(self, t: ir.Expr) -> Optional[ir.Var]:
+        """The differential-pointer variable that follows assignments to t, if any."""
+        return self.pdiff.get(t.var.uid) if isinstance(t, ir.LocalRef) else None
 
     def adj_path(self, e: ir.Expr) -> Optional[ir.Expr]:
         v = root_var(e)
@@ -108,6 +117,13 @@ class ReverseTransform:
         norm = Normalizer(self, fn)
         body, decls = norm.run(body)
         self.count_assignments(body, False)
+        from .ptrs import ptr_vars_with_diff
+        ptrs = {p.uid for p in fn.params if is_ptr_kind(self.chk, p.type)}
+        ok_params = {p.uid for p, d in zip(fn.params, pd) if d is not None and p.uid in ptrs}
+        ptr_ok = ptr_vars_with_diff(self.chk, ok_params, ptrs - ok_params, body)
+        for v in list(fn.params) + list(decls):
+            if v.uid in ptr_ok:
+                self.pdiff[v.uid] = ir.Var("dptr_" + v.name, diff_type(self.chk, v.type))
         self.value_needed: set = set()
         self.read_sites: dict = {}
         self.stmt_pos: dict = {}
@@ -123,6 +139,8 @@ class ReverseTransform:
         # hoisted locals (primal), parameters' primal copies
         for v in decls:
             prologue.append(ir.VarDecl(v, zero(v.type)))
+            if v.uid in self.pdiff:
+                prologue.append(ir.VarDecl(self.pdiff[v.uid], zero(self.pdiff[v.uid].type)))
         for p in fn.params:
             self.assign_count[p.uid] = self.assign_count.get(p.uid, 0) + 1
         fwd: list = []
@@ -141,6 +159,10 @@ class ReverseTransform:
                     tail.append(ir.ExprStmt(ir.Assign(p.type, "=", ref, ir.LocalRef(p.type, p))))
                 else:
                     head.append(ir.VarDecl(p, ref))
+                continue
+            if p.uid in self.pdiff:
+                head.append(ir.VarDecl(p, ir.Field(p.type, ref, "p")))
+                head.append(ir.VarDecl(self.pdiff[p.uid], ir.Field(self.pdiff[p.uid].type, ref, "d")))
                 continue
             a = self.adj_var(p)
             if p.direction == "out":
@@ -277,6 +299,7 @@ class ReverseTransform:
                         and isinstance(x.expr.lhs, ir.LocalRef):
                     v = x.expr.lhs.var
                     if getattr(v, "is_temp", False) and self.assign_count.get(v.uid, 0) == 1 \
+                            and v.uid not in self.pdiff \
                             and self.side_effect_free(x.expr.rhs):
                         inputs: set = set()
                         _locals_in(x.expr.rhs, inputs)
@@ -440,6 +463,16 @@ class ReverseTransform:
                 for t in self.targets_of(s):
                     if self.needs_push(t, s):
                         self.push(t, out)
+                        c = self.ptr_target(t)
+                        if c is not None:
+                            self.push(ir.LocalRef(c.type, c), out)
+            e = s.expr
+            if isinstance(e, ir.Assign) and self.ptr_target(e.lhs) is not None:
+                # Before the assignment: the companion of the right-hand side is read as it was.
+                from .ptrs import ptr_diff_expr
+                c = self.ptr_target(e.lhs)
+                out.append(ir.ExprStmt(ir.Assign(c.type, "=", ir.LocalRef(c.type, c),
+                                                 ptr_diff_expr(self.chk, e.rhs, self.companion))))
             out.append(s)
         elif isinstance(s, ir.If) and self.recomputable(s):
             # The branches do not change what the condition reads: the reverse sweep
@@ -536,6 +569,10 @@ class ReverseTransform:
             return
         for t in reversed(targets):
             if self.needs_push(t, stmt):
+                c = self.ptr_target(t)
+                if c is not None:
+                    cref = ir.LocalRef(c.type, c)
+                    out.append(ir.ExprStmt(ir.Assign(c.type, "=", cref, self.pop(c.type, out))))
                 out.append(ir.ExprStmt(ir.Assign(t.type, "=", t, self.pop(t.type, out))))
 
     def rev_stmt(self, s: ir.ExprStmt, out: list):
@@ -594,6 +631,13 @@ class ReverseTransform:
                     args.append(ir.LocalRef(p.type, tmp))
                 else:
                     args.append(a)
+                continue
+            if self.ad.is_ptr(p.type):
+                from .ptrs import ptr_diff_expr, unknown_ptr_diff
+                c = ptr_diff_expr(self.chk, a, self.companion)
+                if c is None:
+                    raise unknown_ptr_diff(self.fn, f, p, call.loc)
+                args.append(ir.Construct(hp.type, [a, c]))
                 continue
             if p.direction == "out":
                 ap = self.adj_path(a)

@@ -134,6 +134,8 @@ class CallsMixin:
         if src is dst or src == dst:
             return e
         if isinstance(dst, T.InterfaceType):
+            if isinstance(src, T.StructType) and self.conforms(src, dst):
+                return self.dyn_pack(e, dst, loc)      # stored as a run-time (dynamic) value
             if self.conforms(src, dst):
                 return e
         if isinstance(dst, T.OptionalType):
@@ -148,6 +150,12 @@ class CallsMixin:
                     return ir.Convert(dst, e, loc=loc)
             raise self.err("E3001", f"cannot convert '{src}' to '{dst}'", loc)
         cost = self.conv_cost(src, dst)
+        if cost is None and isinstance(src, T.InterfaceType) and isinstance(dst, T.StructType):
+            # Typically `I a = Concrete(...); a = createDynamicObject<I>(...);`: the declaration
+            # gave `a` its initializer's concrete type (static dispatch).
+            raise self.err("E3001", f"cannot convert dynamic '{src}' to '{dst}': a variable declared '{src}' with a "
+                                    f"'{dst}' initializer has type '{dst}'; test with `is`/`as`, or initialize it "
+                                    f"from a dynamic value", loc)
         if cost is None and not explicit:
             raise self.err("E3001", f"cannot convert '{src}' to '{dst}'", loc)
         if isinstance(src, T.ScalarType) and isinstance(dst, T.ScalarType):
@@ -251,7 +259,7 @@ class CallsMixin:
                 return all(self.unify(p, a, b) for p, a in zip(pat.args, act.args))
             return pat is act or not T.contains_vars(pat)
         if isinstance(pat, T.PairType):
-            return isinstance(act, T.PairType) and self.unify(pat.primal, act.primal, b)
+            return isinstance(act, T.PairType) and type(act) is type(pat) and self.unify(pat.primal, act.primal, b)
         if isinstance(pat, T.TupleType):
             return isinstance(act, T.TupleType) and len(pat.elems) == len(act.elems) and \
                 all(self.unify(p, a, b) for p, a in zip(pat.elems, act.elems))

@@ -7,6 +7,7 @@
   exprs.py     names, members, calls, constructors, initializer lists, indexing
   operators.py operators, assignment, l-values, constant folding
   diffs.py     the autodiff surface (DifferentialPair, fwd_diff/bwd_diff, no_diff)
+  dynamic.py   interface values whose type is chosen at run time (createDynamicObject)
   stmts.py     statements and function bodies
 """
 from __future__ import annotations
@@ -26,6 +27,7 @@ from .exprs import ExprsMixin
 from .members import MembersMixin
 from .stmts import StmtsMixin
 from .diffs import DiffsMixin
+from .dynamic import DynamicMixin
 from .operators import OperatorsMixin
 
 _uid = itertools.count(1)
@@ -65,7 +67,7 @@ class InterfaceInstance:
         self.bases: list[T.InterfaceType] = []
 
 
-class Checker(DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, OperatorsMixin, StmtsMixin):
+class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, OperatorsMixin, StmtsMixin):
     def __init__(self):
         self.core_env = Env(kind="module")
         self.extensions: list[tuple[ast.ExtensionDecl, Env]] = []
@@ -82,6 +84,7 @@ class Checker(DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, OperatorsMixin, 
         self.target = "cpp"
         self.uses_group_barrier = False
         self.deriv_of: list = []          # (FuncSym g, "ForwardDerivativeOf"/..., target expr)
+        self.type_conformances: list = []  # (interface name, type name, id or -1), see dynamic.py
         self._autodiff = None
 
     @property
@@ -249,6 +252,9 @@ class Checker(DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, OperatorsMixin, 
         if name == "DifferentialPair":
             need(1)
             return self.pair_type(self.as_type_arg(args[0], loc), loc)
+        if name == "DifferentialPtrPair":
+            need(1)
+            return self.ptr_pair_type(self.as_type_arg(args[0], loc), loc)
         if name == "Array":
             need(2)
             return T.ArrayType(self.as_type_arg(args[0], loc), self.as_count(args[1], loc))
@@ -562,6 +568,13 @@ class Checker(DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, OperatorsMixin, 
             kind = "const" if "const" in mods else "static"
         else:
             kind = "uniform"
+        base_ty = ty.elem if isinstance(ty, T.ArrayType) else ty
+        if kind == "uniform" and isinstance(base_ty, T.InterfaceType):
+            # Its concrete type would come from the host (Slang specializes or binds an
+            # existential object); the parameter block has no way to say which.
+            raise self.err("E5013", f"uniform '{d.name}' of interface type '{base_ty.name}' is not supported: "
+                                    f"make the shader generic over the type, or pass a conformance id and "
+                                    f"build it with createDynamicObject", d.loc)
         if d.init is not None and init is None and kind != "uniform":
             if isinstance(ty, T.ArrayType) and ty.n is None and isinstance(d.init, ast.InitList):
                 ty = T.ArrayType(ty.elem, len(d.init.items))

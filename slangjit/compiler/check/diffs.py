@@ -28,10 +28,23 @@ class DiffsMixin:
     def pair_type(self, t: T.Type, loc: Loc) -> T.PairType:
         if T.contains_vars(t):
             return T.PairType(t, t)          # an inference pattern
+        from ..autodiff.difftypes import is_ptr_kind
+        if is_ptr_kind(self, t):
+            raise self.err("E6010", f"'{t}' is a differentiable pointer type (IDifferentiablePtrType): "
+                                    f"its pair is DifferentialPtrPair<{t}>", loc)
         d = self.diff_type(t)
         if d is None:
             raise self.err("E6010", f"'{t}' is not differentiable (DifferentialPair needs an IDifferentiable type)", loc)
         return T.PairType(t, d)
+
+    def ptr_pair_type(self, t: T.Type, loc: Loc) -> T.PtrPairType:
+        if T.contains_vars(t):
+            return T.PtrPairType(t, t)       # an inference pattern
+        from ..autodiff.difftypes import is_ptr_kind
+        if not is_ptr_kind(self, t):
+            raise self.err("E6010", f"DifferentialPtrPair needs a type conforming to IDifferentiablePtrType, "
+                                    f"not '{t}'", loc)
+        return T.PtrPairType(t, self.diff_type(t))
 
     # ------------------------------------------------------------------ special calls
 

@@ -16,9 +16,9 @@ from .scope import FuncSym, SubscriptSym
 BUILTIN_IFACES = {"__BuiltinType", "__BuiltinArithmeticType", "__BuiltinSignedArithmeticType",
                   "__BuiltinIntegerType", "__BuiltinFloatingPointType", "__BuiltinLogicalType",
                   "__BuiltinRealType", "IArithmetic", "IInteger", "IFloat", "IComparable", "ILogical",
-                  "IDifferentiable", "IDefaultInitializable", "IRangedValue"}
+                  "IDifferentiable", "IDifferentiablePtrType", "IDefaultInitializable", "IRangedValue"}
 BUILTIN_GENERICS = {"vector", "matrix", "Atomic", "Ptr", "ConstantBuffer", "ParameterBlock", "Tuple",
-                    "Optional", "Array", "DifferentialPair"}
+                    "Optional", "Array", "DifferentialPair", "DifferentialPtrPair"}
 
 
 class BuiltinGenericRes:
@@ -241,12 +241,17 @@ class ExprsMixin:
         if isinstance(e, ast.IsExpr):
             from .checker import TypeRes
             res = self.resolve(e.operand, ctx)
-            xt = res.type if isinstance(res, TypeRes) else self.value_of(res, loc, ctx).type
+            x = None if isinstance(res, TypeRes) else self.value_of(res, loc, ctx)
+            xt = res.type if x is None else x.type
             t = self.resolve_type(e.type, ctx)
+            if x is not None and isinstance(xt, T.InterfaceType) and not isinstance(t, T.InterfaceType):
+                return self.dyn_is(x, t, loc)
             return ir.Const(T.BOOL, types_eq(xt, t), loc=loc)
         if isinstance(e, ast.AsExpr):
             x = self.expr(e.operand, ctx)
             t = self.resolve_type(e.type, ctx)
+            if isinstance(x.type, T.InterfaceType) and not isinstance(t, T.InterfaceType):
+                return self.dyn_as(x, t, loc)
             ot = T.OptionalType(t)
             if types_eq(x.type, t):
                 return ir.Construct(ot, [x], loc=loc)
@@ -307,6 +312,8 @@ class ExprsMixin:
         special = self.special_call(e, ctx)
         if special is not None:
             return special
+        if self.is_create_dynamic(e, ctx):
+            return self.create_dynamic(e, ctx)
         if isinstance(e.callee, ast.Name) and e.callee.name == "makeTuple" and not ctx.env.lookup("makeTuple"):
             vals = [self.expr(a, ctx) for a in e.args]
             return ir.Construct(T.TupleType(tuple(v.type for v in vals)), vals, loc=e.loc)
@@ -332,6 +339,9 @@ class ExprsMixin:
             return self.resolve_overload(callee, args, e.loc, ctx)
         if isinstance(callee, BuiltinMethodRes):
             return self.call_builtin_method(callee, args, e.loc, ctx)
+        from .dynamic import DynMethodRes
+        if isinstance(callee, DynMethodRes):
+            return self.call_dyn_method(callee, args, e.loc, ctx)
         from .diffs import DiffStaticRes
         if isinstance(callee, DiffStaticRes):
             return self.call_diff_static(callee, args, e.loc, ctx)
@@ -368,6 +378,9 @@ class ExprsMixin:
             return ir.Construct(t, [self.coerce_arg(args[0], t.elem, ctx)], loc=loc)
         if isinstance(t, T.TupleType):
             return ir.Construct(t, [self.coerce_arg(a, et, ctx) for a, et in zip(args, t.elems)], loc=loc)
+        if isinstance(t, T.PtrPairType) and len(args) != 2:
+            # A pointer's differential is storage the caller provides: there is no default.
+            raise self.err("E3030", f"{t} takes (primal, differential)", loc)
         if isinstance(t, T.PairType):
             if len(args) not in (1, 2):
                 raise self.err("E3030", "DifferentialPair takes (primal) or (primal, differential)", loc)

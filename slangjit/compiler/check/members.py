@@ -173,6 +173,8 @@ class MembersMixin:
         if obj is not None and isinstance(t, T.PointerType):
             inner = ir.Deref(t.elem, obj, loc=loc)
             return self.member(inner, t.elem, name, loc, ctx)
+        if obj is not None and isinstance(t, T.InterfaceType):
+            return self.dyn_member(obj, t, name, loc)        # a value chosen at run time
         if obj is not None:
             # Swizzles on scalars and vectors.
             if isinstance(t, (T.VectorType, T.ScalarType)) and T.scalar_of(t) is not None:

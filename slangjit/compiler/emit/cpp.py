@@ -88,6 +88,8 @@ class CppEmitter:
             return self.ensure_aux(t)
         if isinstance(t, T.StringType):
             return "const char*"
+        if isinstance(t, T.InterfaceType) and getattr(t.info, "dyn_words", None):
+            return f"sj::dyn<{t.info.dyn_words}>"      # a dynamic value (check/dynamic.py)
         raise EmitError(f"cannot emit type {t}")
 
     def ensure_struct(self, t: T.StructType):

@@ -133,3 +133,4 @@ template <class T> struct is_standard_layout : integral_constant<bool, __is_stan
 #include "prelude/09_atomics.h"
 #include "prelude/10_buffers.h"
 #include "prelude/11_waves.h"
+#include "prelude/12_dynamic.h"

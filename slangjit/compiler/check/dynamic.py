@@ -1,0 +1,292 @@
+"""Interface-typed values whose concrete type is chosen at run time (Slang's existentials).
+
+Everywhere else interfaces are static dispatch (an interface-typed parameter is an implicit
+generic, an interface-typed local takes its initializer's type).  A value made by
+`createDynamicObject<I>(typeId, data)`, or a concrete value stored where an `I` value is
+required (returned from a function declared to return `I`, assigned to an existential), has the
+interface type itself.  At run time it is the type's conformance id plus the concrete value's
+bytes (prelude `sj::dyn<N>`, N words for the largest conforming type); `data` is copied in
+bytewise, as Slang does, so a conforming type sees it reinterpreted.
+
+The ids are the program's type conformances (`entry_point(..., type_conformances=[(I, T, id)])`,
+Slang's `-conformance T:I=id`).  An interface with none gets every non-generic struct of the
+user's modules that conforms to it, numbered in declaration order.
+
+A method called on such a value calls a generated dispatcher: an if-chain over the conformance
+table that unpacks the value and calls that type's implementation (an unknown id runs the first
+entry).  The dispatcher is an ordinary IR function carrying the requirement's [Differentiable]
+attributes, so forward and reverse mode differentiate through it like any branch.
+"""
+from __future__ import annotations
+
+from .. import ast
+from ..ir import nodes as ir
+from ..source import CompileError, Loc
+from .. import types as T
+from .scope import FuncSym, NamespaceSym, StructSym
+
+# The requirement's attributes that make its dispatcher differentiable (custom-derivative
+# attributes name functions of the interface, which has no bodies: they are not carried over).
+_DIFF_ATTRS = {"Differentiable", "ForwardDifferentiable", "BackwardDifferentiable", "NoDiffThis"}
+
+
+class DynMethodRes:
+    """`obj.name` where obj is a dynamic interface value, before the call."""
+    def __init__(self, obj: ir.Expr, iface: T.InterfaceType, name: str):
+        self.obj, self.iface, self.name = obj, iface, name
+
+
+def _dyn_make(iface: T.InterfaceType, tag: ir.Expr, value: ir.Expr, loc) -> ir.Expr:
+    node = ir.Intrinsic(iface, "sj::dyn_make<$T0>", [tag, value], (), loc=loc)
+    node.type_args = [iface]
+    return node
+
+
+def _dyn_get(t: T.Type, obj: ir.Expr, loc) -> ir.Expr:
+    node = ir.Intrinsic(t, "sj::dyn_get<$T0>", [obj], (), loc=loc)
+    node.type_args = [t]
+    return node
+
+
+def _tag(obj: ir.Expr, loc) -> ir.Expr:
+    return ir.Field(T.UINT, obj, "tag", loc=loc)
+
+
+class DynamicMixin:
+    # ------------------------------------------------------------------ conformance table
+
+    def dyn_table(self, iface: T.InterfaceType, loc: Loc) -> list:
+        """[(id, concrete struct type)] for dynamic values of `iface`; the first is the default."""
+        info = iface.info
+        if info.__dict__.get("dyn_table") is not None:
+            return info.dyn_table
+        want = iface.name.replace(" ", "")
+        given = [(tname, ident) for iname, tname, ident in getattr(self, "type_conformances", ())
+                 if str(iname).replace(" ", "") == want]
+        entries: list = []
+        if given:
+            used = {int(i) for _, i in given if int(i) >= 0}
+            nxt = 0
+            for tname, ident in given:
+                ty = self.conformance_type(str(tname), loc)
+                if not self.conforms(ty, iface):
+                    raise self.err("E5010", f"type conformance '{tname}:{iface.name}': '{tname}' does not "
+                                            f"conform to '{iface.name}'", loc)
+                ident = int(ident)
+                if ident < 0:
+                    while nxt in used:
+                        nxt += 1
+                    ident = nxt
+                    used.add(ident)
+                if any(i == ident for i, _ in entries):
+                    raise self.err("E5010", f"type conformance id {ident} of '{iface.name}' is given twice", loc)
+                entries.append((ident, ty))
+        else:
+            for sym in self.user_struct_syms():
+                if sym.decl.generic_params:
+                    continue
+                ty = self.instantiate_struct(sym, [], sym.decl.loc)
+                if self.conforms(ty, iface):
+                    entries.append((len(entries), ty))
+        if not entries:
+            raise self.err("E5011", f"no type conforms to '{iface.name}', so no dynamic '{iface.name}' value "
+                                    f"can exist (declare a conforming struct, or give type conformances)", loc)
+        info.dyn_table = entries
+        # Bytes of the largest conforming type, in 32-bit words (at least one).
+        info.dyn_words = max(1, max((T.size_align(t)[0] + 3) // 4 for _, t in entries))
+        return entries
+
+    def user_struct_syms(self) -> list:
+        """Struct declarations of the user's modules (and namespaces), in declaration order."""
+        out: list = []
+
+        def walk(env):
+            for syms in env.names.values():
+                for s in syms:
+                    if isinstance(s, StructSym) and s.owner is None and s not in out:
+                        out.append(s)
+                    elif isinstance(s, NamespaceSym):
+                        walk(s.env)
+        for env in self.modules_loaded.values():
+            walk(env)
+        return out
+
+    def conformance_type(self, name: str, loc: Loc) -> T.Type:
+        """A type named in a type conformance (`Foo`, `ns.Foo`, `Gen<float>`), looked up in the
+        user's modules."""
+        from ..parser import parse_module
+        try:
+            mod = parse_module(f"typealias __conformance_type = {name};", "<type conformance>")
+            texpr = mod.decls[0].type
+        except (CompileError, IndexError, AttributeError):
+            raise self.err("E5010", f"type conformance names '{name}', which is not a type name", loc) from None
+        last = None
+        for env in self.modules_loaded.values():
+            try:
+                return self.resolve_type(texpr, self.ctx_for_env(env))
+            except CompileError as ex:
+                last = ex
+        detail = f" ({last.diagnostics[0].message})" if last is not None else ""
+        raise self.err("E5010", f"type conformance names unknown type '{name}'{detail}", loc)
+
+    # ------------------------------------------------------------------ making values
+
+    def is_create_dynamic(self, e: ast.Call, ctx) -> bool:
+        c = e.callee
+        return isinstance(c, ast.GenericApp) and isinstance(c.base, ast.Name) and \
+            c.base.name == "createDynamicObject" and not ctx.env.lookup("createDynamicObject")
+
+    def create_dynamic(self, e: ast.Call, ctx) -> ir.Expr:
+        """createDynamicObject<I>(typeId, data) (or <I, D>): the object of conformance id typeId
+        whose bytes are data's."""
+        targs = self.generic_args(e.callee.args, ctx)
+        if not targs or not isinstance(targs[0], T.InterfaceType) or len(targs) > 2:
+            raise self.err("E3063", "createDynamicObject<I>(typeId, data) needs an interface type I", e.callee.loc)
+        iface = targs[0]
+        if len(e.args) != 2 or isinstance(e.args[1], ast.InitList):
+            raise self.err("E3030", "createDynamicObject takes (typeId, data)", e.loc)
+        tag = self.coerce(self.expr(e.args[0], ctx), T.UINT, e.args[0].loc)
+        data = self.expr(e.args[1], ctx)
+        if len(targs) == 2:
+            if not isinstance(targs[1], T.Type):
+                raise self.err("E2013", "createDynamicObject's second generic argument must be a type", e.callee.loc)
+            data = self.coerce(data, targs[1], e.args[1].loc)
+        if isinstance(data.type, (T.InterfaceType, T.BufferType, T.StringType)) or data.type == T.VOID:
+            raise self.err("E3064", f"createDynamicObject cannot take its data from a '{data.type}'", e.args[1].loc)
+        self.dyn_table(iface, e.loc)
+        return _dyn_make(iface, tag, data, e.loc)
+
+    def dyn_pack(self, e: ir.Expr, iface: T.InterfaceType, loc: Loc) -> ir.Expr:
+        """A concrete value where a dynamic `iface` value is required: tag it with its id."""
+        for ident, ty in self.dyn_table(iface, loc):
+            if ty is e.type:
+                return _dyn_make(iface, ir.Const(T.UINT, ident, loc=loc), e, loc)
+        raise self.err("E5012", f"'{e.type}' has no conformance id for dynamic '{iface.name}' values (the "
+                                f"program's type conformances of '{iface.name}' do not list it)", loc)
+
+    def dyn_is(self, x: ir.Expr, t: T.Type, loc: Loc) -> ir.Expr:
+        """`x is T` on a dynamic value: a run-time test of its conformance id."""
+        ids = [i for i, ty in self.dyn_table(x.type, loc) if ty is t]
+        if not ids:
+            return ir.Const(T.BOOL, False, loc=loc)
+        return ir.Binary(T.BOOL, "==", _tag(x, loc), ir.Const(T.UINT, ids[0], loc=loc), loc=loc)
+
+    def dyn_as(self, x: ir.Expr, t: T.Type, loc: Loc) -> ir.Expr:
+        ot = T.OptionalType(t)
+        test = self.dyn_is(x, t, loc)
+        if isinstance(test, ir.Const):
+            return ir.Construct(ot, [], loc=loc)
+        return ir.Select(ot, test, ir.Construct(ot, [_dyn_get(t, x, loc)], loc=loc), ir.Construct(ot, [], loc=loc),
+                         loc=loc)
+
+    # ------------------------------------------------------------------ method calls
+
+    def dyn_requirements(self, iface: T.InterfaceType, name: str) -> list:
+        found = [m for m in iface.info.sym.decl.members if isinstance(m, ast.FuncDecl) and m.name == name]
+        if found:
+            return [(iface, m) for m in found]
+        for b in iface.info.bases:
+            if isinstance(b, T.InterfaceType):
+                r = self.dyn_requirements(b, name)
+                if r:
+                    return r
+        return []
+
+    def call_dyn_method(self, res: DynMethodRes, args: list, loc: Loc, ctx) -> ir.Expr:
+        reqs = self.dyn_requirements(res.iface, res.name)
+        if not reqs:
+            raise self.err("E2040", f"'{res.iface.name}' has no method named '{res.name}'", loc)
+        fns = []
+        for owner, req in reqs:
+            if len(req.params) == len(args):
+                fns.append(self.dyn_dispatcher(res.iface, owner, req, loc))
+        for fn in fns:
+            params = fn.params[1:]
+            if all(a.type == p.type or self.conv_cost(a.type, p.type) is not None for a, p in zip(args, params)):
+                break
+        else:
+            desc = ", ".join(str(getattr(a, "type", "{...}")) for a in args)
+            raise self.err("E3010", f"no requirement '{res.name}' of '{res.iface.name}' matches arguments ({desc})", loc)
+        call_args = [res.obj]
+        if fn.params[0].direction == "inout":
+            self.require_lvalue(res.obj, loc, "mutating method's `this`")
+        for a, p in zip(args, fn.params[1:]):
+            if p.direction in ("out", "inout"):
+                self.require_lvalue(a, a.loc, f"argument '{p.name}' (an {p.direction} parameter)")
+                call_args.append(self.out_arg(a, p.type, loc))
+            else:
+                call_args.append(self.coerce_arg(a, p.type, ctx))
+        return ir.Call(fn.ret, fn, call_args, loc=loc)
+
+    def dyn_dispatcher(self, iface: T.InterfaceType, owner: T.InterfaceType, req: ast.FuncDecl,
+                       loc: Loc) -> ir.Function:
+        cache = iface.info.__dict__.setdefault("dyn_dispatch", {})
+        if id(req) in cache:
+            return cache[id(req)]
+        what = f"'{req.name}' of '{owner.name}' cannot be called on a dynamic '{iface.name}' value"
+        if req.generic_params or "static" in req.mods:
+            raise self.err("E3062", f"{what}: it is {'generic' if req.generic_params else 'static'}", loc)
+        ictx = self.ctx_for_env(owner.info.env)
+        try:
+            ptypes = [self.resolve_type(p.type, ictx) for p in req.params]
+            ret = self.resolve_type(req.return_type, ictx) if req.return_type is not None else T.VOID
+        except CompileError:
+            raise self.err("E3062", f"{what}: its signature uses `This` or an associated type", loc) from None
+        mutating = any(a.name == "mutating" for a in req.attrs) or "mutating" in req.mods
+        this = ir.Var("this", iface, "inout" if mutating else "in", loc=req.loc)
+        params = [this] + [ir.Var(p.name, pt, p.direction if p.direction != "ref" else "inout", loc=p.loc)
+                           for p, pt in zip(req.params, ptypes)]
+        fn = ir.Function(self.unique(f"{iface.name}_{req.name}_dyn"), params, ret, loc=req.loc)
+        fn.slang_name = req.name
+        attrs = {a.name: a for a in req.attrs if a.name in _DIFF_ATTRS}
+        fn.attrs.update({"decl": req, "attrs": attrs, "env": owner.info.env, "type_args": [], "is_init": False})
+        cache[id(req)] = fn
+        differentiable = any(a in attrs for a in ("Differentiable", "ForwardDifferentiable", "BackwardDifferentiable"))
+        cases = [(ident, self.dyn_case(fn, ty, req, differentiable, loc)) for ident, ty in self.dyn_table(iface, loc)]
+        # if (tag == id1) {...} else if (tag == id2) {...} else {first entry's}
+        tree = cases[0][1]
+        for ident, body in reversed(cases[1:]):
+            cond = ir.Binary(T.BOOL, "==", _tag(ir.LocalRef(iface, this), loc), ir.Const(T.UINT, ident, loc=loc))
+            tree = ir.Block([ir.If(cond, body, tree)])
+        fn.body = tree
+        self.functions.append(fn)
+        return fn
+
+    def dyn_case(self, fn: ir.Function, ty: T.Type, req: ast.FuncDecl, differentiable: bool, loc: Loc) -> ir.Block:
+        """The dispatcher's branch for one conforming type: unpack, call its implementation."""
+        from .checker import OverloadRes
+        this = fn.params[0]
+        thisref = ir.LocalRef(this.type, this, loc=loc)
+        stmts: list = []
+        obj = ir.Var("obj", ty, loc=loc)
+        stmts.append(ir.VarDecl(obj, _dyn_get(ty, thisref, loc)))
+        syms = [s for s in self.member_syms(ty, req.name) if isinstance(s, FuncSym)]
+        args = [ir.LocalRef(p.type, p, loc=loc) for p in fn.params[1:]]
+        try:
+            call = self.resolve_overload(OverloadRes(syms, this=ir.LocalRef(ty, obj, loc=loc), name=req.name),
+                                         args, loc, self.ctx_for_env(fn.attrs["env"]))
+        except CompileError:
+            raise self.err("E3062", f"'{ty}' does not implement '{req.name}' as '{fn.params[0].type.name}' "
+                                    f"requires, so it cannot be called on a dynamic value", loc) from None
+        if not isinstance(call, ir.Call):
+            raise self.err("E3062", f"'{ty}.{req.name}' cannot be called through a dynamic value", loc)
+        if differentiable and not self.autodiff.is_differentiable(call.func):
+            raise self.err("E6017", f"'{ty}.{req.name}' implements differentiable requirement '{req.name}' but is "
+                                    f"not differentiable: mark it [Differentiable]", call.func.loc or loc)
+        if fn.ret == T.VOID:
+            stmts.append(ir.ExprStmt(call))
+        else:
+            r = ir.Var("r", fn.ret, loc=loc)
+            stmts.append(ir.VarDecl(r, call))
+        if this.direction == "inout":
+            # [mutating]: the implementation changed the unpacked copy; store it back.
+            stmts.append(ir.ExprStmt(ir.Assign(this.type, "=", thisref,
+                                               _dyn_make(this.type, _tag(thisref, loc), ir.LocalRef(ty, obj), loc))))
+        stmts.append(ir.Return(None if fn.ret == T.VOID else ir.LocalRef(fn.ret, r)))
+        return ir.Block(stmts)
+
+    def dyn_member(self, obj: ir.Expr, t: T.InterfaceType, name: str, loc: Loc):
+        if not self.dyn_requirements(t, name):
+            raise self.err("E2040", f"'{t.name}' has no method named '{name}' (a dynamic interface value only "
+                                    f"offers the interface's methods)", loc)
+        return DynMethodRes(obj, t, name)

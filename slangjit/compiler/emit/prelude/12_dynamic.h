@@ -1,0 +1,30 @@
+// ------------------------------------------------------------------------------ dynamic objects
+// An interface-typed value whose concrete type is chosen at run time (createDynamicObject, see
+// compiler/check/dynamic.py): the type's conformance id and the concrete value's bytes.  The
+// checker sizes N (32-bit words) for the largest conforming type.  Bytes are copied, not
+// converted, because Slang reinterprets the data of createDynamicObject the same way.
+namespace sj {
+
+template <int N>
+struct dyn {
+    uint32_t tag;
+    uint32_t data[N];
+};
+
+template <class D, class T>
+SJ_FN D dyn_make(uint32_t tag, const T& x) {
+    D v{};
+    v.tag = tag;
+    memcpy(v.data, &x, sizeof(T) < sizeof(v.data) ? sizeof(T) : sizeof(v.data));
+    return v;
+}
+
+template <class T, int N>
+SJ_FN T dyn_get(const dyn<N>& v) {
+    static_assert(sizeof(T) <= sizeof(v.data), "a conforming type is larger than its dynamic object");
+    T x;
+    memcpy(&x, v.data, sizeof(T));
+    return x;
+}
+
+}  // namespace sj
