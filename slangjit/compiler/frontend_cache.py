@@ -130,20 +130,11 @@ def _tree_hash(root: str, memo_dir: Optional[Path]) -> bytes:
         d.update(len(data).to_bytes(8, "little") + data)
     digest = d.digest()
     if memo is not None:
-        import tempfile
-        tmp = None
+        from ..atomic_file import write_atomic
         try:
-            memo.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=str(memo.parent), prefix=".tmp-", suffix=".sha256")
-            with os.fdopen(fd, "wb") as f:
-                f.write(digest)
-            os.replace(tmp, memo)
+            write_atomic(str(memo), (digest,))
         except OSError:                 # a read-only cache only costs the hashing next time
-            if tmp is not None:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
+            pass
     return digest
 
 
@@ -264,22 +255,10 @@ def _read_disk(key: str):
 
 def _write_disk(key: str, entry: dict) -> None:
     import pickle
-    import tempfile
+    from ..atomic_file import write_atomic
     payload = pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL)
     data = _HEADER.pack(_MAGIC, len(payload), hashlib.sha256(payload).digest()) + payload
-    final = _entry_path(key)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=str(final.parent), prefix=".tmp-", suffix=".pkl")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, final)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_atomic(str(_entry_path(key)), (data,))
 
 
 def _remember(key: str, entry: dict) -> None:

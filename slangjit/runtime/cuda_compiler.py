@@ -282,23 +282,9 @@ def _read_entry(path: str) -> Optional[bytes]:
 
 
 def _write_entry(path: str, image: bytes, meta: dict) -> None:
-    import tempfile  # noqa: PLC0415  (only when something was compiled)
+    from ..atomic_file import write_atomic  # noqa: PLC0415  (only when something was compiled)
     m = json.dumps(meta, sort_keys=True).encode()
-    d = os.path.dirname(path)
-    os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=os.path.splitext(path)[1])
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(_HEADER.pack(_MAGIC, len(m), len(image)))
-            f.write(m)
-            f.write(image)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_atomic(path, (_HEADER.pack(_MAGIC, len(m), len(image)), m, image))
 
 
 def compile_cached(source: str, arch: str) -> CompiledImage:
