@@ -80,6 +80,9 @@ print(json.dumps({"import": t1 - t0, "device": t2 - t1, "ready": t3 - t2, "timin
 def compile_times(shader: str):
     cache = tempfile.mkdtemp(prefix="sj-mlp-cache-")
     env = dict(os.environ, SLANGJIT_CACHE_DIR=cache)
+    # A user's Python caches bytecode; an image that sets PYTHONDONTWRITEBYTECODE would add the
+    # re-compilation of slangjit's own modules to every new process.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     out = []
     for _ in range(2):
         r = subprocess.run([sys.executable, "-c", COMPILE_CHILD, shader], env=env, capture_output=True, text=True,

@@ -1,14 +1,18 @@
 """Where the seed 002 MLP's learnGradient time goes on the GPU: the same kernel (benchmarks/gpu_mlp.py's
-native-atomic variant) built with variants of the CUDA prelude's gradient-add path, timed side by side.
+native-atomic variant) built several ways, timed side by side.
 
     python benchmarks/gpu_mlp_breakdown.py [--batch-log2 20] [--iters 20]
 
-Variants (source edits applied to the generated CUDA just before NVRTC; the product is unchanged):
-  as built      the block cache as the emitter chooses it
-  cols=N        the block cache with N columns per row (the warp's values folded into N lanes by shuffles)
-  unroll loops  `#pragma unroll` on every loop of the generated code (constant trip counts unroll fully)
-  no cache      warp aggregation only (SJ_RED_CACHE off)
-  adds dropped  every gradient add removed (the values are still computed): the floor for everything else
+Variants (the product is unchanged; edits are applied to the generated CUDA just before NVRTC, or to the
+emitter's plan):
+  as built       coarsened: groups in turn per block, each gradient add into a per-thread register slot
+                 after a per-warp address check (prelude racc_add), one warp sum per slot at the end
+  no slot check  the register add without the address check (not a safe product: it measures the check)
+  half2 slots    two slots per __half2 register (SJ_RACC_HALF=1): half the registers, half-precision sums
+  2 blocks/SM    __launch_bounds__(256, 2): at most 128 registers (spills), twice the resident warps
+  block cache    not coarsened (emit/cuda.py MAX_SLOTS = 0): the previous design, warp sums into a
+                 per-block shared-memory table (prelude red_add_fp with SJ_RED_CACHE)
+  adds dropped   every gradient add removed (the values are still computed): the floor for everything else
 Gradients of a 2^12 batch are compared with the as-built variant's (except where dropped).
 """
 from __future__ import annotations
@@ -31,22 +35,25 @@ from slangjit.runtime import cuda_compiler  # noqa: E402
 from slangjit.runtime.cuda import _ck  # noqa: E402
 
 _RED = "template <class T> __device__ inline void red_add_fp(T* p, T v) {"
+_CHECK = "if (tab[slot] == key || racc_take(tab + slot, p, T(v))) racc_put(acc, slot, v);"
+_HALF = "#define SJ_RACC_HALF 1\n"
+_RACC = "static_assert(sizeof(T) == 2 || sizeof(T) == 4, \"racc_add: half or float\");"
+_DROP = " if (float(v) == 1.2345e30f) atomicAdd(p, T(v)); return;"   # keeps v live: the arithmetic stays
 
-
-def _unroll(s: str) -> str:
-    """`#pragma unroll` before every loop of the generated functions (the prelude's loops are spelled
-    `for (int ...`, the emitter's `for (; ...`)."""
-    return re.sub(r"(\n[ \t]*)for \(;", r"\1#pragma unroll\1for (;", s)
+def _two_blocks(s: str) -> str:
+    """__launch_bounds__(N, 2): at most 128 registers per thread, so two 256-thread blocks fit an SM."""
+    return re.sub(r"__launch_bounds__\((\d+)\) sj_entry_learnGradient", r"__launch_bounds__(\1, 2) sj_entry_learnGradient", s)
 
 
 VARIANTS = {
-    "as built": lambda s: s,
-    "cols=32": lambda s: s.replace("#define SJ_RED_CACHE 1", "#define SJ_RED_CACHE 1\n#define SJ_RED_COLS 32"),
-    "unroll loops": lambda s: _unroll(s),
-    "unroll, cols=1": lambda s: _unroll(s).replace("#define SJ_RED_CACHE 1", "#define SJ_RED_CACHE 1\n#define SJ_RED_COLS 1"),
-    "no cache": lambda s: s.replace("#define SJ_RED_CACHE 1", "#define SJ_RED_CACHE 0"),
-    # keep v live (an impossible branch) so the forward/backward arithmetic is not optimised away
-    "adds dropped": lambda s: s.replace(_RED, _RED + " if (float(v) == 1.2345e30f) atomicAdd(p, v); return;"),
+    "as built": (lambda s: s, None),
+    "no slot check": (lambda s: s.replace(_CHECK, "racc_put(acc, slot, v); tab[slot] = key;"), None),
+    "half2 slots": (lambda s: _HALF + s, None),
+    "half2, no check": (lambda s: _HALF + s.replace(_CHECK, "racc_put(acc, slot, v); tab[slot] = key;"), None),
+    "block cache": (lambda s: s, 0),
+    "half2, 2 blocks/SM": (lambda s: _HALF + _two_blocks(s), None),
+    "float, 2 blocks/SM": (lambda s: _two_blocks(s), None),
+    "adds dropped": (lambda s: s.replace(_RED, _RED + _DROP).replace(_RACC, _RACC + _DROP), None),
 }
 
 
@@ -65,10 +72,15 @@ def main():
     xy = np.random.default_rng(2).uniform(-1, 1, (B, 2)).astype(np.float32)
     real_compile = cuda_compiler.compile_source
     rows, ref = [], None
-    for name, edit in VARIANTS.items():
+    from slangjit.compiler.emit import cuda as emit_cuda
+    from slangjit.compiler import frontend_cache
+    max_slots = emit_cuda.MAX_SLOTS
+    for name, (edit, slots) in VARIANTS.items():
         cuda_compiler.compile_source = lambda src, arch="compute_90", nm="slangjit.cu", extra_options=(), _e=edit: \
             real_compile(_e(src), arch, nm, extra_options)
+        emit_cuda.MAX_SLOTS = max_slots if slots is None else slots
         cuda_compiler._mem_cache.clear()
+        frontend_cache._memory.clear()
         os.environ["SLANGJIT_CACHE_DIR"] = tempfile.mkdtemp(prefix="sj-mlpb-cache-")
         dev = spy.create_device(type=spy.DeviceType.cuda)
         dev._ctx.modules.clear()            # loaded modules are cached per context by source hash
@@ -99,6 +111,7 @@ def main():
             att[key.split("_")[0].lower() if key != "NUM_REGS" else "regs"] = _ck(d.cuFuncGetAttribute(enum, tr.learn._fn), key)
         print(f"{name:14s} learnGradient {ms:.3f} ms   grads vs as-built: rel diff {rel:.2e}   {att}", flush=True)
     cuda_compiler.compile_source = real_compile
+    emit_cuda.MAX_SLOTS = max_slots
     print()
     print(f"| variant (batch 2^{args.batch_log2}) | learnGradient ms |")
     print("|---|---:|")

@@ -66,6 +66,9 @@ class EntryPointInfo:
     numthreads: tuple[int, int, int]
     params: list[FieldLayout] = field(default_factory=list)   # `uniform` entry-point parameters
     params_size: int = 0
+    # CUDA: the kernel runs groups in turn (grid-stride over blockIdx.x) and takes the group counts
+    # as a second parameter (emit/cuda.py coarse_kernel); the runtime picks the grid size.
+    grid_stride: bool = False
 
 
 @dataclass

@@ -406,6 +406,7 @@ class CudaComputeKernel:
         self._params_size = self.entry.params_size
         self._params_required = _lp.required_bindings(self.entry.params)
         self._numthreads = tuple(int(n) for n in self.entry.numthreads)
+        self._resident: Optional[int] = None
         nt = self._numthreads[0] * self._numthreads[1] * self._numthreads[2]
         if nt > 1024:
             raise ValueError(f"[numthreads{self._numthreads}] has {nt} threads per group; CUDA allows at most 1024")
@@ -459,12 +460,10 @@ class CudaComputeKernel:
         s = c.stream if stream is None else _stream_handle(stream)
         with self._module.lock:
             self._module.set_globals(gblock, s)
-            argp = (ctypes.c_void_p * 1)(pblock.ctypes.data)
-            _ck(c.d.cuLaunchKernel(self._fn, gx, gy, gz, nx, ny, nz, 0, s, ctypes.addressof(argp), 0),
-                "cuLaunchKernel")
+            self._launch(pblock.ctypes.data, (gx, gy, gz), s)
         if self.device.enable_debug_layers:
             c.synchronize(s)
-        del pblock, argp
+        del pblock
 
     def launch_raw(self, pblock, gblock: Optional[np.ndarray], groups: int) -> None:
         """Launch `groups` x 1 x 1 groups with an already packed parameter block (a ctypes buffer) and,
@@ -476,11 +475,39 @@ class CudaComputeKernel:
         with self._module.lock:
             if gblock is not None:
                 self._module.set_globals(gblock, s)
-            argp = (ctypes.c_void_p * 1)(ctypes.addressof(pblock))
-            _ck(c.d.cuLaunchKernel(self._fn, groups, 1, 1, nx, ny, nz, 0, s, ctypes.addressof(argp), 0),
-                "cuLaunchKernel")
+            self._launch(ctypes.addressof(pblock), (groups, 1, 1), s)
         if self.device.enable_debug_layers:
             c.synchronize(s)
+
+    def _launch(self, pblock_address: int, groups: tuple[int, int, int], stream) -> None:
+        """cuLaunchKernel over `groups`; a grid-stride (coarsened) kernel gets about one resident wave
+        of blocks and the group counts as its second parameter (emit/cuda.py coarse_kernel)."""
+        nx, ny, nz = self._numthreads
+        if self.entry.grid_stride:
+            total = groups[0] * groups[1] * groups[2]
+            if total >= 1 << 32:
+                raise ValueError(f"dispatch: too many thread groups ({total}) for one coarsened kernel (< 2^32)")
+            grid = (ctypes.c_uint32 * 3)(*groups)
+            argp = (ctypes.c_void_p * 2)(pblock_address, ctypes.addressof(grid))
+            blocks = (min(total, self._resident_blocks()), 1, 1)
+        else:
+            argp = (ctypes.c_void_p * 1)(pblock_address)
+            blocks = groups
+        c = self._ctx
+        _ck(c.d.cuLaunchKernel(self._fn, *blocks, nx, ny, nz, 0, stream, ctypes.addressof(argp), 0),
+            "cuLaunchKernel")
+
+    def _resident_blocks(self) -> int:
+        """Blocks of this kernel the whole GPU holds at once (occupancy x multiprocessors)."""
+        if self._resident is None:
+            nt = self._numthreads[0] * self._numthreads[1] * self._numthreads[2]
+            c = self._ctx
+            try:
+                per_sm = int(_ck(c.d.cuOccupancyMaxActiveBlocksPerMultiprocessor(self._fn, nt, 0), "occupancy"))
+            except Exception:  # noqa: BLE001 - a driver without the query: assume registers allow 2048 threads
+                per_sm = max(1, 2048 // nt)
+            self._resident = max(1, per_sm) * c.sm_count
+        return self._resident
 
     def __repr__(self) -> str:
         return f"CudaComputeKernel({self.entry_name!r}, numthreads={self._numthreads})"

@@ -415,7 +415,7 @@ class CppEmitter:
         self.out(d, "{")
         for i in s.init:
             self.stmt(i, d + 1)
-        if s.attrs.get("unroll") and self.target == "cuda":
+        if self.unroll_loop(s):
             self.out(d + 1, "#pragma unroll")
         cond = self.expr(s.cond) if s.cond is not None else "true"
         if s.kind == "for":
@@ -435,6 +435,10 @@ class CppEmitter:
         self.out(d, "}")
         self.out(d, f"{brk}:;")
         self.loop_labels.pop()
+
+    def unroll_loop(self, s) -> bool:
+        """Ask the C++ compiler to unroll this loop ([ForceUnroll]; CUDA only, see cuda.py)."""
+        return bool(s.attrs.get("unroll")) and self.target == "cuda"
 
     def s_Switch(self, s, d):
         brk = self.new_label("brk")

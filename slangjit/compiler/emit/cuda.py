@@ -32,8 +32,12 @@ Kernel ABI (the CUDA counterpart of the CPU ABI in reflection.py):
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import Optional
+
 from ..ir import nodes as ir
 from ..ir import scan
+from ..ir.red_slots import RedSlots
 from .. import types as T
 from ..reflection import CUDA_GLOBALS_SYMBOL, EntryPointInfo, ProgramReflection
 from ..source import error
@@ -45,13 +49,67 @@ STATIC_SLOTS = 256 * 64 * 32
 
 
 class CudaEmitter(CppEmitter):
-    def __init__(self):
+    def __init__(self, slots: Optional[RedSlots] = None):
         super().__init__("cuda")
         self.global_kinds: dict[str, str] = {}     # C name -> how references are spelled
+        self.slots = slots                         # gradient-add slots (ir/red_slots.py), if any
+        self.slot_base: list[str] = []             # C expression: base of the current slot space
+
+    # ---------------------------------------------------------- per-thread gradient accumulation
+    # A function with slots takes (sj_acc, sj_tab, sj_slot) after its own parameters and is inlined;
+    # a slotted site becomes sj_cuda::racc_add(...) with its slot expression, a counted loop with
+    # slots is unrolled.  sj_slot = -1 (a caller outside a coarsened kernel) means the ordinary add.
+    def bears_slots(self, fn: ir.Function) -> bool:
+        return self.slots is not None and self.slots.bears_slots(fn)
 
     def prototype(self, fn: ir.Function) -> str:
-        ps = ", ".join(self.param_decl(p) for p in fn.params)
-        return f"static __device__ {self.ctype(fn.ret)} {fn.name}({ps})"
+        ps = [self.param_decl(p) for p in fn.params]
+        inline = ""
+        if self.bears_slots(fn):
+            ps += ["::sj_cuda::racc_t* sj_acc", "unsigned long long* sj_tab", "int sj_slot"]
+            inline = "__forceinline__ "
+        return f"static __device__ {inline}{self.ctype(fn.ret)} {fn.name}({', '.join(ps)})"
+
+    def function(self, fn: ir.Function):
+        self.slot_base = ["sj_slot"] if self.bears_slots(fn) else []
+        super().function(fn)
+
+    def _slot(self, node) -> Optional[str]:
+        o = self.slots.offset.get(id(node)) if self.slots is not None else None
+        if o is None or not self.slot_base:
+            return None
+        return f"SJ_SLOT({self.slot_base[-1]}, {o})"
+
+    def x_Call(self, e):
+        if not self.bears_slots(e.func):
+            return super().x_Call(e)
+        slot = self._slot(e)
+        extra = ["sj_acc", "sj_tab", slot] if slot else ["nullptr", "nullptr", "-1"]
+        void = e.type == T.VOID
+        return self.with_out_temps(e.args, lambda parts: ("sj_void:" if void else "") +
+                                   f"{e.func.name}({', '.join(list(parts) + extra)})")
+
+    def x_Intrinsic(self, e):
+        slot = self._slot(e)
+        if slot is None:
+            return super().x_Intrinsic(e)
+        dest, value = e.args
+        return f"::sj_cuda::racc_add(sj_acc, sj_tab, {slot}, &({self.expr(dest)}), {self.expr(value)})"
+
+    def s_Loop(self, s, d):
+        lay = self.slots.loops.get(id(s)) if self.slots is not None else None
+        if lay is None or not self.slot_base:
+            return super().s_Loop(s, d)
+        it = lay.iteration(self.var_name(lay.var))
+        self.slot_base.append(f"SJ_SLOT({self.slot_base[-1]}, {lay.offset} + {it} * {lay.body_size})")
+        try:
+            super().s_Loop(s, d)
+        finally:
+            self.slot_base.pop()
+
+    def unroll_loop(self, s) -> bool:
+        return super().unroll_loop(s) or (self.slots is not None and id(s) in self.slots.loops
+                                          and bool(self.slot_base))
 
     def x_GlobalRef(self, e):
         v = e.var
@@ -94,40 +152,115 @@ _ORDERING = {f"sj::{n}" for n in ("AllMemoryBarrier", "AllMemoryBarrierWithGroup
                                   "GroupMemoryBarrierWithGroupSync")}
 
 
-def _is_red_add(i: ir.Intrinsic) -> bool:
-    """InterlockedAdd(dest, v) on a float/half scalar: the result is unused (see red_add_fp)."""
-    t = i.args[0].type if i.args else None
-    return (i.name == "sj::InterlockedAdd" and len(i.args) == 2 and isinstance(t, T.ScalarType)
-            and t.kind == "float" and t.bits in (16, 32))
+# Most slots (float registers per thread) a coarsened kernel may use.
+MAX_SLOTS = 192
 
 
-def red_cache_entries(entries: list[ir.Function]) -> list[ir.Function]:
-    """The entry points whose kernels get the block cache for float adds (prelude: red_add_fp).
+@dataclass
+class RedAddPlan:
+    """How a translation unit's float/half gradient adds are combined (prelude: red_add_fp, racc_add)."""
+    slots: Optional[RedSlots] = None
+    coarse: dict = field(default_factory=dict)   # id(entry) -> slot count: coarsened kernels
+    cached: set = field(default_factory=set)     # id(entry): kernels that set up the block cache
 
-    Those that add into a thread-uniform address with an unused-result float/half InterlockedAdd
-    (gradients of parameters every thread shares; ir/uniformity.py) - if no entry that adds also
-    reaches a barrier or memory fence.  The cache is per translation unit (the adds share one
-    prelude function), so one entry that must not defer turns it off for all.  Kernels whose adds
-    all go to per-thread addresses (scatter, `.bwds` into per-element gradients) do not pay for it."""
+
+def plan_red_adds(entries: list[tuple[ir.Function, tuple[int, int, int]]],
+                  functions: list[ir.Function]) -> RedAddPlan:
+    """Which kernels accumulate thread-uniform adds per thread (coarsened: one GPU thread runs the
+    entry for many groups in turn, see emit_program_cuda) and which use the block cache.
+
+    Uniform sites are the unused-result float/half InterlockedAdds whose address is thread-uniform
+    in every entry that reaches them (gradients of parameters all threads share; ir/uniformity.py).
+    A kernel is coarsened when its sites have static slots (ir/red_slots.py, at most MAX_SLOTS), its
+    group size is a whole number of warps, and it reaches no barrier, memory fence or groupshared
+    variable.  The block cache (per translation unit: the adds share one prelude function) is on when
+    some kernel that adds is not coarsened, or has sites without slots, and adds into a uniform
+    address - unless an entry that adds reaches a barrier or fence.  Kernels whose adds all go to
+    per-thread addresses (scatter, `.bwds` into per-element gradients) pay for neither."""
     from .program import system_value_params
     from ..ir.uniformity import Uniformity
-    users, ordered, uniform = [], False, False
-    for fn in entries:
-        calls = list(scan.intrinsic_calls(scan.reachable(fn)))
-        reds = [i for i in calls if _is_red_add(i)]
+    from ..ir.red_slots import is_red_add
+    info = []
+    uniform_ok: dict[int, bool] = {}
+    for fn, numthreads in entries:
+        reach = scan.reachable(fn)
+        calls = list(scan.intrinsic_calls(reach))
+        reds = [i for i in calls if is_red_add(i)]
         if not reds:
             continue
-        users.append(fn)           # with the cache on, every kernel that can add must set it up
-        ordered = ordered or any(i.name in _ORDERING for i in calls)
         u = Uniformity(fn, system_value_params(fn))
-        uniform = uniform or any(u.address_is_uniform(i.args[0]) for i in reds)
-    return users if uniform and not ordered else []
+        for i in reds:
+            uniform_ok[id(i)] = uniform_ok.get(id(i), True) and u.address_is_uniform(i.args[0])
+        ordered = any(i.name in _ORDERING for i in calls)
+        shared = any(isinstance(n, ir.GlobalRef) and n.var.kind == "groupshared"
+                     for f in reach if f.body is not None for n in scan.walk(f.body))
+        info.append((fn, numthreads, reds, ordered, shared))
+    sites = {k for k, ok in uniform_ok.items() if ok}
+    plan = RedAddPlan()
+    if not sites:
+        return plan
+    plan.slots = RedSlots(functions, sites)
+    any_ordered = any(o for _, _, _, o, _ in info)
+    wants_cache = False
+    for fn, (nx, ny, nz), reds, ordered, shared in info:
+        n = plan.slots.size.get(id(fn), 0)
+        if 0 < n <= MAX_SLOTS and not ordered and not shared and (nx * ny * nz) % 32 == 0:
+            plan.coarse[id(fn)] = n
+            rest = [i for i in reds if id(i) in sites and id(i) not in plan.slots.offset]
+        else:
+            rest = [i for i in reds if id(i) in sites]
+        wants_cache = wants_cache or bool(rest)
+    if wants_cache and not any_ordered:
+        plan.cached = {id(fn) for fn, *_ in info}      # with the cache on, every kernel that adds sets it up
+    return plan
+
+
+def coarse_kernel(symbol: str, sname: str, numthreads, ns: int, static_inits: list[str], begin: list[str],
+                  call: str, end: list[str]) -> list[str]:
+    """A coarsened kernel: each block runs the groups blockIdx.x, blockIdx.x + gridDim.x, ... of the
+    dispatch (`sj_G` = its group counts; the runtime launches about one resident wave of blocks),
+    one whole group per turn, so barriers-free group semantics, wave ops and thread ids are those of
+    the plain kernel.  Thread-uniform gradient adds go into `ns` per-thread float registers (prelude
+    racc_add) that each warp adds into memory once, at the end."""
+    nx, ny, nz = numthreads
+    warps = nx * ny * nz // 32
+    return [
+        f'extern "C" __global__ void __launch_bounds__({nx * ny * nz}) {symbol}(const {sname} sj_P, '
+        "const ::sj_cuda::grid3 sj_G)",
+        "{",
+        "    (void)sj_P;",
+        "    const uint32_t sj_tx = threadIdx.x, sj_ty = threadIdx.y, sj_tz = threadIdx.z;",
+        "    (void)sj_tx; (void)sj_ty; (void)sj_tz;",
+        f"    __shared__ unsigned long long sj_racc_tab[{warps * ns}];",
+        f"    unsigned long long* const sj_tab = sj_racc_tab + ((sj_tx + {nx}u * (sj_ty + {ny}u * sj_tz)) >> 5) * {ns}u;",
+        f"    for (unsigned sj_k = ::sj_cuda::lane_id(); sj_k < {ns}u; sj_k += 32u) sj_tab[sj_k] = 0ull;",
+        "    __syncwarp();",
+        f"    ::sj_cuda::racc_t sj_acc[SJ_RACC_LEN({ns})];   // slots: {ns}",
+        "#pragma unroll",
+        f"    for (int sj_k = 0; sj_k < SJ_RACC_LEN({ns}); ++sj_k) sj_acc[sj_k] = ::sj_cuda::racc_zero();",
+        *begin,
+        "    const uint32_t sj_groups = sj_G.x * sj_G.y * sj_G.z;",
+        "    for (uint32_t sj_lin = blockIdx.x; sj_lin < sj_groups; sj_lin += gridDim.x)",
+        "    {",
+        "        const uint32_t sj_gx = sj_lin % sj_G.x, sj_rest = sj_lin / sj_G.x;",
+        "        const uint32_t sj_gy = sj_rest % sj_G.y, sj_gz = sj_rest / sj_G.y;",
+        "        (void)sj_gx; (void)sj_gy; (void)sj_gz;",
+        *["    " + x for x in static_inits],
+        f"        {call}",
+        "        __syncwarp();",
+        "    }",
+        "#pragma unroll",
+        f"    for (int sj_k = 0; sj_k < {ns}; ++sj_k) ::sj_cuda::racc_flush(sj_tab[sj_k], ::sj_cuda::racc_get(sj_acc, sj_k));",
+        *end,
+        "}",
+    ]
 
 
 def emit_program_cuda(functions: list[ir.Function], globals_: list[ir.GlobalVar],
                       entries: list[tuple[ir.Function, tuple[int, int, int]]]):
     from .program import entry_params
-    em = CudaEmitter()
+    plan = plan_red_adds(entries, functions)
+    em = CudaEmitter(plan.slots)
     uniforms = [g for g in globals_ if g.kind == "uniform"]
     others = [g for g in globals_ if g.kind != "uniform"]
 
@@ -194,7 +327,7 @@ def emit_program_cuda(functions: list[ir.Function], globals_: list[ir.GlobalVar]
     body_lines = em.lines
 
     refl = ProgramReflection(globals=g_fields, globals_size=g_size)
-    cached = {id(fn) for fn in red_cache_entries([fn for fn, _ in entries])}
+    cached = plan.cached
     kernels = []
     for fn, numthreads in entries:
         sname, call_args, p_fields, p_size, lines = entry_params(em, fn, numthreads, "sj_P.")
@@ -203,21 +336,28 @@ def emit_program_cuda(functions: list[ir.Function], globals_: list[ir.GlobalVar]
         lines.append(f"static_assert(sizeof({sname}) <= {p_size}, \"parameter block size\");")
         nx, ny, nz = numthreads
         symbol = f"sj_entry_{fn.slang_name}"
-        lines += [
-            f'extern "C" __global__ void __launch_bounds__({nx * ny * nz}) {symbol}(const {sname} sj_P)',
-            "{",
-            "    (void)sj_P;",
-            "    const uint32_t sj_tx = threadIdx.x, sj_ty = threadIdx.y, sj_tz = threadIdx.z;",
-            "    const uint32_t sj_gx = blockIdx.x, sj_gy = blockIdx.y, sj_gz = blockIdx.z;",
-            "    (void)sj_tx; (void)sj_ty; (void)sj_tz; (void)sj_gx; (void)sj_gy; (void)sj_gz;",
-            *static_inits,
-            *(["    ::sj_cuda::red_cache_begin();"] if id(fn) in cached else []),
-            f"    {fn.name}({', '.join(call_args)});",
-            *(["    ::sj_cuda::red_cache_end();"] if id(fn) in cached else []),
-            "}",
-        ]
+        ns = plan.coarse.get(id(fn))
+        if em.bears_slots(fn):
+            call_args = call_args + (["sj_acc", "sj_tab", "0"] if ns else ["nullptr", "nullptr", "-1"])
+        call = f"{fn.name}({', '.join(call_args)});"
+        begin = ["    ::sj_cuda::red_cache_begin();"] if id(fn) in cached else []
+        end = ["    ::sj_cuda::red_cache_end();"] if id(fn) in cached else []
+        if ns:
+            lines += coarse_kernel(symbol, sname, numthreads, ns, static_inits, begin, call, end)
+        else:
+            lines += [
+                f'extern "C" __global__ void __launch_bounds__({nx * ny * nz}) {symbol}(const {sname} sj_P)',
+                "{",
+                "    (void)sj_P;",
+                "    const uint32_t sj_tx = threadIdx.x, sj_ty = threadIdx.y, sj_tz = threadIdx.z;",
+                "    const uint32_t sj_gx = blockIdx.x, sj_gy = blockIdx.y, sj_gz = blockIdx.z;",
+                "    (void)sj_tx; (void)sj_ty; (void)sj_tz; (void)sj_gx; (void)sj_gy; (void)sj_gz;",
+                *static_inits, *begin, f"    {call}", *end,
+                "}",
+            ]
         kernels.append("\n".join(lines))
-        refl.entry_points[fn.slang_name] = EntryPointInfo(fn.slang_name, symbol, numthreads, p_fields, p_size)
+        refl.entry_points[fn.slang_name] = EntryPointInfo(fn.slang_name, symbol, numthreads, p_fields, p_size,
+                                                          grid_stride=bool(ns))
 
     parts = [
         "// Generated by slangjit for CUDA (NVRTC / nvcc). Kernel ABI: slangjit/compiler/emit/cuda.py.",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from . import nodes as ir
 from . import scan
+from .. import types as T
 
 _VARYING_INTRINSIC_PREFIXES = ("sj::Wave", "sj::Interlocked", "sj::atomic", "sj::Quad")
 
@@ -45,8 +46,9 @@ class Uniformity:
         if isinstance(lv, ir.Deref):
             return not self._vary(lv.ptr)
         if isinstance(lv, ir.Index):
-            return not self._vary(lv.index) and (self.address_is_uniform(lv.obj) if _is_lvalue(lv.obj)
-                                                  else not self._vary(lv.obj))
+            through = isinstance(lv.obj.type, T.PointerType) or not _is_lvalue(lv.obj)   # p[i]: memory p points at
+            return not self._vary(lv.index) and (not self._vary(lv.obj) if through
+                                                  else self.address_is_uniform(lv.obj))
         if isinstance(lv, (ir.Field, ir.Swizzle)):
             if getattr(lv, "via_pointer", False):
                 return not self._vary(lv.obj)
@@ -79,6 +81,8 @@ class Uniformity:
     def _mark(self, lv) -> None:
         """The variable an lvalue is rooted in becomes varying (memory is not tracked)."""
         while isinstance(lv, (ir.Field, ir.Swizzle, ir.Index)) and not getattr(lv, "via_pointer", False):
+            if isinstance(lv, ir.Index) and isinstance(lv.obj.type, T.PointerType):
+                return                                 # p[i] = ...: memory, not the pointer
             lv = lv.obj
         if isinstance(lv, ir.LocalRef):
             self.varying.add(lv.var.uid)

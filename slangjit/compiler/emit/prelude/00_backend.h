@@ -295,6 +295,69 @@ template <class T> __device__ inline void red_add_fp(T* p, T v) {
     (void)atomicAdd(p, v);
 #endif
 }
+// Per-thread accumulation of gradient adds (the coarsened kernels of emit/cuda.py, slot numbering in
+// ir/red_slots.py).  One GPU thread runs many logical threads in turn; each thread-uniform add site
+// has a static slot: a float accumulator in a register (acc[slot], a constant index once NVRTC has
+// inlined and unrolled) and, per warp, the address it belongs to (tab[slot] in shared memory, key =
+// address | 1 for half).  An add whose address is the slot's address goes into the register; the
+// first add claims the slot; any other address (a "uniform" load that was not, a thread-private
+// address) takes the ordinary path.  The kernel adds each slot's warp sum into memory once, at its
+// end (racc_flush).  Deferred adds are visible to later dispatches, not to reads in the same one
+// (the emitter only coarsens kernels without barriers or fences, as for the block cache).
+template <class T> struct type_identity { typedef T type; };
+#define SJ_SLOT(base, k) ((base) < 0 ? -1 : (base) + (k))
+// The slot's first add claims it (true: add into the register); an address that is not the slot's
+// is added the ordinary way (false).  Out of line: it runs once per slot and kernel, or never.
+template <class T> __device__ __noinline__ bool racc_take(unsigned long long* t, T* p, T v) {
+    const unsigned long long key = (unsigned long long)p | (sizeof(T) == 2 ? 1ull : 0ull);
+    if (__isGlobal(p)) {
+        const unsigned long long prev = atomicCAS(t, 0ull, key);
+        if (prev == 0ull || prev == key) return true;
+    }
+    red_add_fp(p, v);
+    return false;
+}
+// The accumulators: float by default; SJ_RACC_HALF=1 packs two slots into a __half2 (half the
+// registers, half-precision sums per thread; measured by benchmarks/gpu_mlp_breakdown.py).
+#ifndef SJ_RACC_HALF
+#define SJ_RACC_HALF 0
+#endif
+#if SJ_RACC_HALF
+typedef __half2 racc_t;
+#define SJ_RACC_LEN(n) (((n) + 1) / 2)
+__device__ __forceinline__ racc_t racc_zero() { return __float2half2_rn(0.0f); }
+__device__ __forceinline__ float racc_get(const racc_t* acc, int slot) {
+    return (slot & 1) ? __high2float(acc[slot >> 1]) : __low2float(acc[slot >> 1]);
+}
+template <class T> __device__ __forceinline__ void racc_put(racc_t* acc, int slot, T v) {
+    const __half h = __float2half_rn(float(v));
+    acc[slot >> 1] = __hadd2(acc[slot >> 1], (slot & 1) ? __halves2half2(__float2half_rn(0.0f), h)
+                                                         : __halves2half2(h, __float2half_rn(0.0f)));
+}
+#else
+typedef float racc_t;
+#define SJ_RACC_LEN(n) (n)
+__device__ __forceinline__ racc_t racc_zero() { return 0.0f; }
+__device__ __forceinline__ float racc_get(const racc_t* acc, int slot) { return acc[slot]; }
+template <class T> __device__ __forceinline__ void racc_put(racc_t* acc, int slot, T v) { acc[slot] += float(v); }
+#endif
+template <class T> __device__ __forceinline__ void racc_add(racc_t* acc, unsigned long long* tab, int slot, T* p,
+                                                            typename type_identity<T>::type v) {
+    static_assert(sizeof(T) == 2 || sizeof(T) == 4, "racc_add: half or float");
+    if (slot < 0) { red_add_fp(p, v); return; }    // not in a coarsened kernel: the ordinary path
+    const unsigned long long key = (unsigned long long)p | (sizeof(T) == 2 ? 1ull : 0ull);
+    if (tab[slot] == key || racc_take(tab + slot, p, T(v))) racc_put(acc, slot, v);
+}
+// Called by a whole warp with its slot's key (the same in every lane): one atomic per warp and slot.
+__device__ __noinline__ void racc_flush(unsigned long long key, float v) {
+    if (key == 0ull) return;
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xFFFFFFFFu, v, o);
+    if (lane_id() == 0) {
+        if (key & 1ull) (void)atomicAdd(reinterpret_cast<__half*>(key & ~1ull), __float2half_rn(v));
+        else (void)atomicAdd(reinterpret_cast<float*>(key), v);
+    }
+}
+struct grid3 { uint32_t x, y, z; };
 template <class T> __device__ inline T min_int(T* p, T v) {
     typedef typename std::conditional<sizeof(T) == 8,
         typename std::conditional<std::is_signed<T>::value, long long, unsigned long long>::type,

@@ -1,0 +1,284 @@
+"""Coarsened CUDA kernels: thread-uniform gradient adds summed per thread in registers.
+
+A kernel whose float/half adds into thread-uniform addresses all have static slots (ir/red_slots.py:
+the sites, laid out through calls and counted loops) runs groups in turn in each GPU block, keeps
+one float per slot and thread, and adds each warp's sums into memory once (emit/cuda.py
+coarse_kernel, prelude racc_add / racc_flush).
+
+Without a GPU: which kernels are coarsened and with how many slots (counted-loop forms, loops that
+are not counted, barriers, groupshared, group sizes that are not whole warps, too many slots), and
+that the generated CUDA compiles with NVRTC.  With a GPU: exact sums against numpy for every loop
+form, thread / group ids of a 2-D dispatch whose groups run in turn, wave ops under a coarsened
+loop with early returns, half adds, and dispatches much larger than one resident wave."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from slangjit.compiler import SourceSpec, compile_program
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _cuda(text: str, entry: str = "computeMain"):
+    return compile_program([SourceSpec(text=text, name="coarse.slang")], [entry], target="cuda")
+
+
+def _slots(prog, entry: str = "computeMain"):
+    """Slot count of a coarsened entry, or None when the kernel is not coarsened."""
+    if not prog.reflection.entry_points[entry].grid_stride:
+        return None
+    import re
+    m = re.search(r"sj_acc\[SJ_RACC_LEN\((\d+)\)\];", prog.source)
+    assert m, "coarsened kernel without accumulators"
+    return int(m.group(1))
+
+
+def _nvrtc_ptx(src: str) -> bytes:
+    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-bindings (NVRTC) not installed")
+    from slangjit.runtime import cuda_compiler
+    try:
+        cuda_compiler.nvrtc_version()
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"NVRTC library not loadable: {e}")
+    ptx, _ = cuda_compiler.compile_source(src, "compute_90")
+    return ptx
+
+
+# Each loop form adds (i + 1) * v into g[i] for each iteration i (g uniform), for v = 1 + tid % 3.
+LOOP_FORMS = {
+    "i < 4": ("for (int i = 0; i < 4; i++) { InterlockedAdd(g[i], float(i + 1) * v); }", 4, [1, 2, 3, 4]),
+    "i <= 2, ++i": ("for (int i = 0; i <= 2; ++i) { InterlockedAdd(g[i], float(i + 1) * v); }", 3, [1, 2, 3]),
+    "uint, i != 3": ("for (uint i = 0; i != 3; i++) { InterlockedAdd(g[i], float(i + 1) * v); }", 3, [1, 2, 3]),
+    "down, i > 0": ("for (int i = 4; i > 0; i--) { InterlockedAdd(g[i - 1], float(i) * v); }", 4, [1, 2, 3, 4]),
+    "down, -= 1, >=": ("for (int i = 3; i >= 1; i -= 1) { InterlockedAdd(g[i], float(i + 1) * v); }", 3, [0, 2, 3, 4]),
+    "nested 2 x 3": ("for (int i = 0; i < 2; i++) for (int j = 0; j < 3; j++) "
+                     "{ InterlockedAdd(g[i * 3 + j], float(i * 3 + j + 1) * v); }", 6, [1, 2, 3, 4, 5, 6]),
+    "through calls": ("for (int i = 0; i < 2; i++) { acc2(g + 2 * i, v, 2 * i); }", 4, [1, 2, 3, 4]),
+    "continue inside": ("for (int i = 0; i < 4; i++) { if (i == 2) continue; InterlockedAdd(g[i], float(i + 1) * v); }",
+                        4, [1, 2, 0, 4]),
+}
+LOOP_KERNEL = r"""
+void acc1(float* p, float v) { InterlockedAdd(*p, v); }
+void acc2(float* p, float v, int k) { for (int j = 0; j < 2; j++) acc1(p + j, float(k + j + 1) * v); }
+[numthreads(64, 1, 1)]
+void computeMain(uint3 tid : SV_DispatchThreadID, uniform float* g, uniform uint n)
+{
+    if (tid.x >= n) return;
+    float v = float(1 + tid.x % 3);
+    BODY
+}
+"""
+
+
+@pytest.mark.parametrize("form", list(LOOP_FORMS))
+def test_counted_loop_forms_get_slots(form):
+    body, slots, _ = LOOP_FORMS[form]
+    prog = _cuda(LOOP_KERNEL.replace("BODY", body))
+    assert _slots(prog) == slots
+    assert "#define SJ_RED_CACHE 1" not in prog.source
+    assert b".entry" in _nvrtc_ptx(prog.source)
+
+
+NOT_COARSENED = {
+    # the trip count is not a constant: the adds keep the ordinary path (block cache)
+    "uniform bound": (True, """[numthreads(64, 1, 1)]
+void computeMain(uint3 t : SV_DispatchThreadID, uniform float* g, uniform uint m)
+{ for (uint i = 0; i < m; i++) InterlockedAdd(g[i], 1.0); }"""),
+    "counter written in the body": (True, """[numthreads(64, 1, 1)]
+void computeMain(uint3 t : SV_DispatchThreadID, uniform float* g)
+{ for (int i = 0; i < 8; i++) { InterlockedAdd(g[i], 1.0); i += 1; } }"""),
+    "while loop": (True, """[numthreads(64, 1, 1)]
+void computeMain(uint3 t : SV_DispatchThreadID, uniform float* g)
+{ int i = 0; while (i < 4) { InterlockedAdd(g[i], 1.0); i++; } }"""),
+    "more slots than registers": (True, """[numthreads(64, 1, 1)]
+void computeMain(uint3 t : SV_DispatchThreadID, uniform float* g)
+{ for (int i = 0; i < 300; i++) InterlockedAdd(g[i], 1.0); }"""),
+    "group size not whole warps": (True, """[numthreads(48, 1, 1)]
+void computeMain(uint3 t : SV_DispatchThreadID, uniform float* g)
+{ for (int i = 0; i < 4; i++) InterlockedAdd(g[i], 1.0); }"""),
+    # deferring adds past a barrier / fence or next to groupshared data is not allowed: no cache either
+    "barrier": (False, """[numthreads(64, 1, 1)]
+void computeMain(uint3 t : SV_DispatchThreadID, uniform float* g)
+{ for (int i = 0; i < 4; i++) InterlockedAdd(g[i], 1.0); GroupMemoryBarrierWithGroupSync(); }"""),
+    "fence": (False, """[numthreads(64, 1, 1)]
+void computeMain(uint3 t : SV_DispatchThreadID, uniform float* g)
+{ for (int i = 0; i < 4; i++) InterlockedAdd(g[i], 1.0); DeviceMemoryBarrier(); }"""),
+    "groupshared": (True, """groupshared float s[64];
+[numthreads(64, 1, 1)]
+void computeMain(uint3 t : SV_DispatchThreadID, uniform float* g)
+{ s[t.x % 64] = 1.0; for (int i = 0; i < 4; i++) InterlockedAdd(g[i], s[t.x % 64]); }"""),
+    # per-thread addresses: no slots (a deferred add there could be read back by its own thread)
+    "thread-dependent address": (False, """[numthreads(64, 1, 1)]
+void computeMain(uint3 t : SV_DispatchThreadID, uniform float* g)
+{ for (int i = 0; i < 4; i++) InterlockedAdd(g[t.x * 4 + i], 1.0); }"""),
+}
+
+
+@pytest.mark.parametrize("case", list(NOT_COARSENED))
+def test_kernels_that_are_not_coarsened(case):
+    cached, text = NOT_COARSENED[case]
+    prog = _cuda(text)
+    assert _slots(prog) is None
+    assert ("#define SJ_RED_CACHE 1" in prog.source) is cached
+
+
+def _mlp_native_add() -> str:
+    """examples/mlp_training/mlp.slang with the emulated half add replaced by InterlockedAdd, as
+    benchmarks/gpu_mlp.py runs it."""
+    import sys
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    try:
+        import gpu_mlp
+        return gpu_mlp.patched_source()
+    finally:
+        sys.path.pop(0)
+
+
+def test_mlp_learn_gradient_is_coarsened_with_one_slot_per_parameter():
+    text = _mlp_native_add()
+    prog = compile_program([SourceSpec(text=text, name="mlp.slang")], ["learnGradient"], target="cuda")
+    assert _slots(prog, "learnGradient") == 4 * 16 + 16 + 16 * 4 + 4      # each weight and bias of the 4-16-4 net
+    assert "#define SJ_RED_CACHE 1" not in prog.source
+    assert b".entry sj_entry_learnGradient" in _nvrtc_ptx(prog.source)
+    prog = compile_program([SourceSpec(text=text, name="mlp.slang")], ["adjustParameters"], target="cuda")
+    assert _slots(prog, "adjustParameters") is None
+
+
+# ----------------------------------------------------------------------------------------- GPU
+
+@pytest.fixture(scope="module")
+def dev():
+    import slangjit as spy
+    from slangjit.runtime import cuda as sj_cuda
+    if not sj_cuda.is_available():
+        pytest.skip("no usable CUDA GPU")
+    return spy.create_device(type=spy.DeviceType.cuda)
+
+
+def _run(dev, tmp_path, text):
+    p = tmp_path / "k.slang"
+    p.write_text(text)
+    k = dev.create_compute_kernel(dev.load_program(str(p), ["computeMain"]))
+    assert k.entry.grid_stride
+    return k
+
+
+@pytest.mark.parametrize("n", [1, 45, 64 * 1000 + 7, 1 << 20])
+@pytest.mark.parametrize("form", list(LOOP_FORMS))
+def test_coarse_loop_sums_exact(dev, tmp_path, form, n):
+    import slangjit as spy
+    body, _, weights = LOOP_FORMS[form]
+    k = _run(dev, tmp_path, LOOP_KERNEL.replace("BODY", body))
+    UA = spy.BufferUsage.unordered_access | spy.BufferUsage.shader_resource
+    g = dev.create_buffer(size=4 * 8, usage=UA, data=np.zeros(8, np.float32))
+    k.dispatch([n + 13, 1, 1], g=g.device_address, n=n)     # threads past n return at once
+    v = (1 + np.arange(n) % 3).sum()
+    want = np.zeros(8)
+    want[:len(weights)] = np.array(weights, np.float64) * v   # integers < 2^24: exact in any order
+    np.testing.assert_array_equal(g.to_numpy().view(np.float32).astype(np.float64), want)
+
+
+IDS_KERNEL = r"""
+struct Grads { float* g; half* h; };
+[numthreads(32, 4, 1)]
+void computeMain(uint3 tid : SV_DispatchThreadID, uint3 gid : SV_GroupID, uint3 gtid : SV_GroupThreadID,
+                 uint gi : SV_GroupIndex, uniform Grads* G, uniform uint* ids, uniform float* waveSum,
+                 uniform uint nx, uniform uint ny)
+{
+    if (tid.x >= nx || tid.y >= ny)
+        return;
+    uint lin = tid.y * nx + tid.x;
+    ids[lin] = ((gid.x * 256 + gid.y) * 128 + gi) * 4 + (gtid.y == gi / 32 ? 1 : 0) * 2 + (gtid.x == gi % 32 ? 1 : 0);
+    float v = float(1 + lin % 3);
+    for (int j = 0; j < 3; j++)
+        InterlockedAdd(G->g[j], v * float(j + 1));
+    if (lin < 2000)
+        InterlockedAdd(G->h[lin % 2], half(1.0));
+    float s = WaveActiveSum(v);
+    if (WaveIsFirstLane())
+        InterlockedAdd(waveSum[0], s);
+}
+"""
+
+
+@pytest.mark.parametrize("nx,ny", [(1000, 300), (31, 5), (4096, 256)])
+def test_coarse_ids_waves_and_half(dev, tmp_path, nx, ny):
+    """Thread and group ids, wave sums under early returns, and half adds, with groups in turn."""
+    import slangjit as spy
+    k = _run(dev, tmp_path, IDS_KERNEL)
+    UA = spy.BufferUsage.unordered_access | spy.BufferUsage.shader_resource
+    n = nx * ny
+    g = dev.create_buffer(size=4 * 4, usage=UA, data=np.zeros(4, np.float32))
+    h = dev.create_buffer(size=4, usage=UA, data=np.zeros(2, np.float16))
+    grads = dev.create_buffer(size=16, usage=UA, data=np.array([g.device_address, h.device_address], np.uint64))
+    ids = dev.create_buffer(size=4 * n, usage=UA, data=np.zeros(n, np.uint32))
+    ws = dev.create_buffer(size=4, usage=UA, data=np.zeros(1, np.float32))
+    k.dispatch([nx, ny, 1], G=grads.device_address, ids=ids.device_address, waveSum=ws.device_address, nx=nx, ny=ny)
+    y, x = np.mgrid[0:ny, 0:nx]
+    gi = (y % 4) * 32 + x % 32
+    want_ids = (((x // 32) * 256 + y // 4) * 128 + gi) * 4 + 3
+    np.testing.assert_array_equal(ids.to_numpy().view(np.uint32)[:n], want_ids.reshape(-1).astype(np.uint32))
+    v = (1 + np.arange(n) % 3).astype(np.float64)
+    np.testing.assert_array_equal(g.to_numpy().view(np.float32)[:3].astype(np.float64), v.sum() * np.array([1, 2, 3]))
+    m = min(n, 2000)
+    np.testing.assert_array_equal(h.to_numpy().view(np.float16).astype(np.float64),
+                                  np.bincount(np.arange(m) % 2, minlength=2))
+    assert ws.to_numpy().view(np.float32)[0] == v.sum()
+
+
+def test_mlp_gradients_match_float64_reference(dev):
+    """One coarsened learnGradient over 2^12 samples against float64 numpy
+    gradients of the same network at the same half parameters."""
+    import sys
+    sys.path.insert(0, os.path.join(ROOT, "examples", "mlp_training"))
+    try:
+        import train as T
+    finally:
+        sys.path.pop(0)
+    import tempfile
+    d = tempfile.mkdtemp()
+    path = os.path.join(d, "mlp_native.slang")
+    with open(path, "w") as f:
+        f.write(_mlp_native_add())
+    old = T.SHADER
+    T.SHADER = path
+    try:
+        B = 1 << 12                                       # half gradient sums stay in range
+        params = T.init_parameters(3)
+        tr = T.MLPTrainer(dev, params, B, max_steps=1)
+        assert tr.learn.entry.grid_stride
+        rng = np.random.default_rng(3)
+        xy = rng.uniform(-1, 1, (B, 2)).astype(np.float32)
+        tr.set_inputs(xy)
+        tr.learn_gradient(0, B)
+        got = tr.read_grads().astype(np.float64)
+    finally:
+        T.SHADER = old
+    want = _mlp_grads_f64(T, params.astype(np.float64), xy.astype(np.float16).astype(np.float64))
+    rel = np.abs(got - want).max() / np.abs(want).max()
+    assert rel < 2e-2, rel
+
+
+def _mlp_grads_f64(T, p, xy):
+    """d(sum of squared errors)/d params for the 4-16-4 leaky-ReLU network, float64."""
+    (w1, b1, i1, o1), (w2, b2, i2, o2) = T.parameter_layout()[0]
+    W1, B1 = p[w1:b1].reshape(o1, i1), p[b1:b1 + o1]
+    W2, B2 = p[w2:b2].reshape(o2, i2), p[b2:b2 + o2]
+    x, y = xy[:, 0], xy[:, 1]
+    enc = np.stack([x, y, x * x, y * y], 1)
+    z1 = enc @ W1.T + B1
+    a1 = np.where(z1 < 0, 0.01 * z1, z1)
+    z2 = a1 @ W2.T + B2
+    out = np.where(z2 < 0, 0.01 * z2, z2)
+    d = 2 * (out - T.groundtruth(x, y))
+    dz2 = d * np.where(z2 < 0, 0.01, 1.0)
+    dz1 = (dz2 @ W2) * np.where(z1 < 0, 0.01, 1.0)
+    g = np.zeros_like(p)
+    g[w1:b1] = (dz1.T @ enc).reshape(-1)
+    g[b1:b1 + o1] = dz1.sum(0)
+    g[w2:b2] = (dz2.T @ a1).reshape(-1)
+    g[b2:b2 + o2] = dz2.sum(0)
+    return g
