@@ -9,8 +9,9 @@ loss = squared error against four polynomials, summed over the batch).  One step
 batch (bwd_diff(loss); every thread adds its sample's gradient into one shared half gradient buffer) +
 adjustParameters (SGD, gradient reset).  The example's InterlockedAddF16Emulated (a compare-exchange loop on
 the 32-bit word) serialises 2^20 threads on 148 parameters, so the benchmark swaps its body for a native
-`InterlockedAdd(*dest, value)` (half atomicAdd, warp-aggregated by the CUDA prelude); everything else is the
-example's code.  PyTorch: the same parameters (init_parameters(seed)), inputs and loss, in half, with
+`InterlockedAdd(*dest, value)`; everything else is the example's code.  On CUDA that kernel is coarsened
+(docs/architecture.md): each thread sums its samples' gradients in one register per parameter, each warp adds
+its sums into the buffer once.  PyTorch: the same parameters (init_parameters(seed)), inputs and loss, in half, with
 autograd; SGD with torch._foreach_add_; torch.compile compiles the loss function (forward + AOT backward).
 Gradients of one step at batch 2^12 are compared between the two (relative error, float64 reference).
 The last line is a one-line summary.

@@ -15,6 +15,9 @@ Kernel ABI (the CUDA counterpart of the CPU ABI in reflection.py):
 * Launch with block size = [numthreads] (NX, NY, NZ) and grid = the group counts
   (ceil(thread_count / numthreads) per axis). Every thread of every group runs, as on the CPU
   (no bounds check against the requested thread count, as in Slang).
+* A coarsened kernel (`EntryPointInfo.grid_stride`, see coarse_kernel) takes a second parameter,
+  `sj_cuda::grid3 sj_G` = the group counts, and is launched with fewer blocks along x (about one
+  resident wave); its blocks run the groups blockIdx.x, blockIdx.x + gridDim.x, ... in turn.
 * `sj_P` is the entry point's `uniform` parameter block, passed by value as the kernel's only
   parameter: `EntryPointInfo.params_size` bytes laid out as `EntryPointInfo.params` says
   (the driver copies sizeof(sj_Params_<name>) <= params_size bytes from the packed block).
