@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from . import nodes as ir
+from . import scan
 from .. import types as T
 
 MAX_LOOP_TRIPS = 1024
@@ -94,7 +95,7 @@ class RedSlots:
             for s in e.stmts:
                 at = self._stmt(s, at, slotted)
             return self._expr(e.result, at, slotted)
-        for c in _children(e):
+        for c in scan.expr_children(e):
             at = self._expr(c, at, slotted)
         return self._item(e, at, slotted)          # arguments are evaluated before the call
 
@@ -189,8 +190,7 @@ def _step(e, v) -> Optional[int]:
 
 def _writes(body, v) -> bool:
     """Does `body` assign, increment, take the address of, or pass by reference the variable v?"""
-    from .scan import walk
-    for n in walk(body):
+    for n in scan.walk(body):
         if isinstance(n, ir.Assign) and _rooted(n.lhs, v):
             return True
         if isinstance(n, ir.IncDec) and _rooted(n.operand, v):
@@ -215,12 +215,3 @@ def _rooted(lv, v) -> bool:
     return isinstance(lv, ir.LocalRef) and lv.var is v
 
 
-def _children(e):
-    for name in e.__dataclass_fields__:
-        if name in ("type", "loc", "func", "var"):
-            continue
-        val = getattr(e, name)
-        if isinstance(val, list):
-            yield from (x for x in val if isinstance(x, ir.Expr))
-        elif isinstance(val, ir.Expr):
-            yield val

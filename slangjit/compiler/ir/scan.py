@@ -46,3 +46,15 @@ def intrinsic_calls(functions: list[ir.Function]) -> Iterator[ir.Intrinsic]:
     for fn in functions:
         if fn.body is not None:
             yield from (n for n in walk(fn.body) if isinstance(n, ir.Intrinsic))
+
+
+def expr_children(e) -> Iterator:
+    """The operand expressions of expression `e` (not its type, location, callee or variable)."""
+    for name in e.__dataclass_fields__:
+        if name in ("type", "loc", "func", "var"):
+            continue
+        v = getattr(e, name)
+        if isinstance(v, list):
+            yield from (x for x in v if isinstance(x, ir.Expr))
+        elif isinstance(v, ir.Expr):
+            yield v

@@ -75,7 +75,7 @@ class Uniformity:
             return True
         if isinstance(e, ir.StmtExpr):
             return True
-        return any(self._vary(c) for c in _children(e))
+        return any(self._vary(c) for c in scan.expr_children(e))
 
     # ------------------------------------------------------------------ effects
     def _mark(self, lv) -> None:
@@ -91,7 +91,7 @@ class Uniformity:
         """Assignments inside `e`; `ctx` is True under a varying condition."""
         if e is None or not hasattr(e, "__dataclass_fields__"):
             return
-        for c in _children(e):
+        for c in scan.expr_children(e):
             self._effects(c, ctx)
         if isinstance(e, ir.StmtExpr):
             for s in e.stmts:
@@ -156,15 +156,6 @@ class Uniformity:
                 self.varying_result.add(id(self._fn))
 
 
-def _children(e):
-    for name in e.__dataclass_fields__:
-        if name in ("type", "loc", "func", "var"):
-            continue
-        v = getattr(e, name)
-        if isinstance(v, list):
-            yield from (x for x in v if isinstance(x, ir.Expr))
-        elif isinstance(v, ir.Expr):
-            yield v
 
 
 def _is_lvalue(e) -> bool:
