@@ -4,14 +4,17 @@ native-atomic variant) built several ways, timed side by side.
     python benchmarks/gpu_mlp_breakdown.py [--batch-log2 20] [--iters 20]
 
 Variants (the product is unchanged; edits are applied to the generated CUDA just before NVRTC, or to the
-emitter's plan):
-  as built       coarsened: groups in turn per block, each gradient add into a per-thread register slot
-                 after a per-warp address check (prelude racc_add), one warp sum per slot at the end
-  no slot check  the register add without the address check (not a safe product: it measures the check)
+emitter's settings):
+  as built       coarsened: groups in turn per block, each gradient add into a per-thread register slot;
+                 slot addresses proven invariant (ir/slot_invariance.py), so each warp claims its slots'
+                 addresses once, then only adds (prelude racc_add modes 1 and 2); one warp sum per slot
+  checked adds   the proof turned off: every add checks its address against the warp's slot table
+  fence per add  a compiler memory fence after each register add: NVRTC reloads parameters after it,
+                 as in the checked design (shorter live ranges, more loads)
   half2 slots    two slots per __half2 register (SJ_RACC_HALF=1): half the registers, half-precision sums
   2 blocks/SM    __launch_bounds__(256, 2): at most 128 registers (spills), twice the resident warps
-  block cache    not coarsened (emit/cuda.py MAX_SLOTS = 0): the previous design, warp sums into a
-                 per-block shared-memory table (prelude red_add_fp with SJ_RED_CACHE)
+  block cache    not coarsened (emit/cuda.py MAX_SLOTS = 0): warp sums into a per-block shared-memory
+                 table (prelude red_add_fp with SJ_RED_CACHE)
   adds dropped   every gradient add removed (the values are still computed): the floor for everything else
 Gradients of a 2^12 batch are compared with the as-built variant's (except where dropped).
 """
@@ -36,24 +39,33 @@ from slangjit.runtime.cuda import _ck  # noqa: E402
 
 _RED = "template <class T> __device__ inline void red_add_fp(T* p, T v) {"
 _CHECK = "if (tab[slot] == key || racc_take(tab + slot, p, T(v))) racc_put(acc, slot, v);"
+_PUT = "racc_put(acc, slot, v);\n    if (mode == 1) tab[slot] = key;"
+_FENCE = "racc_put(acc, slot, v);\n    asm volatile(\"\" ::: \"memory\");\n    if (mode == 1) tab[slot] = key;"
 _HALF = "#define SJ_RACC_HALF 1\n"
 _RACC = "static_assert(sizeof(T) == 2 || sizeof(T) == 4, \"racc_add: half or float\");"
 _DROP = " if (float(v) == 1.2345e30f) atomicAdd(p, T(v)); return;"   # keeps v live: the arithmetic stays
+
 
 def _two_blocks(s: str) -> str:
     """__launch_bounds__(N, 2): at most 128 registers per thread, so two 256-thread blocks fit an SM."""
     return re.sub(r"__launch_bounds__\((\d+)\) sj_entry_learnGradient", r"__launch_bounds__(\1, 2) sj_entry_learnGradient", s)
 
 
+def _fence(s: str) -> str:
+    assert _PUT in s
+    return s.replace(_PUT, _FENCE)
+
+
+# name -> (edit of the generated CUDA, emit/cuda.py settings)
 VARIANTS = {
-    "as built": (lambda s: s, None),
-    "no slot check": (lambda s: s.replace(_CHECK, "racc_put(acc, slot, v); tab[slot] = key;"), None),
-    "half2 slots": (lambda s: _HALF + s, None),
-    "half2, no check": (lambda s: _HALF + s.replace(_CHECK, "racc_put(acc, slot, v); tab[slot] = key;"), None),
-    "block cache": (lambda s: s, 0),
-    "half2, 2 blocks/SM": (lambda s: _HALF + _two_blocks(s), None),
-    "float, 2 blocks/SM": (lambda s: _two_blocks(s), None),
-    "adds dropped": (lambda s: s.replace(_RED, _RED + _DROP).replace(_RACC, _RACC + _DROP), None),
+    "as built": (lambda s: s, {}),
+    "checked adds": (lambda s: s, {"PROVE_SLOT_ADDRESSES": False}),
+    "fence per add": (_fence, {}),
+    "half2 slots": (lambda s: _HALF + s, {}),
+    "half2 + fence": (lambda s: _HALF + _fence(s), {}),
+    "half2, 2 blocks/SM": (lambda s: _HALF + _two_blocks(s), {}),
+    "block cache": (lambda s: s, {"MAX_SLOTS": 0}),
+    "adds dropped": (lambda s: s.replace(_RED, _RED + _DROP).replace(_RACC, _RACC + _DROP), {}),
 }
 
 
@@ -74,11 +86,12 @@ def main():
     rows, ref = [], None
     from slangjit.compiler.emit import cuda as emit_cuda
     from slangjit.compiler import frontend_cache
-    max_slots = emit_cuda.MAX_SLOTS
-    for name, (edit, slots) in VARIANTS.items():
+    defaults = {k: getattr(emit_cuda, k) for k in ("MAX_SLOTS", "PROVE_SLOT_ADDRESSES")}
+    for name, (edit, settings) in VARIANTS.items():
         cuda_compiler.compile_source = lambda src, arch="compute_90", nm="slangjit.cu", extra_options=(), _e=edit: \
             real_compile(_e(src), arch, nm, extra_options)
-        emit_cuda.MAX_SLOTS = max_slots if slots is None else slots
+        for k, v in defaults.items():
+            setattr(emit_cuda, k, settings.get(k, v))
         cuda_compiler._mem_cache.clear()
         frontend_cache._memory.clear()
         os.environ["SLANGJIT_CACHE_DIR"] = tempfile.mkdtemp(prefix="sj-mlpb-cache-")
@@ -111,7 +124,8 @@ def main():
             att[key.split("_")[0].lower() if key != "NUM_REGS" else "regs"] = _ck(d.cuFuncGetAttribute(enum, tr.learn._fn), key)
         print(f"{name:14s} learnGradient {ms:.3f} ms   grads vs as-built: rel diff {rel:.2e}   {att}", flush=True)
     cuda_compiler.compile_source = real_compile
-    emit_cuda.MAX_SLOTS = max_slots
+    for k, v in defaults.items():
+        setattr(emit_cuda, k, v)
     print()
     print(f"| variant (batch 2^{args.batch_log2}) | learnGradient ms |")
     print("|---|---:|")

@@ -125,6 +125,39 @@ def test_kernels_that_are_not_coarsened(case):
     assert ("#define SJ_RED_CACHE 1" in prog.source) is cached
 
 
+# Slot addresses proven the same in every logical thread (ir/slot_invariance.py): None = proven,
+# else a piece of the reason the kernel keeps the per-add check.
+TABLE_HEAD = """[numthreads(64, 1, 1)]
+void computeMain(uint3 t : SV_DispatchThreadID, uniform float** table, uniform uint* cnt, uniform Atomic<float>* s,
+                 uniform uint n)
+{ if (t.x >= n) return; BODY }"""
+INVARIANCE = {
+    "no memory reads": (None, "for (int i = 0; i < 2; i++) InterlockedAdd(table[0][i], 1.0);"),
+    "loads before any write": (None, "InterlockedAdd(*table[0], 1.0); InterlockedAdd(table[1][t.x % 1], 2.0); "
+                                     "InterlockedAdd(cnt[0], 1u); s.add(1.0);"),
+    "store": ("store to memory", "if (t.x == 3) cnt[0] = 1u; InterlockedAdd(*table[0], 1.0);"),
+    "load after an atomic": ("memory read after a write", "InterlockedAdd(cnt[0], 1u); InterlockedAdd(*table[0], 1.0);"),
+    "load after an Atomic<T> method": ("memory read after a write", "s.add(1.0); InterlockedAdd(*table[0], 1.0);"),
+    "atomic in an earlier iteration": ("memory read after a write",
+                                       "for (int i = 0; i < 2; i++) { InterlockedAdd(*table[i], 1.0); "
+                                       "InterlockedAdd(cnt[0], 1u); }"),
+    "atomic in a called function": ("memory read after a write", "bump(cnt); InterlockedAdd(*table[0], 1.0);"),
+}
+
+
+@pytest.mark.parametrize("case", list(INVARIANCE))
+def test_slot_address_invariance_proof(case):
+    why, body = INVARIANCE[case]
+    prog = _cuda("void bump(uint* c) { InterlockedAdd(c[0], 1u); }\n" + TABLE_HEAD.replace("BODY", body))
+    assert _slots(prog) is not None
+    if why is None:
+        assert "bool sj_claimed = false;" in prog.source
+    else:
+        assert "bool sj_claimed" not in prog.source
+        assert f"slot addresses checked at every add: " in prog.source and why in prog.source
+    assert b".entry" in _nvrtc_ptx(prog.source)
+
+
 def _mlp_native_add() -> str:
     """examples/mlp_training/mlp.slang with the emulated half add replaced by InterlockedAdd, as
     benchmarks/gpu_mlp.py runs it."""
@@ -142,6 +175,7 @@ def test_mlp_learn_gradient_is_coarsened_with_one_slot_per_parameter():
     prog = compile_program([SourceSpec(text=text, name="mlp.slang")], ["learnGradient"], target="cuda")
     assert _slots(prog, "learnGradient") == 4 * 16 + 16 + 16 * 4 + 4      # each weight and bias of the 4-16-4 net
     assert "#define SJ_RED_CACHE 1" not in prog.source
+    assert "bool sj_claimed = false;" in prog.source          # addresses proven invariant: no per-add check
     assert b".entry sj_entry_learnGradient" in _nvrtc_ptx(prog.source)
     prog = compile_program([SourceSpec(text=text, name="mlp.slang")], ["adjustParameters"], target="cuda")
     assert _slots(prog, "adjustParameters") is None
@@ -315,3 +349,34 @@ def test_coarse_slot_check_catches_a_moving_address(dev, tmp_path, n):
     k.dispatch([n, 1, 1], table=table.device_address, b=b_addr, n=n)
     got = ab.to_numpy().view(np.float32).astype(np.float64)
     assert got.sum() == n and got[1] > 0, got        # counts < 2^24: exact
+
+
+RARE_KERNEL = r"""
+[numthreads(64, 1, 1)]
+void computeMain(uint3 t : SV_DispatchThreadID, uniform float** table, uniform uint n, uniform uint every)
+{
+    if (t.x >= n)
+        return;
+    float* g = table[0];                 // slot addresses loaded from memory (proven invariant)
+    InterlockedAdd(g[0], 1.0);
+    if (t.x % every == 0)
+        InterlockedAdd(table[1][0], 2.0);  // reached by few warps: the others stay in claim mode
+}
+"""
+
+
+@pytest.mark.parametrize("n,every", [(1 << 20, 100003), (64 * 1000 + 7, 1), (1 << 16, 4099)])
+def test_proven_slots_claim_then_add_exact(dev, tmp_path, n, every):
+    """Kernels whose slot addresses are proven invariant claim each slot once per warp, then only add;
+    a slot that few warps reach is still claimed where it is reached, so every add lands."""
+    import slangjit as spy
+    prog = _cuda(RARE_KERNEL)
+    assert "bool sj_claimed = false;" in prog.source
+    k = _run(dev, tmp_path, RARE_KERNEL)
+    UA = spy.BufferUsage.unordered_access | spy.BufferUsage.shader_resource
+    a = dev.create_buffer(size=8, usage=UA, data=np.zeros(2, np.float32))
+    b = dev.create_buffer(size=8, usage=UA, data=np.zeros(2, np.float32))
+    table = dev.create_buffer(size=16, usage=UA, data=np.array([a.device_address, b.device_address + 4], np.uint64))
+    k.dispatch([n + 50, 1, 1], table=table.device_address, n=n, every=every)
+    np.testing.assert_array_equal(a.to_numpy().view(np.float32), [n, 0])          # counts < 2^24: exact
+    np.testing.assert_array_equal(b.to_numpy().view(np.float32), [0, 2 * len(range(0, n, every))])

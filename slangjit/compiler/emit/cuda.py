@@ -38,6 +38,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
+import numpy as np
+
 from ..ir import nodes as ir
 from ..ir import scan
 from ..ir.red_slots import RedSlots
@@ -59,9 +61,10 @@ class CudaEmitter(CppEmitter):
         self.slot_base: list[str] = []             # C expression: base of the current slot space
 
     # ---------------------------------------------------------- per-thread gradient accumulation
-    # A function with slots takes (sj_acc, sj_tab, sj_slot) after its own parameters and is inlined;
-    # a slotted site becomes sj_cuda::racc_add(...) with its slot expression, a counted loop with
-    # slots is unrolled.  sj_slot = -1 (a caller outside a coarsened kernel) means the ordinary add.
+    # A function with slots takes (sj_acc, sj_tab, sj_slot, sj_mode) after its own parameters and is
+    # inlined; a slotted site becomes sj_cuda::racc_add(...) with its slot expression, a counted loop
+    # with slots is unrolled.  sj_slot = -1 (a caller outside a coarsened kernel) means the ordinary
+    # add; sj_mode is the kernel's (prelude racc_add: checked, claim, add), a constant once inlined.
     def bears_slots(self, fn: ir.Function) -> bool:
         return self.slots is not None and self.slots.bears_slots(fn)
 
@@ -69,7 +72,7 @@ class CudaEmitter(CppEmitter):
         ps = [self.param_decl(p) for p in fn.params]
         inline = ""
         if self.bears_slots(fn):
-            ps += ["::sj_cuda::racc_t* sj_acc", "unsigned long long* sj_tab", "int sj_slot"]
+            ps += ["::sj_cuda::racc_t* sj_acc", "unsigned long long* sj_tab", "int sj_slot", "int sj_mode"]
             inline = "__forceinline__ "
         return f"static __device__ {inline}{self.ctype(fn.ret)} {fn.name}({', '.join(ps)})"
 
@@ -87,7 +90,7 @@ class CudaEmitter(CppEmitter):
         if not self.bears_slots(e.func):
             return super().x_Call(e)
         slot = self._slot(e)
-        extra = ["sj_acc", "sj_tab", slot] if slot else ["nullptr", "nullptr", "-1"]
+        extra = ["sj_acc", "sj_tab", slot, "sj_mode"] if slot else ["nullptr", "nullptr", "-1", "0"]
         void = e.type == T.VOID
         return self.with_out_temps(e.args, lambda parts: ("sj_void:" if void else "") +
                                    f"{e.func.name}({', '.join(list(parts) + extra)})")
@@ -97,7 +100,7 @@ class CudaEmitter(CppEmitter):
         if slot is None:
             return super().x_Intrinsic(e)
         dest, value = e.args
-        return f"::sj_cuda::racc_add(sj_acc, sj_tab, {slot}, &({self.expr(dest)}), {self.expr(value)})"
+        return f"::sj_cuda::racc_add(sj_acc, sj_tab, {slot}, sj_mode, &({self.expr(dest)}), {self.expr(value)})"
 
     def s_Loop(self, s, d):
         lay = self.slots.loops.get(id(s)) if self.slots is not None else None
@@ -128,6 +131,11 @@ class CudaEmitter(CppEmitter):
         return v.name
 
     def const(self, t, v):
+        if isinstance(t, T.ScalarType) and t.kind == "float" and t.bits == 16:
+            # The bits, rounded once from the double: a compile-time value (a conversion from a
+            # double literal is an inline-asm cvt that NVRTC neither folds nor hoists).
+            bits = int(np.array(float(v), np.float64).astype(np.float16).view(np.uint16))
+            return f"__ushort_as_half((unsigned short)0x{bits:04X}u)"
         if isinstance(t, T.ScalarType) and t.kind == "float":
             fv = float(v)
             if fv != fv or fv in (float("inf"), float("-inf")):
@@ -157,6 +165,9 @@ _ORDERING = {f"sj::{n}" for n in ("AllMemoryBarrier", "AllMemoryBarrierWithGroup
 
 # Most slots (float registers per thread) a coarsened kernel may use.
 MAX_SLOTS = 192
+# Drop the per-add address check where ir/slot_invariance.py proves slot addresses invariant
+# (benchmarks/gpu_mlp_breakdown.py turns it off to measure the check).
+PROVE_SLOT_ADDRESSES = True
 
 
 @dataclass
@@ -164,6 +175,7 @@ class RedAddPlan:
     """How a translation unit's float/half gradient adds are combined (prelude: red_add_fp, racc_add)."""
     slots: Optional[RedSlots] = None
     coarse: dict = field(default_factory=dict)   # id(entry) -> slot count: coarsened kernels
+    invariant: dict = field(default_factory=dict)  # id(entry) -> None (addresses proven invariant) or why not
     cached: set = field(default_factory=set)     # id(entry): kernels that set up the block cache
 
 
@@ -183,6 +195,7 @@ def plan_red_adds(entries: list[tuple[ir.Function, tuple[int, int, int]]],
     from .program import system_value_params
     from ..ir.uniformity import Uniformity
     from ..ir.red_slots import is_red_add
+    from ..ir.slot_invariance import slot_addresses_invariant
     info = []
     uniform_ok: dict[int, bool] = {}
     for fn, numthreads in entries:
@@ -209,6 +222,8 @@ def plan_red_adds(entries: list[tuple[ir.Function, tuple[int, int, int]]],
         n = plan.slots.size.get(id(fn), 0)
         if 0 < n <= MAX_SLOTS and not ordered and not shared and (nx * ny * nz) % 32 == 0:
             plan.coarse[id(fn)] = n
+            plan.invariant[id(fn)] = (slot_addresses_invariant(fn, plan.slots) if PROVE_SLOT_ADDRESSES
+                                      else "proof turned off")
             rest = [i for i in reds if id(i) in sites and id(i) not in plan.slots.offset]
         else:
             rest = [i for i in reds if id(i) in sites]
@@ -219,14 +234,27 @@ def plan_red_adds(entries: list[tuple[ir.Function, tuple[int, int, int]]],
 
 
 def coarse_kernel(symbol: str, sname: str, numthreads, ns: int, static_inits: list[str], begin: list[str],
-                  call: str, end: list[str]) -> list[str]:
+                  call, end: list[str], invariant: Optional[str]) -> list[str]:
     """A coarsened kernel: each block runs the groups blockIdx.x, blockIdx.x + gridDim.x, ... of the
     dispatch (`sj_G` = its group counts; the runtime launches about one resident wave of blocks),
     one whole group per turn, so barriers-free group semantics, wave ops and thread ids are those of
     the plain kernel.  Thread-uniform gradient adds go into `ns` per-thread float registers (prelude
-    racc_add) that each warp adds into memory once, at the end."""
+    racc_add) that each warp adds into memory once, at the end.
+
+    `call(mode)` is the entry's call with the racc_add mode.  When the slot addresses are proven
+    invariant (`invariant` is None, ir/slot_invariance.py) the warp runs its groups in claim mode
+    (each add records its slot's address) until every slot has one, then in add mode (register adds
+    only: no shared-memory traffic, so NVRTC can also merge the repeated loads of the parameters);
+    otherwise every add checks its address (mode 0)."""
     nx, ny, nz = numthreads
     warps = nx * ny * nz // 32
+    if invariant is None:
+        run = [f"        if (sj_claimed) {call(2)}",
+               f"        else {{ {call(1)} __syncwarp(); sj_claimed = ::sj_cuda::racc_claimed(sj_tab, {ns}u); }}"]
+        state = ["    bool sj_claimed = false;   // slot addresses proven invariant: claim, then add"]
+    else:
+        run = [f"        {call(0)}"]
+        state = [f"    // slot addresses checked at every add: {invariant}".replace("*/", "* /")]
     return [
         f'extern "C" __global__ void __launch_bounds__({nx * ny * nz}) {symbol}(const {sname} sj_P, '
         "const ::sj_cuda::grid3 sj_G)",
@@ -242,6 +270,7 @@ def coarse_kernel(symbol: str, sname: str, numthreads, ns: int, static_inits: li
         "#pragma unroll",
         f"    for (int sj_k = 0; sj_k < SJ_RACC_LEN({ns}); ++sj_k) sj_acc[sj_k] = ::sj_cuda::racc_zero();",
         *begin,
+        *state,
         "    const uint32_t sj_groups = sj_G.x * sj_G.y * sj_G.z;",
         "    for (uint32_t sj_lin = blockIdx.x; sj_lin < sj_groups; sj_lin += gridDim.x)",
         "    {",
@@ -249,7 +278,7 @@ def coarse_kernel(symbol: str, sname: str, numthreads, ns: int, static_inits: li
         "        const uint32_t sj_gy = sj_rest % sj_G.y, sj_gz = sj_rest / sj_G.y;",
         "        (void)sj_gx; (void)sj_gy; (void)sj_gz;",
         *["    " + x for x in static_inits],
-        f"        {call}",
+        *run,
         "        __syncwarp();",
         "    }",
         "#pragma unroll",
@@ -340,13 +369,16 @@ def emit_program_cuda(functions: list[ir.Function], globals_: list[ir.GlobalVar]
         nx, ny, nz = numthreads
         symbol = f"sj_entry_{fn.slang_name}"
         ns = plan.coarse.get(id(fn))
-        if em.bears_slots(fn):
-            call_args = call_args + (["sj_acc", "sj_tab", "0"] if ns else ["nullptr", "nullptr", "-1"])
-        call = f"{fn.name}({', '.join(call_args)});"
+        slotted = em.bears_slots(fn)
+
+        def call(mode: int, args=call_args, name=fn.name, ns=ns, slotted=slotted) -> str:
+            extra = (["sj_acc", "sj_tab", "0", str(mode)] if ns else ["nullptr", "nullptr", "-1", "0"]) if slotted else []
+            return f"{name}({', '.join(args + extra)});"
         begin = ["    ::sj_cuda::red_cache_begin();"] if id(fn) in cached else []
         end = ["    ::sj_cuda::red_cache_end();"] if id(fn) in cached else []
         if ns:
-            lines += coarse_kernel(symbol, sname, numthreads, ns, static_inits, begin, call, end)
+            lines += coarse_kernel(symbol, sname, numthreads, ns, static_inits, begin, call, end,
+                                   plan.invariant.get(id(fn), "not proven"))
         else:
             lines += [
                 f'extern "C" __global__ void __launch_bounds__({nx * ny * nz}) {symbol}(const {sname} sj_P)',
@@ -355,7 +387,7 @@ def emit_program_cuda(functions: list[ir.Function], globals_: list[ir.GlobalVar]
                 "    const uint32_t sj_tx = threadIdx.x, sj_ty = threadIdx.y, sj_tz = threadIdx.z;",
                 "    const uint32_t sj_gx = blockIdx.x, sj_gy = blockIdx.y, sj_gz = blockIdx.z;",
                 "    (void)sj_tx; (void)sj_ty; (void)sj_tz; (void)sj_gx; (void)sj_gy; (void)sj_gz;",
-                *static_inits, *begin, f"    {call}", *end,
+                *static_inits, *begin, f"    {call(0)}", *end,
                 "}",
             ]
         kernels.append("\n".join(lines))

@@ -341,12 +341,25 @@ __device__ __forceinline__ racc_t racc_zero() { return 0.0f; }
 __device__ __forceinline__ float racc_get(const racc_t* acc, int slot) { return acc[slot]; }
 template <class T> __device__ __forceinline__ void racc_put(racc_t* acc, int slot, T v) { acc[slot] += float(v); }
 #endif
-template <class T> __device__ __forceinline__ void racc_add(racc_t* acc, unsigned long long* tab, int slot, T* p,
-                                                            typename type_identity<T>::type v) {
+// mode 0: check the address at every add.  Where ir/slot_invariance.py proves every slot's address
+// the same in all logical threads: mode 1 (claim) adds and records the address, mode 2 only adds.
+template <class T> __device__ __forceinline__ void racc_add(racc_t* acc, unsigned long long* tab, int slot, int mode,
+                                                            T* p, typename type_identity<T>::type v) {
     static_assert(sizeof(T) == 2 || sizeof(T) == 4, "racc_add: half or float");
     if (slot < 0) { red_add_fp(p, v); return; }    // not in a coarsened kernel: the ordinary path
     const unsigned long long key = (unsigned long long)p | (sizeof(T) == 2 ? 1ull : 0ull);
-    if (tab[slot] == key || racc_take(tab + slot, p, T(v))) racc_put(acc, slot, v);
+    if (mode == 0) {
+        if (tab[slot] == key || racc_take(tab + slot, p, T(v))) racc_put(acc, slot, v);
+        return;
+    }
+    racc_put(acc, slot, v);
+    if (mode == 1) tab[slot] = key;
+}
+// Has every slot of the warp's table an address?  (Called by the whole warp.)
+__device__ inline bool racc_claimed(const unsigned long long* tab, unsigned n) {
+    bool ok = true;
+    for (unsigned k = lane_id(); k < n; k += 32u) ok = ok && tab[k] != 0ull;
+    return __all_sync(0xFFFFFFFFu, ok);
 }
 // Called by a whole warp with its slot's key (the same in every lane): one atomic per warp and slot.
 __device__ __noinline__ void racc_flush(unsigned long long key, float v) {
