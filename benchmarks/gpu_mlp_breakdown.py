@@ -5,14 +5,14 @@ native-atomic variant) built several ways, timed side by side.
 
 Variants (the product is unchanged; edits are applied to the generated CUDA just before NVRTC, or to the
 emitter's settings):
-  as built       coarsened: groups in turn per block, each gradient add into a per-thread register slot;
-                 slot addresses proven invariant (ir/slot_invariance.py), so each warp claims its slots'
-                 addresses once, then only adds (prelude racc_add modes 1 and 2); one warp sum per slot
+  as built       coarsened: groups in turn per block, each gradient add into a per-thread slot in shared
+                 memory (half: every site is half); slot addresses proven invariant (ir/slot_invariance.py),
+                 so each warp claims its slots' addresses once, then only adds; one warp sum per slot
+  register slots the slots in float registers instead (255 registers: one block of 8 warps per SM)
+  registers, half2 + fence
+                 two slots per __half2 register and a compiler memory fence after each add (NVRTC then
+                 reloads parameters instead of keeping them live: fewer spills)
   checked adds   the proof turned off: every add checks its address against the warp's slot table
-  fence per add  a compiler memory fence after each register add: NVRTC reloads parameters after it,
-                 as in the checked design (shorter live ranges, more loads)
-  half2 slots    two slots per __half2 register (SJ_RACC_HALF=1): half the registers, half-precision sums
-  2 blocks/SM    __launch_bounds__(256, 2): at most 128 registers (spills), twice the resident warps
   block cache    not coarsened (emit/cuda.py MAX_SLOTS = 0): warp sums into a per-block shared-memory
                  table (prelude red_add_fp with SJ_RED_CACHE)
   adds dropped   every gradient add removed (the values are still computed): the floor for everything else
@@ -46,11 +46,6 @@ _RACC = "static_assert(sizeof(T) == 2 || sizeof(T) == 4, \"racc_add: half or flo
 _DROP = " if (float(v) == 1.2345e30f) atomicAdd(p, T(v)); return;"   # keeps v live: the arithmetic stays
 
 
-def _two_blocks(s: str) -> str:
-    """__launch_bounds__(N, 2): at most 128 registers per thread, so two 256-thread blocks fit an SM."""
-    return re.sub(r"__launch_bounds__\((\d+)\) sj_entry_learnGradient", r"__launch_bounds__(\1, 2) sj_entry_learnGradient", s)
-
-
 def _fence(s: str) -> str:
     assert _PUT in s
     return s.replace(_PUT, _FENCE)
@@ -59,11 +54,9 @@ def _fence(s: str) -> str:
 # name -> (edit of the generated CUDA, emit/cuda.py settings)
 VARIANTS = {
     "as built": (lambda s: s, {}),
+    "register slots": (lambda s: s, {"SHARED_SLOTS": False}),
+    "registers, half2 + fence": (lambda s: _HALF + _fence(s), {"SHARED_SLOTS": False}),
     "checked adds": (lambda s: s, {"PROVE_SLOT_ADDRESSES": False}),
-    "fence per add": (_fence, {}),
-    "half2 slots": (lambda s: _HALF + s, {}),
-    "half2 + fence": (lambda s: _HALF + _fence(s), {}),
-    "half2, 2 blocks/SM": (lambda s: _HALF + _two_blocks(s), {}),
     "block cache": (lambda s: s, {"MAX_SLOTS": 0}),
     "adds dropped": (lambda s: s.replace(_RED, _RED + _DROP).replace(_RACC, _RACC + _DROP), {}),
 }
@@ -86,7 +79,7 @@ def main():
     rows, ref = [], None
     from slangjit.compiler.emit import cuda as emit_cuda
     from slangjit.compiler import frontend_cache
-    defaults = {k: getattr(emit_cuda, k) for k in ("MAX_SLOTS", "PROVE_SLOT_ADDRESSES")}
+    defaults = {k: getattr(emit_cuda, k) for k in ("MAX_SLOTS", "PROVE_SLOT_ADDRESSES", "SHARED_SLOTS")}
     for name, (edit, settings) in VARIANTS.items():
         cuda_compiler.compile_source = lambda src, arch="compute_90", nm="slangjit.cu", extra_options=(), _e=edit: \
             real_compile(_e(src), arch, nm, extra_options)
@@ -122,7 +115,7 @@ def main():
         for key in ("NUM_REGS", "LOCAL_SIZE_BYTES", "SHARED_SIZE_BYTES"):
             enum = getattr(d.CUfunction_attribute, f"CU_FUNC_ATTRIBUTE_{key}")
             att[key.split("_")[0].lower() if key != "NUM_REGS" else "regs"] = _ck(d.cuFuncGetAttribute(enum, tr.learn._fn), key)
-        print(f"{name:14s} learnGradient {ms:.3f} ms   grads vs as-built: rel diff {rel:.2e}   {att}", flush=True)
+        print(f"{name:24s} learnGradient {ms:.3f} ms   grads vs as-built: rel diff {rel:.2e}   {att}", flush=True)
     cuda_compiler.compile_source = real_compile
     for k, v in defaults.items():
         setattr(emit_cuda, k, v)

@@ -69,6 +69,9 @@ class EntryPointInfo:
     # CUDA: the kernel runs groups in turn (grid-stride over blockIdx.x) and takes the group counts
     # as a second parameter (emit/cuda.py coarse_kernel); the runtime picks the grid size.
     grid_stride: bool = False
+    # CUDA: bytes of dynamic shared memory the kernel needs at launch (coarsened kernels that keep
+    # their gradient slots in shared memory); the runtime raises the kernel's limit when over 48 KB.
+    dynamic_shared: int = 0
 
 
 @dataclass

@@ -395,6 +395,9 @@ class CudaComputeKernel:
                 mod = ctx.modules[img.key] = _Module(ctx, img.image)
         self._module = mod
         self._fn = mod.function(self.entry.symbol)
+        self._dynamic_shared = int(getattr(self.entry, "dynamic_shared", 0))
+        if self._dynamic_shared > 48 * 1024:
+            self._allow_dynamic_shared(ctx)
         self.timings = dict(compiled.timings)
         self.timings["nvrtc"] = img.compile_seconds
         self.timings["cache_hit"] = float(img.cached)
@@ -494,8 +497,22 @@ class CudaComputeKernel:
             argp = (ctypes.c_void_p * 1)(pblock_address)
             blocks = groups
         c = self._ctx
-        _ck(c.d.cuLaunchKernel(self._fn, *blocks, nx, ny, nz, 0, stream, ctypes.addressof(argp), 0),
-            "cuLaunchKernel")
+        _ck(c.d.cuLaunchKernel(self._fn, *blocks, nx, ny, nz, self._dynamic_shared, stream,
+                               ctypes.addressof(argp), 0), "cuLaunchKernel")
+
+    def _allow_dynamic_shared(self, ctx) -> None:
+        """Raise the kernel's dynamic shared memory limit (over 48 KB must be asked for)."""
+        d = ctx.d
+        try:
+            most = int(_ck(d.cuDeviceGetAttribute(
+                d.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, ctx.dev), "attr"))
+        except Exception:  # noqa: BLE001 - a driver without the query: let the launch report it
+            most = self._dynamic_shared
+        if self._dynamic_shared > most:
+            raise RuntimeError(f"kernel '{self.entry_name}' keeps its gradient slots in {self._dynamic_shared} bytes "
+                               f"of shared memory per group; this GPU allows {most}")
+        _ck(d.cuFuncSetAttribute(self._fn, d.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                 self._dynamic_shared), "cuFuncSetAttribute")
 
     def _resident_blocks(self) -> int:
         """Blocks of this kernel the whole GPU holds at once (occupancy x multiprocessors)."""
@@ -503,7 +520,8 @@ class CudaComputeKernel:
             nt = self._numthreads[0] * self._numthreads[1] * self._numthreads[2]
             c = self._ctx
             try:
-                per_sm = int(_ck(c.d.cuOccupancyMaxActiveBlocksPerMultiprocessor(self._fn, nt, 0), "occupancy"))
+                per_sm = int(_ck(c.d.cuOccupancyMaxActiveBlocksPerMultiprocessor(self._fn, nt, self._dynamic_shared),
+                                 "occupancy"))
             except Exception:  # noqa: BLE001 - a driver without the query: assume registers allow 2048 threads
                 per_sm = max(1, 2048 // nt)
             self._resident = max(1, per_sm) * c.sm_count

@@ -168,6 +168,12 @@ MAX_SLOTS = 192
 # Drop the per-add address check where ir/slot_invariance.py proves slot addresses invariant
 # (benchmarks/gpu_mlp_breakdown.py turns it off to measure the check).
 PROVE_SLOT_ADDRESSES = True
+# Keep a coarsened kernel's slots in shared memory (one column per thread) instead of registers,
+# when every coarsened kernel of the translation unit fits SHARED_SLOT_BYTES per group (slots and
+# the warps' address tables; 99 KB: what sm_86/89 allow a block).  Half sites get half slots when
+# all sites are half.  Registers freed that way raise occupancy (benchmarks/gpu_mlp_breakdown.py).
+SHARED_SLOTS = True
+SHARED_SLOT_BYTES = 99 * 1024
 
 
 @dataclass
@@ -176,6 +182,8 @@ class RedAddPlan:
     slots: Optional[RedSlots] = None
     coarse: dict = field(default_factory=dict)   # id(entry) -> slot count: coarsened kernels
     invariant: dict = field(default_factory=dict)  # id(entry) -> None (addresses proven invariant) or why not
+    shared_bytes: dict = field(default_factory=dict)  # id(entry) -> dynamic shared bytes (slots in shared memory)
+    half_slots: bool = False                      # shared slots hold half values (every site is half)
     cached: set = field(default_factory=set)     # id(entry): kernels that set up the block cache
 
 
@@ -230,11 +238,23 @@ def plan_red_adds(entries: list[tuple[ir.Function, tuple[int, int, int]]],
         wants_cache = wants_cache or bool(rest)
     if wants_cache and not any_ordered:
         plan.cached = {id(fn) for fn, *_ in info}      # with the cache on, every kernel that adds sets it up
+    if SHARED_SLOTS and plan.coarse:
+        plan.half_slots = all(i.args[0].type.bits == 16 for _, _, reds, _, _ in info for i in reds if id(i) in sites)
+        size = 2 if plan.half_slots else 4
+        need = {}
+        for fn, (nx, ny, nz), *_ in info:
+            if id(fn) in plan.coarse:
+                ns, threads = plan.coarse[id(fn)], nx * ny * nz
+                need[id(fn)] = (ns * size * threads, ns * 8 * threads // 32)
+        if all(a + b <= SHARED_SLOT_BYTES for a, b in need.values()):
+            plan.shared_bytes = {k: a for k, (a, _) in need.items()}
+        else:
+            plan.half_slots = False
     return plan
 
 
 def coarse_kernel(symbol: str, sname: str, numthreads, ns: int, static_inits: list[str], begin: list[str],
-                  call, end: list[str], invariant: Optional[str]) -> list[str]:
+                  call, end: list[str], invariant: Optional[str], shared: bool) -> list[str]:
     """A coarsened kernel: each block runs the groups blockIdx.x, blockIdx.x + gridDim.x, ... of the
     dispatch (`sj_G` = its group counts; the runtime launches about one resident wave of blocks),
     one whole group per turn, so barriers-free group semantics, wave ops and thread ids are those of
@@ -245,9 +265,21 @@ def coarse_kernel(symbol: str, sname: str, numthreads, ns: int, static_inits: li
     invariant (`invariant` is None, ir/slot_invariance.py) the warp runs its groups in claim mode
     (each add records its slot's address) until every slot has one, then in add mode (register adds
     only: no shared-memory traffic, so NVRTC can also merge the repeated loads of the parameters);
-    otherwise every add checks its address (mode 0)."""
+    otherwise every add checks its address (mode 0).
+
+    `shared`: the slots live in dynamic shared memory, per warp [slot][lane] (prelude SJ_RACC_SHARED:
+    slot k of a lane at sj_acc[k * 32], conflict-free), not in registers."""
     nx, ny, nz = numthreads
     warps = nx * ny * nz // 32
+    if shared:
+        acc = ["    extern __shared__ __align__(16) unsigned char sj_dyn_smem[];",
+               f"    ::sj_cuda::racc_t* const sj_acc = reinterpret_cast<::sj_cuda::racc_t*>(sj_dyn_smem) + "
+               f"((sj_tx + {nx}u * (sj_ty + {ny}u * sj_tz)) >> 5) * {ns * 32}u + ::sj_cuda::lane_id();   // slots: {ns}",
+               f"    for (int sj_k = 0; sj_k < {ns}; ++sj_k) sj_acc[sj_k * 32] = ::sj_cuda::racc_zero();"]
+    else:
+        acc = [f"    ::sj_cuda::racc_t sj_acc[SJ_RACC_LEN({ns})];   // slots: {ns}",
+               "#pragma unroll",
+               f"    for (int sj_k = 0; sj_k < SJ_RACC_LEN({ns}); ++sj_k) sj_acc[sj_k] = ::sj_cuda::racc_zero();"]
     if invariant is None:
         run = [f"        if (sj_claimed) {call(2)}",
                f"        else {{ {call(1)} __syncwarp(); sj_claimed = ::sj_cuda::racc_claimed(sj_tab, {ns}u); }}"]
@@ -266,9 +298,7 @@ def coarse_kernel(symbol: str, sname: str, numthreads, ns: int, static_inits: li
         f"    unsigned long long* const sj_tab = sj_racc_tab + ((sj_tx + {nx}u * (sj_ty + {ny}u * sj_tz)) >> 5) * {ns}u;",
         f"    for (unsigned sj_k = ::sj_cuda::lane_id(); sj_k < {ns}u; sj_k += 32u) sj_tab[sj_k] = 0ull;",
         "    __syncwarp();",
-        f"    ::sj_cuda::racc_t sj_acc[SJ_RACC_LEN({ns})];   // slots: {ns}",
-        "#pragma unroll",
-        f"    for (int sj_k = 0; sj_k < SJ_RACC_LEN({ns}); ++sj_k) sj_acc[sj_k] = ::sj_cuda::racc_zero();",
+        *acc,
         *begin,
         *state,
         "    const uint32_t sj_groups = sj_G.x * sj_G.y * sj_G.z;",
@@ -378,7 +408,7 @@ def emit_program_cuda(functions: list[ir.Function], globals_: list[ir.GlobalVar]
         end = ["    ::sj_cuda::red_cache_end();"] if id(fn) in cached else []
         if ns:
             lines += coarse_kernel(symbol, sname, numthreads, ns, static_inits, begin, call, end,
-                                   plan.invariant.get(id(fn), "not proven"))
+                                   plan.invariant.get(id(fn), "not proven"), id(fn) in plan.shared_bytes)
         else:
             lines += [
                 f'extern "C" __global__ void __launch_bounds__({nx * ny * nz}) {symbol}(const {sname} sj_P)',
@@ -392,11 +422,15 @@ def emit_program_cuda(functions: list[ir.Function], globals_: list[ir.GlobalVar]
             ]
         kernels.append("\n".join(lines))
         refl.entry_points[fn.slang_name] = EntryPointInfo(fn.slang_name, symbol, numthreads, p_fields, p_size,
-                                                          grid_stride=bool(ns))
+                                                          grid_stride=bool(ns),
+                                                          dynamic_shared=plan.shared_bytes.get(id(fn), 0))
 
     parts = [
         "// Generated by slangjit for CUDA (NVRTC / nvcc). Kernel ABI: slangjit/compiler/emit/cuda.py.",
         *(["#define SJ_RED_CACHE 1   // block cache for float adds (prelude: red_add_fp)"] if cached else []),
+        *(["#define SJ_RACC_SHARED 1   // gradient slots in shared memory (prelude: racc_put)"]
+          if plan.shared_bytes else []),
+        *(["#define SJ_RACC_SHARED_HALF 1   // ... as half values"] if plan.shared_bytes and plan.half_slots else []),
         prelude_text(),
         "\n".join(em.struct_out),
         "\n".join(g_lines),

@@ -322,7 +322,30 @@ template <class T> __device__ __noinline__ bool racc_take(unsigned long long* t,
 #ifndef SJ_RACC_HALF
 #define SJ_RACC_HALF 0
 #endif
-#if SJ_RACC_HALF
+#ifndef SJ_RACC_SHARED
+#define SJ_RACC_SHARED 0
+#endif
+#ifndef SJ_RACC_SHARED_HALF
+#define SJ_RACC_SHARED_HALF 0
+#endif
+#if SJ_RACC_SHARED
+// Slots in shared memory (emit/cuda.py SHARED_SLOTS): per warp [slot][lane], a lane's slot k at
+// acc[k * 32], so a warp's 32 lanes touch 32 consecutive elements (no bank conflicts).
+#define SJ_RACC_LEN(n) (n)
+#if SJ_RACC_SHARED_HALF
+typedef __half racc_t;             // every site is half: half sums per thread, float across the warp
+__device__ __forceinline__ racc_t racc_zero() { return __ushort_as_half((unsigned short)0u); }
+__device__ __forceinline__ float racc_get(const racc_t* acc, int slot) { return __half2float(acc[slot * 32]); }
+template <class T> __device__ __forceinline__ void racc_put(racc_t* acc, int slot, T v) {
+    acc[slot * 32] = __hadd(acc[slot * 32], __half(v));
+}
+#else
+typedef float racc_t;
+__device__ __forceinline__ racc_t racc_zero() { return 0.0f; }
+__device__ __forceinline__ float racc_get(const racc_t* acc, int slot) { return acc[slot * 32]; }
+template <class T> __device__ __forceinline__ void racc_put(racc_t* acc, int slot, T v) { acc[slot * 32] += float(v); }
+#endif
+#elif SJ_RACC_HALF
 typedef __half2 racc_t;
 #define SJ_RACC_LEN(n) (((n) + 1) / 2)
 __device__ __forceinline__ racc_t racc_zero() { return __float2half2_rn(0.0f); }
