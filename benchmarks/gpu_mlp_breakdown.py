@@ -8,6 +8,10 @@ emitter's settings):
   as built       coarsened: groups in turn per block, each gradient add into a per-thread slot in shared
                  memory (half: every site is half); slot addresses proven invariant (ir/slot_invariance.py),
                  so each warp claims its slots' addresses once, then only adds; one warp sum per slot
+  volatile slot adds
+                 the shared-memory adds as volatile asm: NVRTC then reloads the parameters after every
+                 add (more loads, fewer live registers)
+  2 blocks/SM    __launch_bounds__(256, 2): at most 128 registers per thread
   register slots the slots in float registers instead (255 registers: one block of 8 warps per SM)
   registers, half2 + fence
                  two slots per __half2 register and a compiler memory fence after each add (NVRTC then
@@ -52,8 +56,20 @@ def _fence(s: str) -> str:
 
 
 # name -> (edit of the generated CUDA, emit/cuda.py settings)
+def _volatile_slots(s: str) -> str:
+    assert "asm(SJ_RACC_ADD" in s
+    return s.replace("asm(SJ_RACC_ADD", "asm volatile(SJ_RACC_ADD")
+
+
+def _two_blocks(s: str) -> str:
+    """__launch_bounds__(N, 2): at most 128 registers per thread, so two 256-thread blocks fit an SM."""
+    return re.sub(r"__launch_bounds__\((\d+)\) sj_entry_learnGradient", r"__launch_bounds__(\1, 2) sj_entry_learnGradient", s)
+
+
 VARIANTS = {
     "as built": (lambda s: s, {}),
+    "volatile slot adds": (_volatile_slots, {}),
+    "2 blocks/SM": (_two_blocks, {}),
     "register slots": (lambda s: s, {"SHARED_SLOTS": False}),
     "registers, half2 + fence": (lambda s: _HALF + _fence(s), {"SHARED_SLOTS": False}),
     "checked adds": (lambda s: s, {"PROVE_SLOT_ADDRESSES": False}),

@@ -273,9 +273,9 @@ def coarse_kernel(symbol: str, sname: str, numthreads, ns: int, static_inits: li
     warps = nx * ny * nz // 32
     if shared:
         acc = ["    extern __shared__ __align__(16) unsigned char sj_dyn_smem[];",
-               f"    ::sj_cuda::racc_t* const sj_acc = reinterpret_cast<::sj_cuda::racc_t*>(sj_dyn_smem) + "
-               f"((sj_tx + {nx}u * (sj_ty + {ny}u * sj_tz)) >> 5) * {ns * 32}u + ::sj_cuda::lane_id();   // slots: {ns}",
-               f"    for (int sj_k = 0; sj_k < {ns}; ++sj_k) sj_acc[sj_k * 32] = ::sj_cuda::racc_zero();"]
+               f"    ::sj_cuda::racc_t sj_acc[1] = {{::sj_cuda::racc_column(sj_dyn_smem, "
+               f"((sj_tx + {nx}u * (sj_ty + {ny}u * sj_tz)) >> 5) * {ns * 32}u + ::sj_cuda::lane_id())}};   // slots: {ns}",
+               f"    for (int sj_k = 0; sj_k < {ns}; ++sj_k) ::sj_cuda::racc_init(sj_acc, sj_k);"]
     else:
         acc = [f"    ::sj_cuda::racc_t sj_acc[SJ_RACC_LEN({ns})];   // slots: {ns}",
                "#pragma unroll",

@@ -330,21 +330,48 @@ template <class T> __device__ __noinline__ bool racc_take(unsigned long long* t,
 #endif
 #if SJ_RACC_SHARED
 // Slots in shared memory (emit/cuda.py SHARED_SLOTS): per warp [slot][lane], a lane's slot k at
-// acc[k * 32], so a warp's 32 lanes touch 32 consecutive elements (no bank conflicts).
-#define SJ_RACC_LEN(n) (n)
+// element k * 32 of its column, so a warp's 32 lanes touch 32 consecutive elements (no bank
+// conflicts).  racc_t is the thread's state: the column's shared address and an ordering token.
+// Every access is an asm without a memory clobber that takes the token and yields the next one: the
+// token chain keeps the accesses in order and alive, and NVRTC does not see them as memory the
+// program's own loads could alias (a volatile asm or a C++ store would make it reload every
+// parameter after every add).
+#define SJ_RACC_LEN(n) 1
+struct racc_t { unsigned base; unsigned tok; };
 #if SJ_RACC_SHARED_HALF
-typedef __half racc_t;             // every site is half: half sums per thread, float across the warp
-__device__ __forceinline__ racc_t racc_zero() { return __ushort_as_half((unsigned short)0u); }
-__device__ __forceinline__ float racc_get(const racc_t* acc, int slot) { return __half2float(acc[slot * 32]); }
-template <class T> __device__ __forceinline__ void racc_put(racc_t* acc, int slot, T v) {
-    acc[slot * 32] = __hadd(acc[slot * 32], __half(v));
-}
+#define SJ_RACC_BYTES 2
+#define SJ_RACC_INIT "{ st.shared.b16 [%1], %2; mov.b32 %0, %3; }"
+#define SJ_RACC_LD "ld.shared.b16 %0, [%1];"
+#define SJ_RACC_ADD "{ .reg .b16 t; ld.shared.b16 t, [%1]; add.rn.f16 t, t, %2; st.shared.b16 [%1], t; mov.b32 %0, %3; }"
+typedef unsigned short racc_bits;
+#define SJ_RACC_C "h"
+template <class T> __device__ __forceinline__ racc_bits racc_bits_of(T v) { return __half_as_ushort(__half(v)); }
+__device__ __forceinline__ float racc_value(racc_bits u) { return __half2float(__ushort_as_half(u)); }
 #else
-typedef float racc_t;
-__device__ __forceinline__ racc_t racc_zero() { return 0.0f; }
-__device__ __forceinline__ float racc_get(const racc_t* acc, int slot) { return acc[slot * 32]; }
-template <class T> __device__ __forceinline__ void racc_put(racc_t* acc, int slot, T v) { acc[slot * 32] += float(v); }
+#define SJ_RACC_BYTES 4
+#define SJ_RACC_INIT "{ st.shared.f32 [%1], %2; mov.b32 %0, %3; }"
+#define SJ_RACC_LD "ld.shared.f32 %0, [%1];"
+#define SJ_RACC_ADD "{ .reg .f32 t; ld.shared.f32 t, [%1]; add.rn.f32 t, t, %2; st.shared.f32 [%1], t; mov.b32 %0, %3; }"
+typedef float racc_bits;
+#define SJ_RACC_C "f"
+template <class T> __device__ __forceinline__ racc_bits racc_bits_of(T v) { return float(v); }
+__device__ __forceinline__ float racc_value(racc_bits u) { return u; }
 #endif
+__device__ __forceinline__ racc_t racc_column(const void* smem, unsigned column) {
+    return racc_t{unsigned(__cvta_generic_to_shared(smem)) + column * SJ_RACC_BYTES, 0u};
+}
+__device__ __forceinline__ unsigned racc_addr(const racc_t* acc, int slot) { return acc->base + unsigned(slot) * (32u * SJ_RACC_BYTES); }
+__device__ __forceinline__ void racc_init(racc_t* acc, int slot) {
+    asm(SJ_RACC_INIT : "=r"(acc->tok) : "r"(racc_addr(acc, slot)), SJ_RACC_C(racc_bits_of(0.0f)), "r"(acc->tok));
+}
+__device__ __forceinline__ float racc_get(const racc_t* acc, int slot) {
+    racc_bits u;
+    asm(SJ_RACC_LD : "=" SJ_RACC_C(u) : "r"(racc_addr(acc, slot)), "r"(acc->tok));
+    return racc_value(u);
+}
+template <class T> __device__ __forceinline__ void racc_put(racc_t* acc, int slot, T v) {
+    asm(SJ_RACC_ADD : "=r"(acc->tok) : "r"(racc_addr(acc, slot)), SJ_RACC_C(racc_bits_of(v)), "r"(acc->tok));
+}
 #elif SJ_RACC_HALF
 typedef __half2 racc_t;
 #define SJ_RACC_LEN(n) (((n) + 1) / 2)
