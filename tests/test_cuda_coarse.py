@@ -158,9 +158,22 @@ def test_slot_address_invariance_proof(case):
     assert b".entry" in _nvrtc_ptx(prog.source)
 
 
+@pytest.fixture
+def shared_slots(monkeypatch, tmp_path):
+    """emit/cuda.py SHARED_SLOTS on (off by default), with empty front-end caches."""
+    from slangjit.compiler import frontend_cache
+    from slangjit.compiler.emit import cuda as emit_cuda
+    monkeypatch.setattr(emit_cuda, "SHARED_SLOTS", True)
+    monkeypatch.setenv("SLANGJIT_CACHE_DIR", str(tmp_path))
+    frontend_cache._memory.clear()
+    yield
+    frontend_cache._memory.clear()
+
+
 @pytest.mark.parametrize("n,threads,shared", [(4, 64, 4 * 4 * 64), (160, 256, 0), (90, 256, 90 * 4 * 256)])
-def test_slots_in_shared_memory_when_they_fit(n, threads, shared):
-    """Float slots go to shared memory when slots and address tables fit 99 KB per group, else registers."""
+def test_slots_in_shared_memory_when_they_fit(shared_slots, n, threads, shared):
+    """With SHARED_SLOTS, float slots go to shared memory when slots and address tables fit 99 KB per
+    group, else registers."""
     prog = _cuda(f"""[numthreads({threads}, 1, 1)]
 void computeMain(uint3 t : SV_DispatchThreadID, uniform float* g)
 {{ for (int i = 0; i < {n}; i++) InterlockedAdd(g[i], 1.0); }}""")
@@ -169,6 +182,13 @@ void computeMain(uint3 t : SV_DispatchThreadID, uniform float* g)
     assert ("#define SJ_RACC_SHARED 1" in prog.source) == bool(shared)
     assert "SJ_RACC_SHARED_HALF 1" not in prog.source
     assert b".entry" in _nvrtc_ptx(prog.source)
+
+
+def test_mlp_half_slots_in_shared_memory(shared_slots):
+    prog = compile_program([SourceSpec(text=_mlp_native_add(), name="mlp.slang")], ["learnGradient"], target="cuda")
+    assert "#define SJ_RACC_SHARED_HALF 1" in prog.source     # every site is half: half slots
+    assert prog.reflection.entry_points["learnGradient"].dynamic_shared == 148 * 2 * 256
+    assert b".entry sj_entry_learnGradient" in _nvrtc_ptx(prog.source)
 
 
 def _mlp_native_add() -> str:
@@ -189,9 +209,8 @@ def test_mlp_learn_gradient_is_coarsened_with_one_slot_per_parameter():
     assert _slots(prog, "learnGradient") == 4 * 16 + 16 + 16 * 4 + 4      # each weight and bias of the 4-16-4 net
     assert "#define SJ_RED_CACHE 1" not in prog.source
     assert "bool sj_claimed = false;" in prog.source          # addresses proven invariant: no per-add check
-    # every site is half: half slots in shared memory, one column per thread
-    assert "#define SJ_RACC_SHARED_HALF 1" in prog.source
-    assert prog.reflection.entry_points["learnGradient"].dynamic_shared == 148 * 2 * 256
+    assert "SJ_RACC_SHARED 1" not in prog.source              # float register slots by default
+    assert prog.reflection.entry_points["learnGradient"].dynamic_shared == 0
     assert b".entry sj_entry_learnGradient" in _nvrtc_ptx(prog.source)
     prog = compile_program([SourceSpec(text=text, name="mlp.slang")], ["adjustParameters"], target="cuda")
     assert _slots(prog, "adjustParameters") is None

@@ -171,8 +171,9 @@ PROVE_SLOT_ADDRESSES = True
 # Keep a coarsened kernel's slots in shared memory (one column per thread) instead of registers,
 # when every coarsened kernel of the translation unit fits SHARED_SLOT_BYTES per group (slots and
 # the warps' address tables; 99 KB: what sm_86/89 allow a block).  Half sites get half slots when
-# all sites are half.  Registers freed that way raise occupancy (benchmarks/gpu_mlp_breakdown.py).
-SHARED_SLOTS = True
+# all sites are half.  Off by default: on the H100 the seed MLP ran no faster than with float
+# register slots (benchmarks/gpu_mlp_breakdown.py, RESULTS.md session 4), and float sums are exact-er.
+SHARED_SLOTS = False
 SHARED_SLOT_BYTES = 99 * 1024
 
 
