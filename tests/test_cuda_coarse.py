@@ -328,7 +328,9 @@ def test_mlp_gradients_match_float64_reference(dev, B):
         T.SHADER = old
     want = _mlp_grads_f64(T, params.astype(np.float64), xy.astype(np.float16).astype(np.float64))
     rel = np.abs(got - want).max() / np.abs(want).max()
-    assert rel < 2e-2, rel
+    # The gradient buffer is half: every warp's sum is added into it and rounded to half (2^-11 of the
+    # running total); at 2^15 samples about a thousand such adds land in each parameter.
+    assert rel < (2e-2 if B <= 1 << 12 else 4e-2), rel
 
 
 def _mlp_grads_f64(T, p, xy):
