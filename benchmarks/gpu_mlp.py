@@ -48,8 +48,20 @@ NATIVE_ADD = """void InterlockedAddF16Emulated(NFloat* dest, NFloat value, out N
 """
 
 
+# Loss scaling: the half gradient buffer holds sums over the whole batch, which overflow half
+# (max 65504) at 2^20 samples with the seed's unit loss gradient (the largest parameter gradient is
+# about 1.5e6).  Infinite gradients make the parameters NaN after one step, and a kernel running on NaN
+# is not the kernel a user trains with (its timing differs: 2x in session 4).  So the seed's bwd_diff
+# call gets dOut = 2^-6 instead of 1 (the usual half-precision remedy; a power of two, so the
+# gradients are the same up to that factor) and PyTorch's loss is scaled the same way.
+LOSS_SCALE = 2.0 ** -6
+_SEED_CALL = "bwd_diff(loss)(network, input.x, input.y, 1.0h);"
+
+
 def patched_source() -> str:
     src = (ROOT / "examples" / "mlp_training" / "mlp.slang").read_text()
+    assert _SEED_CALL in src, "the example's bwd_diff call changed: update gpu_mlp.py"
+    src = src.replace(_SEED_CALL, f"bwd_diff(loss)(network, input.x, input.y, {LOSS_SCALE!r}h);   // gpu_mlp.py: loss scale")
     m = re.search(r"void InterlockedAddF16Emulated\([^)]*\)\s*\{", src)
     if not m:
         return src
@@ -153,7 +165,7 @@ def main():
     tr = T.MLPTrainer(dev, params, Bc, max_steps=1)
     tr.set_inputs(xy[:Bc])
     tr.learn_gradient(0, Bc, 0)
-    g_sj = tr.read_grads().astype(np.float64)
+    g_sj = tr.read_grads().astype(np.float64) / LOSS_SCALE
 
     tr = T.MLPTrainer(dev, params, B, max_steps=args.steps + 4)
     tr.set_inputs(xy)
@@ -173,6 +185,13 @@ def main():
     _ck(d.cuEventRecord(e1, ctx.stream), "rec")
     _ck(d.cuEventSynchronize(e1), "sync")
     sj_ms = float(_ck(_elapsed(d)(e0, e1), "el")) / args.steps
+    p_after, g_after = tr.read_params(), tr.read_grads()
+    losses = tr.read_losses(args.steps + 3)[0]
+    finite = bool(np.isfinite(p_after).all() and np.isfinite(g_after).all() and np.isfinite(losses).all())
+    print(f"slangjit after {args.steps + 3} steps: parameters, gradients and losses finite: {finite}; batch loss "
+          f"{losses[0]:.4g} -> {losses[-1]:.4g}")
+    if not finite:
+        raise SystemExit("gpu_mlp: non-finite values in the timed steps: the timing would not be a real step's")
     # learnGradient alone
     _ck(d.cuEventRecord(e0, ctx.stream), "rec")
     for s in range(args.steps):
@@ -203,13 +222,14 @@ def main():
             ps, _ = torch_mlp(torch, params.astype(np.float16), layers)
 
             def step():
-                loss = fn(xyt, *ps)
+                loss = fn(xyt, *ps) * LOSS_SCALE
                 loss.backward()
                 with torch.no_grad():
                     grads = [p.grad for p in ps]
                     torch._foreach_add_(ps, grads, alpha=-lr)
                     for p in ps:
                         p.grad = None
+            step.params = ps
             return step
 
         def ttime(step, warm=3):
@@ -223,7 +243,10 @@ def main():
             b.record()
             b.synchronize()
             return a.elapsed_time(b) / args.steps
-        res["eager"] = ttime(make_step(lf))
+        eager_step = make_step(lf)
+        res["eager"] = ttime(eager_step)
+        if not all(bool(torch.isfinite(p).all()) for p in eager_step.params):
+            raise SystemExit("gpu_mlp: PyTorch's parameters went non-finite in the timed steps")
         if not args.no_compile:
             try:
                 t0 = time.perf_counter()

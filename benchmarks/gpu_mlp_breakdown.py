@@ -5,21 +5,26 @@ native-atomic variant) built several ways, timed side by side.
 
 Variants (the product is unchanged; edits are applied to the generated CUDA just before NVRTC, or to the
 emitter's settings):
-  as built       coarsened: groups in turn per block, each gradient add into a per-thread slot in shared
-                 memory (half: every site is half); slot addresses proven invariant (ir/slot_invariance.py),
-                 so each warp claims its slots' addresses once, then only adds; one warp sum per slot
-  volatile slot adds
-                 the shared-memory adds as volatile asm: NVRTC then reloads the parameters after every
-                 add (more loads, fewer live registers)
-  2 blocks/SM    __launch_bounds__(256, 2): at most 128 registers per thread
-  register slots the slots in float registers instead (255 registers: one block of 8 warps per SM)
-  registers, half2 + fence
-                 two slots per __half2 register and a compiler memory fence after each add (NVRTC then
-                 reloads parameters instead of keeping them live: fewer spills)
+  as built       coarsened: groups in turn per block, each gradient add into a per-thread float register
+                 slot; slot addresses proven invariant (ir/slot_invariance.py), so each warp claims its
+                 slots' addresses once, then only adds; at the end the block's warps sum each slot in shared
+                 memory and one thread adds it into memory (one atomic per block and slot)
+  per-warp flush every warp adds its own sums (one atomic per warp and slot: session 4's design)
   checked adds   the proof turned off: every add checks its address against the warp's slot table
+  registers, half2
+                 two slots per __half2 register (half-precision sums per thread)
+  shared-memory slots
+                 the slots in dynamic shared memory, one column per thread (emit/cuda.py SHARED_SLOTS)
+  2 blocks/SM    __launch_bounds__(256, 2): at most 128 registers per thread
   block cache    not coarsened (emit/cuda.py MAX_SLOTS = 0): warp sums into a per-block shared-memory
                  table (prelude red_add_fp with SJ_RED_CACHE)
-  adds dropped   every gradient add removed (the values are still computed): the floor for everything else
+  one accumulator
+                 every gradient add into one register: the arithmetic stays, the slots go (with the loss
+                 monitor's second loss(), wave reductions and atomics dropped as well in the next row)
+  adds dropped   every gradient add removed behind a branch that is never taken (NVRTC then reloads the
+                 parameters after each: 78 registers)
+Every timed learnGradient is followed by adjustParameters at learning rate 0 (clears the gradients, keeps
+the parameters), so the gradient buffer never overflows to inf (benchmarks/gpu_mlp.py says why that matters).
 Gradients of a 2^12 batch are compared with the as-built variant's (except where dropped).
 """
 from __future__ import annotations
@@ -43,37 +48,43 @@ from slangjit.runtime.cuda import _ck  # noqa: E402
 
 _RED = "template <class T> __device__ inline void red_add_fp(T* p, T v) {"
 _CHECK = "if (tab[slot] == key || racc_take(tab + slot, p, T(v))) racc_put(acc, slot, v);"
-_PUT = "racc_put(acc, slot, v);\n    if (mode == 1) tab[slot] = key;"
-_FENCE = "racc_put(acc, slot, v);\n    asm volatile(\"\" ::: \"memory\");\n    if (mode == 1) tab[slot] = key;"
 _HALF = "#define SJ_RACC_HALF 1\n"
 _RACC = "static_assert(sizeof(T) == 2 || sizeof(T) == 4, \"racc_add: half or float\");"
 _DROP = " if (float(v) == 1.2345e30f) atomicAdd(p, T(v)); return;"   # keeps v live: the arithmetic stays
 
 
-def _fence(s: str) -> str:
-    assert _PUT in s
-    return s.replace(_PUT, _FENCE)
-
-
 # name -> (edit of the generated CUDA, emit/cuda.py settings)
-def _volatile_slots(s: str) -> str:
-    assert "asm(SJ_RACC_ADD" in s
-    return s.replace("asm(SJ_RACC_ADD", "asm volatile(SJ_RACC_ADD")
-
-
 def _two_blocks(s: str) -> str:
     """__launch_bounds__(N, 2): at most 128 registers per thread, so two 256-thread blocks fit an SM."""
     return re.sub(r"__launch_bounds__\((\d+)\) sj_entry_learnGradient", r"__launch_bounds__(\1, 2) sj_entry_learnGradient", s)
 
 
+_PUT_F = "template <class T> __device__ __forceinline__ void racc_put(racc_t* acc, int slot, T v) { acc[slot] += float(v); }"
+
+
+def _one_sum(s: str) -> str:
+    """Every gradient add into one register: the arithmetic stays, the 148 slots go."""
+    assert _PUT_F in s
+    return s.replace(_PUT_F, _PUT_F.replace("acc[slot]", "acc[0]"))
+
+
+def _no_monitor(s: str) -> str:
+    """learnGradient without its loss monitor (the second loss(), two wave reductions, two atomics)."""
+    s2 = re.sub(r"\n    float thisLoss_\d+ = .*?\n    \}\n", "\n", s, count=1, flags=re.S)
+    assert s2 != s
+    return s2
+
+
 VARIANTS = {
     "as built": (lambda s: s, {}),
-    "volatile slot adds": (_volatile_slots, {}),
-    "2 blocks/SM": (_two_blocks, {}),
-    "register slots": (lambda s: s, {"SHARED_SLOTS": False}),
-    "registers, half2 + fence": (lambda s: _HALF + _fence(s), {"SHARED_SLOTS": False}),
+    "per-warp flush": (lambda s: s, {"BLOCK_FLUSH_BYTES": 0}),
     "checked adds": (lambda s: s, {"PROVE_SLOT_ADDRESSES": False}),
+    "registers, half2": (lambda s: _HALF + s, {}),
+    "shared-memory slots": (lambda s: s, {"SHARED_SLOTS": True}),
+    "2 blocks/SM": (_two_blocks, {}),
     "block cache": (lambda s: s, {"MAX_SLOTS": 0}),
+    "one accumulator": (_one_sum, {}),
+    "one accumulator, no loss monitor": (lambda s: _no_monitor(_one_sum(s)), {}),
     "adds dropped": (lambda s: s.replace(_RED, _RED + _DROP).replace(_RACC, _RACC + _DROP), {}),
 }
 
@@ -82,6 +93,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--batch-log2", type=int, default=20)
     ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--only", default="", help="variant names separated by ; (default: all)")
     args = ap.parse_args()
     import gpu_mlp
     import train as T
@@ -95,10 +107,14 @@ def main():
     rows, ref = [], None
     from slangjit.compiler.emit import cuda as emit_cuda
     from slangjit.compiler import frontend_cache
-    defaults = {k: getattr(emit_cuda, k) for k in ("MAX_SLOTS", "PROVE_SLOT_ADDRESSES", "SHARED_SLOTS")}
+    defaults = {k: getattr(emit_cuda, k) for k in ("MAX_SLOTS", "PROVE_SLOT_ADDRESSES", "SHARED_SLOTS",
+                                                   "BLOCK_FLUSH_BYTES")}
+    wanted = [w.strip() for w in args.only.split(";") if w.strip()]
     for name, (edit, settings) in VARIANTS.items():
+        if wanted and name not in wanted and name != "as built":
+            continue
         cuda_compiler.compile_source = lambda src, arch="compute_90", nm="slangjit.cu", extra_options=(), _e=edit: \
-            real_compile(_e(src), arch, nm, extra_options)
+            real_compile(_e(src) if "// slots: " in src else src, arch, nm, extra_options)
         for k, v in defaults.items():
             setattr(emit_cuda, k, settings.get(k, v))
         cuda_compiler._mem_cache.clear()
@@ -114,11 +130,16 @@ def main():
         g = tr.read_grads().astype(np.float64)
         tr.adjust_parameters(0.0)           # clears the gradients
         e0, e1 = _ck(d.cuEventCreate(0), "ev"), _ck(d.cuEventCreate(0), "ev")
+        # Each learnGradient is followed by adjustParameters at learning rate 0, which clears the
+        # gradients (and leaves the parameters): a gradient buffer that had overflowed to inf would make
+        # the adds into it cheaper than a real step's (2x in session 4).
         for s in range(3):
             tr.learn_gradient(0, B, 1 + s)
+            tr.adjust_parameters(0.0)
         _ck(d.cuEventRecord(e0, ctx.stream), "rec")
         for s in range(args.iters):
             tr.learn_gradient(0, B, 0)
+            tr.adjust_parameters(0.0)
         _ck(d.cuEventRecord(e1, ctx.stream), "rec")
         _ck(d.cuEventSynchronize(e1), "sync")
         el = getattr(d, "cuEventElapsedTime", None) or getattr(d, "cuEventElapsedTime_v2")

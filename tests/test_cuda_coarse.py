@@ -191,16 +191,20 @@ def test_mlp_half_slots_in_shared_memory(shared_slots):
     assert b".entry sj_entry_learnGradient" in _nvrtc_ptx(prog.source)
 
 
-def _mlp_native_add() -> str:
-    """examples/mlp_training/mlp.slang with the emulated half add replaced by InterlockedAdd, as
-    benchmarks/gpu_mlp.py runs it."""
+def _gpu_mlp():
     import sys
     sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
     try:
         import gpu_mlp
-        return gpu_mlp.patched_source()
+        return gpu_mlp
     finally:
         sys.path.pop(0)
+
+
+def _mlp_native_add() -> str:
+    """examples/mlp_training/mlp.slang with the emulated half add replaced by InterlockedAdd and the
+    loss gradient scaled by gpu_mlp.LOSS_SCALE, as benchmarks/gpu_mlp.py runs it."""
+    return _gpu_mlp().patched_source()
 
 
 def test_mlp_learn_gradient_is_coarsened_with_one_slot_per_parameter():
@@ -323,7 +327,7 @@ def test_mlp_gradients_match_float64_reference(dev, B):
         xy = rng.uniform(-1, 1, (B, 2)).astype(np.float32)
         tr.set_inputs(xy)
         tr.learn_gradient(0, B)
-        got = tr.read_grads().astype(np.float64)
+        got = tr.read_grads().astype(np.float64) / _gpu_mlp().LOSS_SCALE
     finally:
         T.SHADER = old
     want = _mlp_grads_f64(T, params.astype(np.float64), xy.astype(np.float16).astype(np.float64))

@@ -175,6 +175,10 @@ PROVE_SLOT_ADDRESSES = True
 # register slots (benchmarks/gpu_mlp_breakdown.py, RESULTS.md session 4), and float sums are exact-er.
 SHARED_SLOTS = False
 SHARED_SLOT_BYTES = 99 * 1024
+# A coarsened kernel combines its warps' slot sums in shared memory before the atomics (one per block
+# and slot, prelude racc_flush_block) when the warps' address tables and sums fit this many bytes of
+# static shared memory (48 KB is the static limit); otherwise every warp adds its own sums.
+BLOCK_FLUSH_BYTES = 48 * 1024
 
 
 @dataclass
@@ -260,7 +264,8 @@ def coarse_kernel(symbol: str, sname: str, numthreads, ns: int, static_inits: li
     dispatch (`sj_G` = its group counts; the runtime launches about one resident wave of blocks),
     one whole group per turn, so barriers-free group semantics, wave ops and thread ids are those of
     the plain kernel.  Thread-uniform gradient adds go into `ns` per-thread float registers (prelude
-    racc_add) that each warp adds into memory once, at the end.
+    racc_add) that each warp adds into memory once, at the end: through the block's sum (one atomic
+    per block and slot, prelude racc_flush_block) when the tables fit BLOCK_FLUSH_BYTES.
 
     `call(mode)` is the entry's call with the racc_add mode.  When the slot addresses are proven
     invariant (`invariant` is None, ir/slot_invariance.py) the warp runs its groups in claim mode
@@ -281,6 +286,18 @@ def coarse_kernel(symbol: str, sname: str, numthreads, ns: int, static_inits: li
         acc = [f"    ::sj_cuda::racc_t sj_acc[SJ_RACC_LEN({ns})];   // slots: {ns}",
                "#pragma unroll",
                f"    for (int sj_k = 0; sj_k < SJ_RACC_LEN({ns}); ++sj_k) sj_acc[sj_k] = ::sj_cuda::racc_zero();"]
+    if warps * ns * 12 <= BLOCK_FLUSH_BYTES:
+        part = [f"    __shared__ float sj_racc_part[{warps * ns}];"]
+        flush = [f"    for (int sj_k = 0; sj_k < {ns}; ++sj_k) ::sj_cuda::racc_park(sj_tab[sj_k], "
+                 f"sj_racc_part + ((sj_tx + {nx}u * (sj_ty + {ny}u * sj_tz)) >> 5) * {ns}u + sj_k, "
+                 "::sj_cuda::racc_get(sj_acc, sj_k));",
+                 "    __syncthreads();   // every thread gets here: the group loop is the same for the whole block",
+                 f"    ::sj_cuda::racc_flush_block(sj_racc_tab, sj_racc_part, {ns}u, {warps}u, "
+                 f"sj_tx + {nx}u * (sj_ty + {ny}u * sj_tz));"]
+    else:
+        part = []
+        flush = [f"    for (int sj_k = 0; sj_k < {ns}; ++sj_k) ::sj_cuda::racc_flush(sj_tab[sj_k], "
+                 "::sj_cuda::racc_get(sj_acc, sj_k));"]
     if invariant is None:
         run = [f"        if (sj_claimed) {call(2)}",
                f"        else {{ {call(1)} __syncwarp(); sj_claimed = ::sj_cuda::racc_claimed(sj_tab, {ns}u); }}"]
@@ -296,6 +313,7 @@ def coarse_kernel(symbol: str, sname: str, numthreads, ns: int, static_inits: li
         "    const uint32_t sj_tx = threadIdx.x, sj_ty = threadIdx.y, sj_tz = threadIdx.z;",
         "    (void)sj_tx; (void)sj_ty; (void)sj_tz;",
         f"    __shared__ unsigned long long sj_racc_tab[{warps * ns}];",
+        *part,
         f"    unsigned long long* const sj_tab = sj_racc_tab + ((sj_tx + {nx}u * (sj_ty + {ny}u * sj_tz)) >> 5) * {ns}u;",
         f"    for (unsigned sj_k = ::sj_cuda::lane_id(); sj_k < {ns}u; sj_k += 32u) sj_tab[sj_k] = 0ull;",
         "    __syncwarp();",
@@ -313,7 +331,7 @@ def coarse_kernel(symbol: str, sname: str, numthreads, ns: int, static_inits: li
         "        __syncwarp();",
         "    }",
         "#pragma unroll",
-        f"    for (int sj_k = 0; sj_k < {ns}; ++sj_k) ::sj_cuda::racc_flush(sj_tab[sj_k], ::sj_cuda::racc_get(sj_acc, sj_k));",
+        *flush,
         *end,
         "}",
     ]

@@ -411,13 +411,40 @@ __device__ inline bool racc_claimed(const unsigned long long* tab, unsigned n) {
     for (unsigned k = lane_id(); k < n; k += 32u) ok = ok && tab[k] != 0ull;
     return __all_sync(0xFFFFFFFFu, ok);
 }
+__device__ __forceinline__ void racc_add_key(unsigned long long key, float v) {
+    if (key & 1ull) (void)atomicAdd(reinterpret_cast<__half*>(key & ~1ull), __float2half_rn(v));
+    else (void)atomicAdd(reinterpret_cast<float*>(key), v);
+}
 // Called by a whole warp with its slot's key (the same in every lane): one atomic per warp and slot.
 __device__ __noinline__ void racc_flush(unsigned long long key, float v) {
     if (key == 0ull) return;
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xFFFFFFFFu, v, o);
-    if (lane_id() == 0) {
-        if (key & 1ull) (void)atomicAdd(reinterpret_cast<__half*>(key & ~1ull), __float2half_rn(v));
-        else (void)atomicAdd(reinterpret_cast<float*>(key), v);
+    if (lane_id() == 0) racc_add_key(key, v);
+}
+// The block-combined flush (emit/cuda.py coarse_kernel): each warp parks its slot sums in shared
+// memory, then one thread per slot adds the block's sum - one atomic per block and slot instead of
+// one per warp.  Same-address atomics serialise in L2: on the H100 the seed MLP's per-warp flush
+// (148 half adds from each of ~1000 warps) took longer than all of its arithmetic.
+__device__ __noinline__ void racc_park(unsigned long long key, float* part, float v) {
+    if (key == 0ull) return;
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xFFFFFFFFu, v, o);
+    if (lane_id() == 0) *part = v;
+}
+// Called by every thread of the block after __syncthreads(); `t` is the thread's index in the block.
+// Warps whose slot holds another address (possible only where the addresses were not proven
+// invariant) add on their own.
+__device__ inline void racc_flush_block(const unsigned long long* tab, const float* part, unsigned ns,
+                                        unsigned warps, unsigned t) {
+    for (unsigned k = t; k < ns; k += 32u * warps) {
+        unsigned long long key = 0ull;
+        float s = 0.0f;
+        for (unsigned w = 0; w < warps; ++w) {
+            const unsigned long long kw = tab[w * ns + k];
+            if (kw == 0ull) continue;
+            if (key == 0ull || kw == key) { key = kw; s += part[w * ns + k]; }
+            else racc_add_key(kw, part[w * ns + k]);
+        }
+        if (key != 0ull) racc_add_key(key, s);
     }
 }
 struct grid3 { uint32_t x, y, z; };
