@@ -10,6 +10,11 @@ emitter's settings):
                  slots' addresses once, then only adds; at the end the block's warps sum each slot in shared
                  memory and one thread adds it into memory (one atomic per block and slot)
   per-warp flush every warp adds its own sums (one atomic per warp and slot: session 4's design)
+  tensor-core slots
+                 emit/cuda.py MMA_SLOTS: each add stores its half value in the warp's stage in shared
+                 memory; after each turn one mma per 16 slots sums the warp's 32 logical threads (rows
+                 after it drop the stage stores, or the mma steps, or run the steps every second turn -
+                 the last two give wrong sums and only say where the time goes)
   checked adds   the proof turned off: every add checks its address against the warp's slot table
   registers, half2
                  two slots per __half2 register (half-precision sums per thread)
@@ -68,6 +73,30 @@ def _one_sum(s: str) -> str:
     return s.replace(_PUT_F, _PUT_F.replace("acc[slot]", "acc[0]"))
 
 
+_MMA_PUT = "asm(\"{ st.shared.b16 [%1], %2; mov.b32 %0, %3; }\" : \"=r\"(acc->tok)"
+_MMA_STEP = "asm volatile(\"{ bar.warp.sync -1; mov.b32 %0, %1; }\" : \"=r\"(tok) : \"r\"(acc->tok) : \"memory\");\n"
+
+
+def _mma_one_sum(s: str) -> str:
+    """Tensor-core slots' adds into one register (no stage stores; the steps still run)."""
+    assert _MMA_PUT in s
+    return s.replace(_MMA_PUT, "acc->d[0][0] += float(v); if (0) " + _MMA_PUT)
+
+
+def _mma_no_step(s: str) -> str:
+    """Tensor-core slots without the per-turn mma step (the stage stores still happen)."""
+    assert _MMA_STEP in s
+    return s.replace(_MMA_STEP, _MMA_STEP + "    if (n > 0) { acc->tok = tok; return; }\n", 1)
+
+
+def _mma_half_steps(s: str) -> str:
+    """(Timing only: wrong sums.) The tensor-core step on every second turn (a warp-uniform count)."""
+    assert _MMA_STEP in s and "unsigned stage; unsigned tok;" in s
+    s = s.replace("unsigned stage; unsigned tok;", "unsigned stage; unsigned tok; unsigned turn;")
+    s = s.replace("    acc->tok = 0u;\n", "    acc->tok = 0u;\n    acc->turn = 0u;\n", 1)
+    return s.replace(_MMA_STEP, _MMA_STEP + "    if ((++acc->turn) & 1u) { acc->tok = tok; return; }\n", 1)
+
+
 def _no_monitor(s: str) -> str:
     """learnGradient without its loss monitor (the second loss(), two wave reductions, two atomics)."""
     s2 = re.sub(r"\n    float thisLoss_\d+ = .*?\n    \}\n", "\n", s, count=1, flags=re.S)
@@ -78,6 +107,10 @@ def _no_monitor(s: str) -> str:
 VARIANTS = {
     "as built": (lambda s: s, {}),
     "per-warp flush": (lambda s: s, {"BLOCK_FLUSH_BYTES": 0}),
+    "tensor-core slots": (lambda s: s, {"MMA_SLOTS": True}),
+    "tensor-core slots, stage stores dropped": (_mma_one_sum, {"MMA_SLOTS": True}),
+    "tensor-core slots, mma steps dropped": (_mma_no_step, {"MMA_SLOTS": True}),
+    "tensor-core slots, every second step (wrong sums)": (_mma_half_steps, {"MMA_SLOTS": True}),
     "checked adds": (lambda s: s, {"PROVE_SLOT_ADDRESSES": False}),
     "registers, half2": (lambda s: _HALF + s, {}),
     "shared-memory slots": (lambda s: s, {"SHARED_SLOTS": True}),
@@ -108,7 +141,7 @@ def main():
     from slangjit.compiler.emit import cuda as emit_cuda
     from slangjit.compiler import frontend_cache
     defaults = {k: getattr(emit_cuda, k) for k in ("MAX_SLOTS", "PROVE_SLOT_ADDRESSES", "SHARED_SLOTS",
-                                                   "BLOCK_FLUSH_BYTES")}
+                                                   "BLOCK_FLUSH_BYTES", "MMA_SLOTS")}
     wanted = [w.strip() for w in args.only.split(";") if w.strip()]
     for name, (edit, settings) in VARIANTS.items():
         if wanted and name not in wanted and name != "as built":

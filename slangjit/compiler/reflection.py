@@ -72,6 +72,9 @@ class EntryPointInfo:
     # CUDA: bytes of dynamic shared memory the kernel needs at launch (coarsened kernels that keep
     # their gradient slots in shared memory); the runtime raises the kernel's limit when over 48 KB.
     dynamic_shared: int = 0
+    # ... only on GPUs of this compute capability (x10) or newer (0: all); older ones run the kernel's
+    # fallback, which needs none (tensor-core gradient slots need sm_80).
+    dynamic_shared_arch: int = 0
 
 
 @dataclass

@@ -396,6 +396,9 @@ class CudaComputeKernel:
         self._module = mod
         self._fn = mod.function(self.entry.symbol)
         self._dynamic_shared = int(getattr(self.entry, "dynamic_shared", 0))
+        need_arch = int(getattr(self.entry, "dynamic_shared_arch", 0))
+        if need_arch and int(ctx.arch.split("_")[-1]) < need_arch:
+            self._dynamic_shared = 0        # the kernel's fallback for this GPU uses no dynamic shared memory
         if self._dynamic_shared > 48 * 1024:
             self._allow_dynamic_shared(ctx)
         self.timings = dict(compiled.timings)

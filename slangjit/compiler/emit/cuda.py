@@ -175,6 +175,15 @@ PROVE_SLOT_ADDRESSES = True
 # register slots (benchmarks/gpu_mlp_breakdown.py, RESULTS.md session 4), and float sums are exact-er.
 SHARED_SLOTS = False
 SHARED_SLOT_BYTES = 99 * 1024
+# Sum a coarsened kernel's slots with tensor cores where every site is half (prelude SJ_RACC_MMA,
+# sm_80+; older GPUs get float register slots from the same source): each add stores its value in
+# the warp's stage in shared memory and one mma per 16 slots sums the warp's 32 logical threads after
+# each turn, so a lane keeps 2 floats per 16 slots instead of one per slot.  The stages (64 bytes per
+# slot and warp) must fit MMA_SLOT_BYTES of dynamic shared memory per group.  Off by default: on the
+# H100 the seed MLP ran no faster than with float register slots (0.342 against 0.336 ms,
+# benchmarks/gpu_mlp_breakdown.py, RESULTS.md session 5).
+MMA_SLOTS = False
+MMA_SLOT_BYTES = 99 * 1024
 # A coarsened kernel combines its warps' slot sums in shared memory before the atomics (one per block
 # and slot, prelude racc_flush_block) when the warps' address tables and sums fit this many bytes of
 # static shared memory (48 KB is the static limit); otherwise every warp adds its own sums.
@@ -189,6 +198,7 @@ class RedAddPlan:
     invariant: dict = field(default_factory=dict)  # id(entry) -> None (addresses proven invariant) or why not
     shared_bytes: dict = field(default_factory=dict)  # id(entry) -> dynamic shared bytes (slots in shared memory)
     half_slots: bool = False                      # shared slots hold half values (every site is half)
+    mma_tiles: dict = field(default_factory=dict)  # id(entry) -> tiles of 16 slots (tensor-core slots)
     cached: set = field(default_factory=set)     # id(entry): kernels that set up the block cache
 
 
@@ -243,6 +253,15 @@ def plan_red_adds(entries: list[tuple[ir.Function, tuple[int, int, int]]],
         wants_cache = wants_cache or bool(rest)
     if wants_cache and not any_ordered:
         plan.cached = {id(fn) for fn, *_ in info}      # with the cache on, every kernel that adds sets it up
+    if MMA_SLOTS and plan.coarse and all(i.args[0].type.bits == 16 for _, _, reds, _, _ in info
+                                         for i in reds if id(i) in sites):
+        # The prelude's mode is per translation unit: every coarsened kernel's stages must fit.
+        tiles = {id(fn): (-(-plan.coarse[id(fn)] // 16), nx * ny * nz // 32)
+                 for fn, (nx, ny, nz), *_ in info if id(fn) in plan.coarse}
+        if all(64 * 16 * t * w <= MMA_SLOT_BYTES for t, w in tiles.values()):
+            plan.mma_tiles = {k: t for k, (t, _) in tiles.items()}
+            plan.shared_bytes = {k: 64 * 16 * t * w for k, (t, w) in tiles.items()}
+            return plan
     if SHARED_SLOTS and plan.coarse:
         plan.half_slots = all(i.args[0].type.bits == 16 for _, _, reds, _, _ in info for i in reds if id(i) in sites)
         size = 2 if plan.half_slots else 4
@@ -259,7 +278,7 @@ def plan_red_adds(entries: list[tuple[ir.Function, tuple[int, int, int]]],
 
 
 def coarse_kernel(symbol: str, sname: str, numthreads, ns: int, static_inits: list[str], begin: list[str],
-                  call, end: list[str], invariant: Optional[str], shared: bool) -> list[str]:
+                  call, end: list[str], invariant: Optional[str], shared: bool, mma_tiles: int = 0) -> list[str]:
     """A coarsened kernel: each block runs the groups blockIdx.x, blockIdx.x + gridDim.x, ... of the
     dispatch (`sj_G` = its group counts; the runtime launches about one resident wave of blocks),
     one whole group per turn, so barriers-free group semantics, wave ops and thread ids are those of
@@ -274,30 +293,35 @@ def coarse_kernel(symbol: str, sname: str, numthreads, ns: int, static_inits: li
     otherwise every add checks its address (mode 0).
 
     `shared`: the slots live in dynamic shared memory, per warp [slot][lane] (prelude SJ_RACC_SHARED:
-    slot k of a lane at sj_acc[k * 32], conflict-free), not in registers."""
+    slot k of a lane at sj_acc[k * 32], conflict-free), not in registers.  `mma_tiles`: tensor-core
+    slots (prelude SJ_RACC_MMA): the warp's stage of `mma_tiles` x 16 slots in dynamic shared memory,
+    summed after every turn (racc_step)."""
     nx, ny, nz = numthreads
     warps = nx * ny * nz // 32
-    if shared:
+    warp_index = f"((sj_tx + {nx}u * (sj_ty + {ny}u * sj_tz)) >> 5)"
+    step = []
+    if mma_tiles:
+        acc = ["    extern __shared__ __align__(16) unsigned char sj_dyn_smem[];",
+               f"    ::sj_cuda::racc_t sj_acc[SJ_RACC_LEN({ns})];   // slots: {ns}",
+               f"    ::sj_cuda::racc_begin(sj_acc, {ns}, sj_dyn_smem + {warp_index} * {64 * 16 * mma_tiles}u);"]
+        step = [f"        ::sj_cuda::racc_step(sj_acc, {ns});"]
+    elif shared:
         acc = ["    extern __shared__ __align__(16) unsigned char sj_dyn_smem[];",
                f"    ::sj_cuda::racc_t sj_acc[1] = {{::sj_cuda::racc_column(sj_dyn_smem, "
                f"((sj_tx + {nx}u * (sj_ty + {ny}u * sj_tz)) >> 5) * {ns * 32}u + ::sj_cuda::lane_id())}};   // slots: {ns}",
                f"    for (int sj_k = 0; sj_k < {ns}; ++sj_k) ::sj_cuda::racc_init(sj_acc, sj_k);"]
     else:
         acc = [f"    ::sj_cuda::racc_t sj_acc[SJ_RACC_LEN({ns})];   // slots: {ns}",
-               "#pragma unroll",
-               f"    for (int sj_k = 0; sj_k < SJ_RACC_LEN({ns}); ++sj_k) sj_acc[sj_k] = ::sj_cuda::racc_zero();"]
+               f"    ::sj_cuda::racc_begin(sj_acc, {ns}, nullptr);"]
     if warps * ns * 12 <= BLOCK_FLUSH_BYTES:
         part = [f"    __shared__ float sj_racc_part[{warps * ns}];"]
-        flush = [f"    for (int sj_k = 0; sj_k < {ns}; ++sj_k) ::sj_cuda::racc_park(sj_tab[sj_k], "
-                 f"sj_racc_part + ((sj_tx + {nx}u * (sj_ty + {ny}u * sj_tz)) >> 5) * {ns}u + sj_k, "
-                 "::sj_cuda::racc_get(sj_acc, sj_k));",
+        flush = [f"    ::sj_cuda::racc_park_all(sj_acc, sj_tab, sj_racc_part + {warp_index} * {ns}u, {ns});",
                  "    __syncthreads();   // every thread gets here: the group loop is the same for the whole block",
                  f"    ::sj_cuda::racc_flush_block(sj_racc_tab, sj_racc_part, {ns}u, {warps}u, "
                  f"sj_tx + {nx}u * (sj_ty + {ny}u * sj_tz));"]
     else:
         part = []
-        flush = [f"    for (int sj_k = 0; sj_k < {ns}; ++sj_k) ::sj_cuda::racc_flush(sj_tab[sj_k], "
-                 "::sj_cuda::racc_get(sj_acc, sj_k));"]
+        flush = [f"    ::sj_cuda::racc_flush_all(sj_acc, sj_tab, {ns});"]
     if invariant is None:
         run = [f"        if (sj_claimed) {call(2)}",
                f"        else {{ {call(1)} __syncwarp(); sj_claimed = ::sj_cuda::racc_claimed(sj_tab, {ns}u); }}"]
@@ -328,9 +352,9 @@ def coarse_kernel(symbol: str, sname: str, numthreads, ns: int, static_inits: li
         "        (void)sj_gx; (void)sj_gy; (void)sj_gz;",
         *["    " + x for x in static_inits],
         *run,
+        *step,
         "        __syncwarp();",
         "    }",
-        "#pragma unroll",
         *flush,
         *end,
         "}",
@@ -427,7 +451,9 @@ def emit_program_cuda(functions: list[ir.Function], globals_: list[ir.GlobalVar]
         end = ["    ::sj_cuda::red_cache_end();"] if id(fn) in cached else []
         if ns:
             lines += coarse_kernel(symbol, sname, numthreads, ns, static_inits, begin, call, end,
-                                   plan.invariant.get(id(fn), "not proven"), id(fn) in plan.shared_bytes)
+                                   plan.invariant.get(id(fn), "not proven"),
+                                   id(fn) in plan.shared_bytes and id(fn) not in plan.mma_tiles,
+                                   plan.mma_tiles.get(id(fn), 0))
         else:
             lines += [
                 f'extern "C" __global__ void __launch_bounds__({nx * ny * nz}) {symbol}(const {sname} sj_P)',
@@ -442,13 +468,16 @@ def emit_program_cuda(functions: list[ir.Function], globals_: list[ir.GlobalVar]
         kernels.append("\n".join(lines))
         refl.entry_points[fn.slang_name] = EntryPointInfo(fn.slang_name, symbol, numthreads, p_fields, p_size,
                                                           grid_stride=bool(ns),
-                                                          dynamic_shared=plan.shared_bytes.get(id(fn), 0))
+                                                          dynamic_shared=plan.shared_bytes.get(id(fn), 0),
+                                                          dynamic_shared_arch=80 if id(fn) in plan.mma_tiles else 0)
 
     parts = [
         "// Generated by slangjit for CUDA (NVRTC / nvcc). Kernel ABI: slangjit/compiler/emit/cuda.py.",
         *(["#define SJ_RED_CACHE 1   // block cache for float adds (prelude: red_add_fp)"] if cached else []),
+        *([f"#define SJ_RACC_MMA 1   // tensor-core gradient slots (prelude: racc_step)",
+           f"#define SJ_RACC_MMA_NT {max(plan.mma_tiles.values())}"] if plan.mma_tiles else []),
         *(["#define SJ_RACC_SHARED 1   // gradient slots in shared memory (prelude: racc_put)"]
-          if plan.shared_bytes else []),
+          if plan.shared_bytes and not plan.mma_tiles else []),
         *(["#define SJ_RACC_SHARED_HALF 1   // ... as half values"] if plan.shared_bytes and plan.half_slots else []),
         prelude_text(),
         "\n".join(em.struct_out),

@@ -317,6 +317,10 @@ template <class T> __device__ __noinline__ bool racc_take(unsigned long long* t,
     red_add_fp(p, v);
     return false;
 }
+__device__ __forceinline__ void racc_add_key(unsigned long long key, float v) {
+    if (key & 1ull) (void)atomicAdd(reinterpret_cast<__half*>(key & ~1ull), __float2half_rn(v));
+    else (void)atomicAdd(reinterpret_cast<float*>(key), v);
+}
 // The accumulators: float by default; SJ_RACC_HALF=1 packs two slots into a __half2 (half the
 // registers, half-precision sums per thread; measured by benchmarks/gpu_mlp_breakdown.py).
 #ifndef SJ_RACC_HALF
@@ -328,7 +332,93 @@ template <class T> __device__ __noinline__ bool racc_take(unsigned long long* t,
 #ifndef SJ_RACC_SHARED_HALF
 #define SJ_RACC_SHARED_HALF 0
 #endif
-#if SJ_RACC_SHARED
+#ifndef SJ_RACC_MMA
+#define SJ_RACC_MMA 0
+#endif
+#if SJ_RACC_MMA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#undef SJ_RACC_MMA
+#define SJ_RACC_MMA 0          // ldmatrix + mma.m16n8k16 need sm_80: float register slots instead
+#endif
+#if SJ_RACC_MMA
+// Tensor-core slots (emit/cuda.py MMA_SLOTS; every site half).  A lane does not keep sums: each add
+// stores the half value in the warp's stage in shared memory, [slot][lane] (64-byte rows, 16-byte
+// chunks swizzled so that both the lanes' stores and ldmatrix's row reads are free of bank
+// conflicts).  After each logical thread (racc_step, the whole warp) one mma.m16n8k16 per 16 slots
+// and 16 lanes multiplies the stage (A: slots x lanes) by ones (B), so the float accumulators D gain
+// the warp's sums of the 16 slots; then the stage is cleared.  SJ_RACC_MMA_NT = tiles of 16 slots.
+// Stores are token-chained asm without a memory clobber, as for SJ_RACC_SHARED.
+#define SJ_RACC_LEN(n) 1
+struct racc_t { unsigned stage; unsigned tok; unsigned off[4]; float d[SJ_RACC_MMA_NT][2]; };
+__device__ __forceinline__ void racc_clear_stage(racc_t* acc, int tiles) {
+    for (unsigned i = lane_id(); i < unsigned(tiles) * 64u; i += 32u)
+        asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};" :: "r"(acc->stage + 16u * i), "r"(0u) : "memory");
+}
+__device__ __forceinline__ void racc_begin(racc_t* acc, int n, const void* smem) {
+    const unsigned lane = lane_id();
+    acc->stage = unsigned(__cvta_generic_to_shared(smem));
+    acc->tok = 0u;
+#pragma unroll
+    for (unsigned j = 0; j < 4u; ++j) acc->off[j] = (((lane >> 3) ^ j) << 4) + 2u * (lane & 7u);
+#pragma unroll
+    for (int t = 0; t < SJ_RACC_MMA_NT; ++t) acc->d[t][0] = acc->d[t][1] = 0.0f;
+    racc_clear_stage(acc, (n + 15) / 16);
+    asm volatile("bar.warp.sync -1;" ::: "memory");
+}
+template <class T> __device__ __forceinline__ void racc_put(racc_t* acc, int slot, T v) {
+    asm("{ st.shared.b16 [%1], %2; mov.b32 %0, %3; }" : "=r"(acc->tok)
+        : "r"(acc->stage + 64u * unsigned(slot) + acc->off[(slot >> 1) & 3]), "h"(__half_as_ushort(__half(v))), "r"(acc->tok));
+}
+// Called by the whole warp after each logical thread.
+__device__ __forceinline__ void racc_step(racc_t* acc, int n) {
+    unsigned tok;
+    asm volatile("{ bar.warp.sync -1; mov.b32 %0, %1; }" : "=r"(tok) : "r"(acc->tok) : "memory");
+    const unsigned lane = lane_id(), one = 0x3C003C00u;    // two halves 1.0
+#pragma unroll
+    for (int t = 0; t < SJ_RACC_MMA_NT; ++t) {
+        if (t * 16 >= n) break;
+#pragma unroll
+        for (unsigned ks = 0; ks < 2u; ++ks) {
+            const unsigned row = 16u * t + ((lane >> 3) & 1u) * 8u + (lane & 7u), chunk = 2u * ks + (lane >> 4);
+            const unsigned a = acc->stage + 64u * row + ((chunk ^ ((row >> 1) & 3u)) << 4);
+            unsigned a0, a1, a2, a3;
+            asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                         : "=r"(a0), "=r"(a1), "=r"(a2), "=r"(a3) : "r"(a), "r"(tok));
+            // B is all ones, so D's columns are equal: C = {lo, lo, hi, hi} keeps 2 floats per tile.
+            float unused0, unused1;
+            asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                "{%10, %10, %11, %11};"
+                : "=f"(acc->d[t][0]), "=f"(unused0), "=f"(acc->d[t][1]), "=f"(unused1)
+                : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(one), "r"(one), "f"(acc->d[t][0]), "f"(acc->d[t][1]));
+        }
+    }
+    asm volatile("bar.warp.sync -1;" ::: "memory");        // every lane has read the stage
+    racc_clear_stage(acc, (n + 15) / 16);
+    asm volatile("{ bar.warp.sync -1; mov.b32 %0, %1; }" : "=r"(acc->tok) : "r"(tok) : "memory");
+}
+// The warp's sums: lane 4g holds slots 16t + g (d[t][0]) and 16t + g + 8 (d[t][1]).
+__device__ __forceinline__ void racc_park_all(const racc_t* acc, const unsigned long long* tab, float* part, int n) {
+    const unsigned lane = lane_id();
+    if (lane & 3u) return;
+#pragma unroll
+    for (int t = 0; t < SJ_RACC_MMA_NT; ++t)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int k = 16 * t + int(lane >> 2) + 8 * h;
+            if (k < n && tab[k] != 0ull) part[k] = acc->d[t][h];
+        }
+}
+__device__ __forceinline__ void racc_flush_all(const racc_t* acc, const unsigned long long* tab, int n) {
+    const unsigned lane = lane_id();
+    if (lane & 3u) return;
+#pragma unroll
+    for (int t = 0; t < SJ_RACC_MMA_NT; ++t)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int k = 16 * t + int(lane >> 2) + 8 * h;
+            if (k < n && tab[k] != 0ull) racc_add_key(tab[k], acc->d[t][h]);
+        }
+}
+#elif SJ_RACC_SHARED
 // Slots in shared memory (emit/cuda.py SHARED_SLOTS): per warp [slot][lane], a lane's slot k at
 // element k * 32 of its column, so a warp's 32 lanes touch 32 consecutive elements (no bank
 // conflicts).  racc_t is the thread's state: the column's shared address and an ordering token.
@@ -391,6 +481,17 @@ __device__ __forceinline__ racc_t racc_zero() { return 0.0f; }
 __device__ __forceinline__ float racc_get(const racc_t* acc, int slot) { return acc[slot]; }
 template <class T> __device__ __forceinline__ void racc_put(racc_t* acc, int slot, T v) { acc[slot] += float(v); }
 #endif
+#if !SJ_RACC_MMA
+// Register slots (and SJ_RACC_SHARED, which sets its slots up itself): the same interface as the
+// tensor-core slots.  A slot's warp sum is a shuffle reduction at the end (racc_park / racc_flush).
+__device__ __forceinline__ void racc_step(racc_t*, int) {}
+#if !SJ_RACC_SHARED
+__device__ __forceinline__ void racc_begin(racc_t* acc, int n, const void*) {
+#pragma unroll
+    for (int k = 0; k < SJ_RACC_LEN(n); ++k) acc[k] = racc_zero();
+}
+#endif
+#endif
 // mode 0: check the address at every add.  Where ir/slot_invariance.py proves every slot's address
 // the same in all logical threads: mode 1 (claim) adds and records the address, mode 2 only adds.
 template <class T> __device__ __forceinline__ void racc_add(racc_t* acc, unsigned long long* tab, int slot, int mode,
@@ -410,10 +511,6 @@ __device__ inline bool racc_claimed(const unsigned long long* tab, unsigned n) {
     bool ok = true;
     for (unsigned k = lane_id(); k < n; k += 32u) ok = ok && tab[k] != 0ull;
     return __all_sync(0xFFFFFFFFu, ok);
-}
-__device__ __forceinline__ void racc_add_key(unsigned long long key, float v) {
-    if (key & 1ull) (void)atomicAdd(reinterpret_cast<__half*>(key & ~1ull), __float2half_rn(v));
-    else (void)atomicAdd(reinterpret_cast<float*>(key), v);
 }
 // Called by a whole warp with its slot's key (the same in every lane): one atomic per warp and slot.
 __device__ __noinline__ void racc_flush(unsigned long long key, float v) {
@@ -447,6 +544,16 @@ __device__ inline void racc_flush_block(const unsigned long long* tab, const flo
         if (key != 0ull) racc_add_key(key, s);
     }
 }
+#if !SJ_RACC_MMA
+__device__ __forceinline__ void racc_park_all(racc_t* acc, const unsigned long long* tab, float* part, int n) {
+#pragma unroll
+    for (int k = 0; k < n; ++k) racc_park(tab[k], part + k, racc_get(acc, k));
+}
+__device__ __forceinline__ void racc_flush_all(racc_t* acc, const unsigned long long* tab, int n) {
+#pragma unroll
+    for (int k = 0; k < n; ++k) racc_flush(tab[k], racc_get(acc, k));
+}
+#endif
 struct grid3 { uint32_t x, y, z; };
 template <class T> __device__ inline T min_int(T* p, T v) {
     typedef typename std::conditional<sizeof(T) == 8,
