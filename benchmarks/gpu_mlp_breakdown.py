@@ -97,6 +97,39 @@ def _mma_half_steps(s: str) -> str:
     return s.replace(_MMA_STEP, _MMA_STEP + "    if ((++acc->turn) & 1u) { acc->tok = tok; return; }\n", 1)
 
 
+_MMA_CLEAR = "    asm volatile(\"bar.warp.sync -1;\" ::: \"memory\");        // every lane has read the stage\n    racc_clear_stage(acc, (n + 15) / 16);\n"
+_MMA_LDSM = "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+
+
+def _mma_no_clear(s: str) -> str:
+    """(Timing only: wrong sums.) The tensor-core step without clearing the stage."""
+    assert _MMA_CLEAR in s
+    return s.replace(_MMA_CLEAR, "")
+
+
+def _mma_no_ldmatrix(s: str) -> str:
+    """(Timing only: wrong sums.) The tensor-core step's mma on registers instead of the stage."""
+    assert _MMA_LDSM in s
+    return s.replace(_MMA_LDSM, "mov.b32 %0, %4; mov.b32 %1, %4; mov.b32 %2, %4; mov.b32 %3, %4;")
+
+
+_MMA_LDSM_FULL = """            asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                         : "=r"(a0), "=r"(a1), "=r"(a2), "=r"(a3) : "r"(a), "r"(tok));"""
+_MMA_LDS = """            const unsigned g = lane >> 2, r0 = 16u * t + g, r1 = r0 + 8u;
+#define SJ_A(r, c) (acc->stage + 64u * (r) + ((((c)) ^ (((r) >> 1) & 3u)) << 4) + 4u * (lane & 3u))
+            asm volatile("{ ld.shared.b32 %0, [%4]; ld.shared.b32 %1, [%5]; ld.shared.b32 %2, [%6]; ld.shared.b32 %3, [%7]; }"
+                         : "=r"(a0), "=r"(a1), "=r"(a2), "=r"(a3)
+                         : "r"(SJ_A(r0, 2u * ks)), "r"(SJ_A(r1, 2u * ks)), "r"(SJ_A(r0, 2u * ks + 1u)), "r"(SJ_A(r1, 2u * ks + 1u)), "r"(tok));
+#undef SJ_A
+            (void)a;"""
+
+
+def _mma_lds(s: str) -> str:
+    """The tensor-core step's A fragments through four 32-bit shared loads per lane instead of ldmatrix."""
+    assert _MMA_LDSM_FULL in s
+    return s.replace(_MMA_LDSM_FULL, _MMA_LDS)
+
+
 def _no_monitor(s: str) -> str:
     """learnGradient without its loss monitor (the second loss(), two wave reductions, two atomics)."""
     s2 = re.sub(r"\n    float thisLoss_\d+ = .*?\n    \}\n", "\n", s, count=1, flags=re.S)
@@ -111,6 +144,9 @@ VARIANTS = {
     "tensor-core slots, stage stores dropped": (_mma_one_sum, {"MMA_SLOTS": True}),
     "tensor-core slots, mma steps dropped": (_mma_no_step, {"MMA_SLOTS": True}),
     "tensor-core slots, every second step (wrong sums)": (_mma_half_steps, {"MMA_SLOTS": True}),
+    "tensor-core slots, no stage clear (wrong sums)": (_mma_no_clear, {"MMA_SLOTS": True}),
+    "tensor-core slots, no ldmatrix (wrong sums)": (_mma_no_ldmatrix, {"MMA_SLOTS": True}),
+    "tensor-core slots, shared loads for ldmatrix": (_mma_lds, {"MMA_SLOTS": True}),
     "checked adds": (lambda s: s, {"PROVE_SLOT_ADDRESSES": False}),
     "registers, half2": (lambda s: _HALF + s, {}),
     "shared-memory slots": (lambda s: s, {"SHARED_SLOTS": True}),

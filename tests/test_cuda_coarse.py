@@ -234,11 +234,11 @@ def test_mlp_learn_gradient_is_coarsened_with_one_slot_per_parameter():
 
 
 def test_mlp_tensor_core_slots(mma_slots):
-    """With MMA_SLOTS every site is half: a stage of 10 tiles x 16 slots x 64 bytes per warp."""
+    """With MMA_SLOTS every site is half: two stages of 10 tiles x 16 slots x 64 bytes per warp."""
     prog = compile_program([SourceSpec(text=_mlp_native_add(), name="mlp.slang")], ["learnGradient"], target="cuda")
     assert "#define SJ_RACC_MMA 1" in prog.source and "#define SJ_RACC_MMA_NT 10" in prog.source
     ep = prog.reflection.entry_points["learnGradient"]
-    assert (ep.dynamic_shared, ep.dynamic_shared_arch) == (8 * 10 * 16 * 64, 80)
+    assert (ep.dynamic_shared, ep.dynamic_shared_arch) == (8 * 10 * 2 * 16 * 64, 90)
     ptx = _nvrtc_ptx(prog.source)
     assert b".entry sj_entry_learnGradient" in ptx and b"mma.sync.aligned.m16n8k16" in ptx and b"ldmatrix" in ptx
 
@@ -264,7 +264,7 @@ void computeMain(uint3 t : SV_DispatchThreadID, uniform half* g, uniform uint n,
 def test_tensor_core_slots_only_where_every_site_is_half(mma_slots):
     prog = _cuda(HALF_SLOTS_KERNEL)
     assert _slots(prog) == 21 and "#define SJ_RACC_MMA_NT 2" in prog.source
-    assert prog.reflection.entry_points["computeMain"].dynamic_shared == 2 * 2 * 16 * 64
+    assert prog.reflection.entry_points["computeMain"].dynamic_shared == 2 * 2 * 2 * 16 * 64
     mixed = HALF_SLOTS_KERNEL.replace("uniform half* g, uniform uint n", "uniform half* g, uniform float* f, uniform uint n")
     mixed = mixed.replace("    if (t.x % (3 * every) == 0)", "    InterlockedAdd(f[0], 1.0);\n    if (t.x % (3 * every) == 0)")
     prog = _cuda(mixed)
