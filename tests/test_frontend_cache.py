@@ -221,6 +221,23 @@ def test_key_covers_args_entry_points_and_text(proj):
     assert len(keys) == 4
 
 
+def test_key_covers_cuda_emitter_switches(proj, monkeypatch):
+    """A CUDA program built with an emitter switch changed (benchmarks, tests) is cached apart from the
+    default build; back at the defaults the first entry is found again."""
+    from slangjit.compiler.emit import cuda as emit_cuda
+    text = ("[numthreads(64,1,1)] void computeMain(uint3 t : SV_DispatchThreadID, uniform half* g) "
+            "{ InterlockedAdd(g[0], half(1.0)); }\n")
+    spec = [SourceSpec(text=text, name="m")]
+    base = compile_program(spec, ["computeMain"], target="cuda")
+    assert _where(base) == "compiled" and "#define SJ_RACC_MMA 1" not in base.source
+    monkeypatch.setattr(emit_cuda, "MMA_SLOTS", True)
+    mma = compile_program(spec, ["computeMain"], target="cuda")
+    assert _where(mma) == "compiled" and "#define SJ_RACC_MMA 1" in mma.source
+    monkeypatch.setattr(emit_cuda, "MMA_SLOTS", False)
+    again = compile_program(spec, ["computeMain"], target="cuda")
+    assert _where(again) == "memory" and again.source == base.source
+
+
 def test_errors_are_not_cached(proj):
     src, cache = proj
     bad = [SourceSpec(text="[numthreads(1,1,1)] void main() { undefined_thing = 1; }\n", name="bad")]

@@ -6,7 +6,8 @@ runtime's library cache, no C++ compiler): `load_program` -> first dispatch in a
 * Key = sha256 over: the slangjit version, a hash of the compiler itself (every
   `slangjit/compiler/**/*.py`, `core/*.slang`, `emit/prelude.h`; computed once per process),
   the target, entry points, include paths (absolute), the working directory (module lookup
-  falls back to it), compiler args, type conformances, and the path and text of each source.
+  falls back to it), compiler args, type conformances, the CUDA emitter's switches that differ
+  from their defaults (emit/cuda.py SETTINGS), and the path and text of each source.
 * Value = the pickled `CompiledProgram` + the files the compile read besides its sources
   (imported modules, `#include`d files) with their sha256.  On load every dependency is
   re-hashed; any change (or a vanished file) is a miss and the entry is rebuilt.
@@ -25,6 +26,7 @@ import contextvars
 import hashlib
 import os
 import struct
+import sys
 import threading
 import time
 from pathlib import Path
@@ -162,6 +164,14 @@ def _source_parts(sources) -> Optional[list]:
     return out
 
 
+def _emitter_settings() -> str:
+    """The CUDA emitter's switches that differ from their defaults ("" when none, or when the emitter
+    is not imported yet - then they are the defaults, which the compiler hash covers)."""
+    m = sys.modules.get("slangjit.compiler.emit.cuda")
+    changed = m.changed_settings() if m is not None else None
+    return repr(changed) if changed else ""
+
+
 def make_key(sources, entry_points, target, include_paths, compiler_args, type_conformances) -> Optional[str]:
     parts = _source_parts(sources)
     if parts is None:
@@ -188,6 +198,7 @@ def make_key(sources, entry_points, target, include_paths, compiler_args, type_c
     put(os.getcwd())
     put("\0".join(str(a) for a in compiler_args or ()))
     put(tcs)
+    put(_emitter_settings())
     put(len(parts))
     for kind, name, path, text in parts:
         put(kind)

@@ -403,6 +403,7 @@ class CudaComputeKernel:
             self._allow_dynamic_shared(ctx)
         self.timings = dict(compiled.timings)
         self.timings["nvrtc"] = img.compile_seconds
+        self.timings["cubin_lookup"] = (t1 - t0) - img.compile_seconds
         self.timings["cache_hit"] = float(img.cached)
         self.timings["load"] = time.perf_counter() - t1
         self._globals = _lp.field_map(refl.globals)

@@ -187,6 +187,17 @@ MMA_STAGE_BYTES = 2 * 16 * 64      # per tile of 16 slots and warp: two stages o
 # and slot, prelude racc_flush_block) when the warps' address tables and sums fit this many bytes of
 # static shared memory (48 KB is the static limit); otherwise every warp adds its own sums.
 BLOCK_FLUSH_BYTES = 48 * 1024
+# The switches above, as the front-end cache keys them (frontend_cache.make_key): a program built with
+# any of them changed (benchmarks, tests) is not the default build's.
+SETTINGS = ("MAX_SLOTS", "PROVE_SLOT_ADDRESSES", "SHARED_SLOTS", "SHARED_SLOT_BYTES", "MMA_SLOTS", "MMA_SLOT_BYTES",
+            "MMA_STAGE_BYTES", "BLOCK_FLUSH_BYTES")
+DEFAULT_SETTINGS = {k: globals()[k] for k in SETTINGS}
+
+
+def changed_settings() -> list:
+    """(name, value) of the switches that differ from this module's defaults."""
+    g = globals()
+    return [(k, g[k]) for k in SETTINGS if g[k] != DEFAULT_SETTINGS[k]]
 
 
 @dataclass
