@@ -8,7 +8,9 @@ emitter's settings):
   as built       coarsened: groups in turn per block, each gradient add into a per-thread float register
                  slot; slot addresses proven invariant (ir/slot_invariance.py), so each warp claims its
                  slots' addresses once, then only adds; at the end the block's warps sum each slot in shared
-                 memory and one thread adds it into memory (one atomic per block and slot)
+                 memory, each block writes its sums to the runtime's scratch buffer and the last block adds
+                 each slot's total (one atomic per slot)
+  block flush    one atomic per block and slot (GRID_FLUSH off; the next row drops those atomics)
   per-warp flush every warp adds its own sums (one atomic per warp and slot: session 4's design)
   tensor-core slots
                  emit/cuda.py MMA_SLOTS: each add stores its half value in the warp's stage in shared
@@ -130,6 +132,15 @@ def _mma_lds(s: str) -> str:
     return s.replace(_MMA_LDSM_FULL, _MMA_LDS)
 
 
+_BLOCK_ADD = "        if (key != 0ull) racc_add_key(key, s);"
+
+
+def _no_flush_atomics(s: str) -> str:
+    """(Timing only: no gradients.) The block flush without its atomics (sums computed, never added)."""
+    assert _BLOCK_ADD in s
+    return s.replace(_BLOCK_ADD, "        if (key != 0ull && s == 1.2345e30f) racc_add_key(key, s);")
+
+
 def _no_monitor(s: str) -> str:
     """learnGradient without its loss monitor (the second loss(), two wave reductions, two atomics)."""
     s2 = re.sub(r"\n    float thisLoss_\d+ = .*?\n    \}\n", "\n", s, count=1, flags=re.S)
@@ -139,6 +150,8 @@ def _no_monitor(s: str) -> str:
 
 VARIANTS = {
     "as built": (lambda s: s, {}),
+    "block flush": (lambda s: s, {"GRID_FLUSH": False}),
+    "block flush, atomics dropped (no gradients)": (_no_flush_atomics, {"GRID_FLUSH": False}),
     "per-warp flush": (lambda s: s, {"BLOCK_FLUSH_BYTES": 0}),
     "tensor-core slots": (lambda s: s, {"MMA_SLOTS": True}),
     "tensor-core slots, stage stores dropped": (_mma_one_sum, {"MMA_SLOTS": True}),
@@ -177,7 +190,7 @@ def main():
     from slangjit.compiler.emit import cuda as emit_cuda
     from slangjit.compiler import frontend_cache
     defaults = {k: getattr(emit_cuda, k) for k in ("MAX_SLOTS", "PROVE_SLOT_ADDRESSES", "SHARED_SLOTS",
-                                                   "BLOCK_FLUSH_BYTES", "MMA_SLOTS")}
+                                                   "BLOCK_FLUSH_BYTES", "MMA_SLOTS", "GRID_FLUSH")}
     wanted = [w.strip() for w in args.only.split(";") if w.strip()]
     for name, (edit, settings) in VARIANTS.items():
         if wanted and name not in wanted and name != "as built":

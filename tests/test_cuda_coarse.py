@@ -434,6 +434,16 @@ void computeMain(uint3 t : SV_DispatchThreadID, uniform float** table, uniform f
 def test_moving_uniform_address_is_coarsened():
     prog = _cuda(MOVING_KERNEL)
     assert _slots(prog) == 1
+    assert prog.reflection.entry_points["computeMain"].grid_slots == 0     # not proven: per-block atomics
+    assert "racc_flush_block(" in prog.source and "sj_scratch" not in prog.source
+
+
+def test_proven_slots_flush_across_the_grid():
+    """Proven kernels pass their block sums through the runtime's scratch buffer: one atomic per slot."""
+    prog = _cuda(RARE_KERNEL)
+    assert prog.reflection.entry_points["computeMain"].grid_slots == _slots(prog) == 2
+    assert "racc_flush_grid(" in prog.source and "unsigned char* const sj_scratch" in prog.source
+    assert b".entry sj_entry_computeMain" in _nvrtc_ptx(prog.source)
 
 
 @pytest.mark.parametrize("n", [1 << 16, 1 << 20])
@@ -497,3 +507,20 @@ def test_tensor_core_slots_sum_every_lane(dev, mma_slots, tmp_path, n, every, v)
     # Every partial total is on the half grid (multiples of v below 2048 v): exact.  (The MLP gradient
     # tests cover every lane adding at 2^15 samples.)
     np.testing.assert_array_equal(got, want)
+
+
+def test_grid_flush_repeated_launches_exact(dev, tmp_path):
+    """The grid flush's scratch (launch counter, slot addresses) is left clean by every launch: launches
+    of several sizes in a row, some with fewer groups than resident blocks, all add exactly."""
+    import slangjit as spy
+    k = _run(dev, tmp_path, RARE_KERNEL)
+    assert k.entry.grid_slots == 2
+    UA = spy.BufferUsage.unordered_access | spy.BufferUsage.shader_resource
+    a = dev.create_buffer(size=8, usage=UA, data=np.zeros(2, np.float32))
+    b = dev.create_buffer(size=8, usage=UA, data=np.zeros(2, np.float32))
+    table = dev.create_buffer(size=16, usage=UA, data=np.array([a.device_address, b.device_address + 4], np.uint64))
+    sizes = [(1 << 20, 7), (100, 1), (1 << 18, 1000), (64 * 3, 5), (1 << 20, 1 << 30)]
+    for n, every in sizes:
+        k.dispatch([n, 1, 1], table=table.device_address, n=n, every=every)
+    np.testing.assert_array_equal(a.to_numpy().view(np.float32), [sum(n for n, _ in sizes), 0])   # < 2^24: exact
+    np.testing.assert_array_equal(b.to_numpy().view(np.float32), [0, sum(2 * len(range(0, n, e)) for n, e in sizes)])

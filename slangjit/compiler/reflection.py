@@ -75,6 +75,9 @@ class EntryPointInfo:
     # ... only on GPUs of this compute capability (x10) or newer (0: all); older ones run the kernel's
     # fallback, which needs none (tensor-core gradient slots need sm_80).
     dynamic_shared_arch: int = 0
+    # CUDA: a coarsened kernel that combines its N gradient slots across blocks takes a scratch buffer
+    # (emit/cuda.py ABI): N here, else 0.
+    grid_slots: int = 0
 
 
 @dataclass

@@ -401,6 +401,8 @@ class CudaComputeKernel:
             self._dynamic_shared = 0        # the kernel's fallback for this GPU uses no dynamic shared memory
         if self._dynamic_shared > 48 * 1024:
             self._allow_dynamic_shared(ctx)
+        self._grid_slots = int(getattr(self.entry, "grid_slots", 0))
+        self._scratches: dict = {}
         self.timings = dict(compiled.timings)
         self.timings["nvrtc"] = img.compile_seconds
         self.timings["cubin_lookup"] = (t1 - t0) - img.compile_seconds
@@ -495,14 +497,40 @@ class CudaComputeKernel:
             if total >= 1 << 32:
                 raise ValueError(f"dispatch: too many thread groups ({total}) for one coarsened kernel (< 2^32)")
             grid = (ctypes.c_uint32 * 3)(*groups)
-            argp = (ctypes.c_void_p * 2)(pblock_address, ctypes.addressof(grid))
             blocks = (min(total, self._resident_blocks()), 1, 1)
+            if self._grid_slots:
+                scratch = ctypes.c_uint64(self._scratch(stream))
+                argp = (ctypes.c_void_p * 3)(pblock_address, ctypes.addressof(grid), ctypes.addressof(scratch))
+            else:
+                argp = (ctypes.c_void_p * 2)(pblock_address, ctypes.addressof(grid))
         else:
             argp = (ctypes.c_void_p * 1)(pblock_address)
             blocks = groups
         c = self._ctx
         _ck(c.d.cuLaunchKernel(self._fn, *blocks, nx, ny, nz, self._dynamic_shared, stream,
                                ctypes.addressof(argp), 0), "cuLaunchKernel")
+
+    def _scratch(self, stream) -> int:
+        """The grid flush's scratch buffer for launches on `stream` (emit/cuda.py ABI): zeroed once; every
+        launch leaves it zeroed, and launches on one stream run in turn."""
+        key = int(stream) if not hasattr(stream, "getPtr") else int(stream.getPtr())
+        addr = self._scratches.get(key)
+        if addr is None:
+            c = self._ctx
+            n = self._grid_slots
+            size = 16 + 8 * n + 4 * n * self._resident_blocks()
+            addr = int(_ck(c.d.cuMemAlloc(size), "cuMemAlloc"))
+            _ck(c.d.cuMemsetD8Async(addr, 0, size, stream), "cuMemsetD8Async")
+            self._scratches[key] = addr
+        return addr
+
+    def __del__(self):
+        for addr in getattr(self, "_scratches", {}).values():
+            try:
+                self._ctx.make_current()
+                self._ctx.d.cuMemFree(addr)
+            except Exception:  # noqa: BLE001  (interpreter shutdown)
+                pass
 
     def _allow_dynamic_shared(self, ctx) -> None:
         """Raise the kernel's dynamic shared memory limit (over 48 KB must be asked for)."""

@@ -18,6 +18,9 @@ Kernel ABI (the CUDA counterpart of the CPU ABI in reflection.py):
 * A coarsened kernel (`EntryPointInfo.grid_stride`, see coarse_kernel) takes a second parameter,
   `sj_cuda::grid3 sj_G` = the group counts, and is launched with fewer blocks along x (about one
   resident wave); its blocks run the groups blockIdx.x, blockIdx.x + gridDim.x, ... in turn.
+* A coarsened kernel with `EntryPointInfo.grid_slots` = N > 0 takes a third parameter, a scratch
+  buffer of 16 + 8 N + 4 N x (blocks launched) bytes that the runtime zeroes once and keeps per
+  stream (the kernel leaves it zeroed; prelude racc_flush_grid).
 * `sj_P` is the entry point's `uniform` parameter block, passed by value as the kernel's only
   parameter: `EntryPointInfo.params_size` bytes laid out as `EntryPointInfo.params` says
   (the driver copies sizeof(sj_Params_<name>) <= params_size bytes from the packed block).
@@ -187,10 +190,13 @@ MMA_STAGE_BYTES = 2 * 16 * 64      # per tile of 16 slots and warp: two stages o
 # and slot, prelude racc_flush_block) when the warps' address tables and sums fit this many bytes of
 # static shared memory (48 KB is the static limit); otherwise every warp adds its own sums.
 BLOCK_FLUSH_BYTES = 48 * 1024
+# Where slot addresses are proven invariant, the blocks' sums meet in a scratch buffer the runtime
+# provides (EntryPointInfo.grid_slots) and the last block adds each slot once (prelude racc_flush_grid).
+GRID_FLUSH = True
 # The switches above, as the front-end cache keys them (frontend_cache.make_key): a program built with
 # any of them changed (benchmarks, tests) is not the default build's.
 SETTINGS = ("MAX_SLOTS", "PROVE_SLOT_ADDRESSES", "SHARED_SLOTS", "SHARED_SLOT_BYTES", "MMA_SLOTS", "MMA_SLOT_BYTES",
-            "MMA_STAGE_BYTES", "BLOCK_FLUSH_BYTES")
+            "MMA_STAGE_BYTES", "BLOCK_FLUSH_BYTES", "GRID_FLUSH")
 DEFAULT_SETTINGS = {k: globals()[k] for k in SETTINGS}
 
 
@@ -287,6 +293,12 @@ def plan_red_adds(entries: list[tuple[ir.Function, tuple[int, int, int]]],
     return plan
 
 
+def grid_flush(numthreads, ns: int, invariant: Optional[str]) -> bool:
+    """Does a coarsened kernel combine its slot sums across the grid (a scratch buffer from the runtime)?"""
+    warps = numthreads[0] * numthreads[1] * numthreads[2] // 32
+    return invariant is None and GRID_FLUSH and warps * ns * 12 <= BLOCK_FLUSH_BYTES
+
+
 def coarse_kernel(symbol: str, sname: str, numthreads, ns: int, static_inits: list[str], begin: list[str],
                   call, end: list[str], invariant: Optional[str], shared: bool, mma_tiles: int = 0) -> list[str]:
     """A coarsened kernel: each block runs the groups blockIdx.x, blockIdx.x + gridDim.x, ... of the
@@ -324,12 +336,13 @@ def coarse_kernel(symbol: str, sname: str, numthreads, ns: int, static_inits: li
     else:
         acc = [f"    ::sj_cuda::racc_t sj_acc[SJ_RACC_LEN({ns})];   // slots: {ns}",
                f"    ::sj_cuda::racc_begin(sj_acc, {ns}, nullptr);"]
+    grid = grid_flush(numthreads, ns, invariant)
     if warps * ns * 12 <= BLOCK_FLUSH_BYTES:
         part = [f"    __shared__ float sj_racc_part[{warps * ns}];"]
         flush = [f"    ::sj_cuda::racc_park_all(sj_acc, sj_tab, sj_racc_part + {warp_index} * {ns}u, {ns});",
                  "    __syncthreads();   // every thread gets here: the group loop is the same for the whole block",
-                 f"    ::sj_cuda::racc_flush_block(sj_racc_tab, sj_racc_part, {ns}u, {warps}u, "
-                 f"sj_tx + {nx}u * (sj_ty + {ny}u * sj_tz));"]
+                 f"    ::sj_cuda::racc_flush_{'grid' if grid else 'block'}(sj_racc_tab, sj_racc_part, {ns}u, {warps}u, "
+                 f"sj_tx + {nx}u * (sj_ty + {ny}u * sj_tz){', sj_scratch' if grid else ''});"]
     else:
         part = []
         flush = [f"    ::sj_cuda::racc_flush_all(sj_acc, sj_tab, {ns});"]
@@ -342,7 +355,7 @@ def coarse_kernel(symbol: str, sname: str, numthreads, ns: int, static_inits: li
         state = [f"    // slot addresses checked at every add: {invariant}".replace("*/", "* /")]
     return [
         f'extern "C" __global__ void __launch_bounds__({nx * ny * nz}) {symbol}(const {sname} sj_P, '
-        "const ::sj_cuda::grid3 sj_G)",
+        f"const ::sj_cuda::grid3 sj_G{', unsigned char* const sj_scratch' if grid else ''})",
         "{",
         "    (void)sj_P;",
         "    const uint32_t sj_tx = threadIdx.x, sj_ty = threadIdx.y, sj_tz = threadIdx.z;",
@@ -480,6 +493,9 @@ def emit_program_cuda(functions: list[ir.Function], globals_: list[ir.GlobalVar]
         kernels.append("\n".join(lines))
         refl.entry_points[fn.slang_name] = EntryPointInfo(fn.slang_name, symbol, numthreads, p_fields, p_size,
                                                           grid_stride=bool(ns),
+                                                          grid_slots=ns if ns and grid_flush(
+                                                              numthreads, ns, plan.invariant.get(id(fn), "not proven"))
+                                                          else 0,
                                                           dynamic_shared=plan.shared_bytes.get(id(fn), 0),
                                                           dynamic_shared_arch=90 if id(fn) in plan.mma_tiles else 0)
 

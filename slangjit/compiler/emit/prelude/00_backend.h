@@ -564,6 +564,46 @@ __device__ inline void racc_flush_block(const unsigned long long* tab, const flo
         if (key != 0ull) racc_add_key(key, s);
     }
 }
+// The grid-combined flush, for kernels whose slot addresses are proven invariant (emit/cuda.py
+// coarse_kernel; the runtime passes `scratch`, zeroed once: a launch counter, the slots' addresses,
+// and one row of block sums per block).  Each block writes its slot sums; the last block to finish
+// adds each slot's total with one atomic.  Even one atomic per block and slot was too many: the
+// seed MLP's 132 x 148 half adds into one gradient buffer took half its time on the H100.
+__device__ inline void racc_flush_grid(const unsigned long long* tab, const float* part, unsigned ns, unsigned warps,
+                                       unsigned t, unsigned char* scratch) {
+    unsigned* const launches = reinterpret_cast<unsigned*>(scratch);
+    unsigned long long* const keys = reinterpret_cast<unsigned long long*>(scratch + 16);
+    float* const sums = reinterpret_cast<float*>(keys + ns);
+    for (unsigned k = t; k < ns; k += 32u * warps) {
+        unsigned long long key = 0ull;
+        float s = 0.0f;
+        for (unsigned w = 0; w < warps; ++w) {
+            const unsigned long long kw = tab[w * ns + k];
+            if (kw != 0ull) { key = kw; s += part[w * ns + k]; }   // proven: the same address in every warp
+        }
+        if (key != 0ull) keys[k] = key;                               // ... and in every block
+        sums[blockIdx.x * ns + k] = s;
+    }
+    __shared__ bool sj_last_block;
+    __threadfence();
+    __syncthreads();
+    if (t == 0) sj_last_block = atomicAdd(launches, 1u) == gridDim.x - 1u;
+    __syncthreads();
+    if (!sj_last_block) return;
+    __threadfence();
+    const volatile float* const vs = sums;
+    for (unsigned k = t; k < ns; k += 32u * warps) {
+        float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;     // four chains: the loads overlap
+        unsigned b = 0;
+        for (; b + 4u <= gridDim.x; b += 4u) {
+            s0 += vs[b * ns + k]; s1 += vs[(b + 1u) * ns + k]; s2 += vs[(b + 2u) * ns + k]; s3 += vs[(b + 3u) * ns + k];
+        }
+        for (; b < gridDim.x; ++b) s0 += vs[b * ns + k];
+        const unsigned long long key = static_cast<const volatile unsigned long long*>(keys)[k];
+        if (key != 0ull) { racc_add_key(key, (s0 + s1) + (s2 + s3)); keys[k] = 0ull; }
+    }
+    if (t == 0) *launches = 0u;                                       // ready for the next launch
+}
 #if !SJ_RACC_MMA
 __device__ __forceinline__ void racc_park_all(racc_t* acc, const unsigned long long* tab, float* part, int n) {
 #pragma unroll
