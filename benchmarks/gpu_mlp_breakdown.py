@@ -5,18 +5,18 @@ native-atomic variant) built several ways, timed side by side.
 
 Variants (the product is unchanged; edits are applied to the generated CUDA just before NVRTC, or to the
 emitter's settings):
-  as built       coarsened: groups in turn per block, each gradient add into a per-thread float register
-                 slot; slot addresses proven invariant (ir/slot_invariance.py), so each warp claims its
-                 slots' addresses once, then only adds; at the end the block's warps sum each slot in shared
-                 memory, each block writes its sums to the runtime's scratch buffer and the last block adds
-                 each slot's total (one atomic per slot)
-  block flush    one atomic per block and slot (GRID_FLUSH off; the next row drops those atomics)
-  per-warp flush every warp adds its own sums (one atomic per warp and slot: session 4's design)
-  tensor-core slots
-                 emit/cuda.py MMA_SLOTS: each add stores its half value in the warp's stage in shared
-                 memory; after each turn one mma per 16 slots sums the warp's 32 logical threads (rows
-                 after it drop the stage stores, or the mma steps, or run the steps every second turn -
-                 the last two give wrong sums and only say where the time goes)
+  as built       coarsened: groups in turn per block; slot addresses proven invariant
+                 (ir/slot_invariance.py), so each warp claims its slots' addresses once, then only adds;
+                 tensor-core slots (every site is half): each add stores its half value in the warp's
+                 stage in shared memory, one mma per 16 slots sums a turn's 32 lanes; at the end the
+                 block's warps sum each slot in shared memory, each block writes its sums to the runtime's
+                 scratch buffer and the last block adds each slot's total (one atomic per slot)
+  block flush    float register slots, one atomic per block and slot (GRID_FLUSH off; the next row drops
+                 those atomics)
+  per-warp flush float register slots, one atomic per warp and slot (session 4's design)
+  register slots float register slots (MMA_SLOTS off), grid flush
+  tensor-core slots, stage stores dropped / mma steps dropped
+                 (timing only) each half of the tensor-core slots' work without the other
   checked adds   the proof turned off: every add checks its address against the warp's slot table
   registers, half2
                  two slots per __half2 register (half-precision sums per thread)
@@ -91,45 +91,8 @@ def _mma_no_step(s: str) -> str:
     return s.replace(_MMA_STEP, _MMA_STEP + "    if (n > 0) { acc->tok = tok; return; }\n", 1)
 
 
-def _mma_half_steps(s: str) -> str:
-    """(Timing only: wrong sums.) The tensor-core step on every second turn (a warp-uniform count)."""
-    assert _MMA_STEP in s and "unsigned stage; unsigned tok;" in s
-    s = s.replace("unsigned stage; unsigned tok;", "unsigned stage; unsigned tok; unsigned turn;")
-    s = s.replace("    acc->tok = 0u;\n", "    acc->tok = 0u;\n    acc->turn = 0u;\n", 1)
-    return s.replace(_MMA_STEP, _MMA_STEP + "    if ((++acc->turn) & 1u) { acc->tok = tok; return; }\n", 1)
 
 
-_MMA_CLEAR = "    asm volatile(\"bar.warp.sync -1;\" ::: \"memory\");        // every lane has read the stage\n    racc_clear_stage(acc, (n + 15) / 16);\n"
-_MMA_LDSM = "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-
-
-def _mma_no_clear(s: str) -> str:
-    """(Timing only: wrong sums.) The tensor-core step without clearing the stage."""
-    assert _MMA_CLEAR in s
-    return s.replace(_MMA_CLEAR, "")
-
-
-def _mma_no_ldmatrix(s: str) -> str:
-    """(Timing only: wrong sums.) The tensor-core step's mma on registers instead of the stage."""
-    assert _MMA_LDSM in s
-    return s.replace(_MMA_LDSM, "mov.b32 %0, %4; mov.b32 %1, %4; mov.b32 %2, %4; mov.b32 %3, %4;")
-
-
-_MMA_LDSM_FULL = """            asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-                         : "=r"(a0), "=r"(a1), "=r"(a2), "=r"(a3) : "r"(a), "r"(tok));"""
-_MMA_LDS = """            const unsigned g = lane >> 2, r0 = 16u * t + g, r1 = r0 + 8u;
-#define SJ_A(r, c) (acc->stage + 64u * (r) + ((((c)) ^ (((r) >> 1) & 3u)) << 4) + 4u * (lane & 3u))
-            asm volatile("{ ld.shared.b32 %0, [%4]; ld.shared.b32 %1, [%5]; ld.shared.b32 %2, [%6]; ld.shared.b32 %3, [%7]; }"
-                         : "=r"(a0), "=r"(a1), "=r"(a2), "=r"(a3)
-                         : "r"(SJ_A(r0, 2u * ks)), "r"(SJ_A(r1, 2u * ks)), "r"(SJ_A(r0, 2u * ks + 1u)), "r"(SJ_A(r1, 2u * ks + 1u)), "r"(tok));
-#undef SJ_A
-            (void)a;"""
-
-
-def _mma_lds(s: str) -> str:
-    """The tensor-core step's A fragments through four 32-bit shared loads per lane instead of ldmatrix."""
-    assert _MMA_LDSM_FULL in s
-    return s.replace(_MMA_LDSM_FULL, _MMA_LDS)
 
 
 _BLOCK_ADD = "        if (key != 0ull) racc_add_key(key, s);"
@@ -150,24 +113,20 @@ def _no_monitor(s: str) -> str:
 
 VARIANTS = {
     "as built": (lambda s: s, {}),
-    "block flush": (lambda s: s, {"GRID_FLUSH": False}),
-    "block flush, atomics dropped (no gradients)": (_no_flush_atomics, {"GRID_FLUSH": False}),
-    "per-warp flush": (lambda s: s, {"BLOCK_FLUSH_BYTES": 0}),
-    "tensor-core slots": (lambda s: s, {"MMA_SLOTS": True}),
-    "tensor-core slots, stage stores dropped": (_mma_one_sum, {"MMA_SLOTS": True}),
-    "tensor-core slots, mma steps dropped": (_mma_no_step, {"MMA_SLOTS": True}),
-    "tensor-core slots, every second step (wrong sums)": (_mma_half_steps, {"MMA_SLOTS": True}),
-    "tensor-core slots, no stage clear (wrong sums)": (_mma_no_clear, {"MMA_SLOTS": True}),
-    "tensor-core slots, no ldmatrix (wrong sums)": (_mma_no_ldmatrix, {"MMA_SLOTS": True}),
-    "tensor-core slots, shared loads for ldmatrix": (_mma_lds, {"MMA_SLOTS": True}),
-    "checked adds": (lambda s: s, {"PROVE_SLOT_ADDRESSES": False}),
-    "registers, half2": (lambda s: _HALF + s, {}),
-    "shared-memory slots": (lambda s: s, {"SHARED_SLOTS": True}),
-    "2 blocks/SM": (_two_blocks, {}),
-    "block cache": (lambda s: s, {"MAX_SLOTS": 0}),
-    "one accumulator": (_one_sum, {}),
-    "one accumulator, no loss monitor": (lambda s: _no_monitor(_one_sum(s)), {}),
-    "adds dropped": (lambda s: s.replace(_RED, _RED + _DROP).replace(_RACC, _RACC + _DROP), {}),
+    "block flush": (lambda s: s, {"GRID_FLUSH": False, "MMA_SLOTS": False}),
+    "block flush, atomics dropped (no gradients)": (_no_flush_atomics, {"GRID_FLUSH": False, "MMA_SLOTS": False}),
+    "per-warp flush": (lambda s: s, {"BLOCK_FLUSH_BYTES": 0, "MMA_SLOTS": False}),
+    "register slots": (lambda s: s, {"MMA_SLOTS": False}),
+    "tensor-core slots, stage stores dropped": (_mma_one_sum, {}),
+    "tensor-core slots, mma steps dropped": (_mma_no_step, {}),
+    "checked adds": (lambda s: s, {"PROVE_SLOT_ADDRESSES": False, "MMA_SLOTS": False}),
+    "registers, half2": (lambda s: _HALF + s, {"MMA_SLOTS": False}),
+    "shared-memory slots": (lambda s: s, {"SHARED_SLOTS": True, "MMA_SLOTS": False}),
+    "2 blocks/SM": (_two_blocks, {"MMA_SLOTS": False}),
+    "block cache": (lambda s: s, {"MAX_SLOTS": 0, "MMA_SLOTS": False}),
+    "one accumulator": (_one_sum, {"MMA_SLOTS": False}),
+    "one accumulator, no loss monitor": (lambda s: _no_monitor(_one_sum(s)), {"MMA_SLOTS": False}),
+    "adds dropped": (lambda s: s.replace(_RED, _RED + _DROP).replace(_RACC, _RACC + _DROP), {"MMA_SLOTS": False}),
 }
 
 

@@ -173,7 +173,7 @@ def shared_slots(monkeypatch, tmp_path):
 
 @pytest.fixture
 def mma_slots(monkeypatch, tmp_path):
-    """emit/cuda.py MMA_SLOTS on (off by default), with empty front-end caches."""
+    """emit/cuda.py MMA_SLOTS on (the default; tests that need it say so), with empty front-end caches."""
     from slangjit.compiler import frontend_cache
     from slangjit.compiler.emit import cuda as emit_cuda
     monkeypatch.setattr(emit_cuda, "MMA_SLOTS", True)
@@ -226,8 +226,10 @@ def test_mlp_learn_gradient_is_coarsened_with_one_slot_per_parameter():
     assert _slots(prog, "learnGradient") == 4 * 16 + 16 + 16 * 4 + 4      # each weight and bias of the 4-16-4 net
     assert "#define SJ_RED_CACHE 1" not in prog.source
     assert "bool sj_claimed = false;" in prog.source          # addresses proven invariant: no per-add check
-    assert "SJ_RACC_SHARED 1" not in prog.source and "#define SJ_RACC_MMA 1" not in prog.source  # float registers
-    assert prog.reflection.entry_points["learnGradient"].dynamic_shared == 0
+    assert "SJ_RACC_SHARED 1" not in prog.source
+    assert "#define SJ_RACC_MMA 1" in prog.source       # every site is half: tensor-core slots (sm_90+)
+    ep = prog.reflection.entry_points["learnGradient"]
+    assert ep.grid_slots == 148                          # proven addresses: sums meet across the grid
     assert b".entry sj_entry_learnGradient" in _nvrtc_ptx(prog.source)
     prog = compile_program([SourceSpec(text=text, name="mlp.slang")], ["adjustParameters"], target="cuda")
     assert _slots(prog, "adjustParameters") is None

@@ -229,11 +229,11 @@ def test_key_covers_cuda_emitter_switches(proj, monkeypatch):
             "{ InterlockedAdd(g[0], half(1.0)); }\n")
     spec = [SourceSpec(text=text, name="m")]
     base = compile_program(spec, ["computeMain"], target="cuda")
-    assert _where(base) == "compiled" and "#define SJ_RACC_MMA 1" not in base.source
-    monkeypatch.setattr(emit_cuda, "MMA_SLOTS", True)
-    mma = compile_program(spec, ["computeMain"], target="cuda")
-    assert _where(mma) == "compiled" and "#define SJ_RACC_MMA 1" in mma.source
+    assert _where(base) == "compiled" and "#define SJ_RACC_MMA 1" in base.source
     monkeypatch.setattr(emit_cuda, "MMA_SLOTS", False)
+    regs = compile_program(spec, ["computeMain"], target="cuda")
+    assert _where(regs) == "compiled" and "#define SJ_RACC_MMA 1" not in regs.source
+    monkeypatch.setattr(emit_cuda, "MMA_SLOTS", True)
     again = compile_program(spec, ["computeMain"], target="cuda")
     assert _where(again) == "memory" and again.source == base.source
 

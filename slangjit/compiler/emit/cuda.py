@@ -181,9 +181,10 @@ SHARED_SLOT_BYTES = 99 * 1024
 # Sum a coarsened kernel's slots with tensor cores where every site is half (prelude SJ_RACC_MMA,
 # sm_90+; other GPUs get float register slots from the same source): each add stores its value in
 # the warp's stage in shared memory and one mma per 16 slots sums the warp's 32 logical threads a turn
-# later, so a lane keeps 2 floats per 16 slots instead of one per slot.  The stages (2 x 64 bytes per
-# slot and warp) must fit MMA_SLOT_BYTES of dynamic shared memory per group.
-MMA_SLOTS = False
+# later, so a lane keeps 2 floats per 16 slots instead of one per slot (no spills: the seed MLP's
+# learnGradient 0.149 against 0.182 ms with register slots on the H100, RESULTS.md session 5).  The
+# stages (2 x 64 bytes per slot and warp) must fit MMA_SLOT_BYTES of dynamic shared memory per group.
+MMA_SLOTS = True
 MMA_SLOT_BYTES = 200 * 1024        # sm_90 allows 227 KB per block; the prelude uses these slots on sm_90+
 MMA_STAGE_BYTES = 2 * 16 * 64      # per tile of 16 slots and warp: two stages of 16 rows of 64 bytes
 # A coarsened kernel combines its warps' slot sums in shared memory before the atomics (one per block
