@@ -352,7 +352,9 @@ __device__ __forceinline__ void racc_add_key(unsigned long long key, float v) {
 // clobber, as for SJ_RACC_SHARED.
 #define SJ_RACC_LEN(n) 1
 #define SJ_RACC_STAGE_BYTES (SJ_RACC_MMA_NT * 1024u)
-struct racc_t { unsigned stage; unsigned cur; unsigned tok; unsigned off[4]; float d[SJ_RACC_MMA_NT][2]; };
+// Float sites (a kernel may mix them with half ones) keep a float register per slot, f[slot].
+struct racc_t { unsigned stage; unsigned cur; unsigned tok; unsigned off[4]; float d[SJ_RACC_MMA_NT][2];
+                float f[SJ_RACC_MMA_NS]; };
 __device__ __forceinline__ void racc_clear_stage(unsigned base, int tiles) {
     for (unsigned i = lane_id(); i < unsigned(tiles) * 64u; i += 32u)
         asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};" :: "r"(base + 16u * i), "r"(0u) : "memory");
@@ -366,13 +368,19 @@ __device__ __forceinline__ void racc_begin(racc_t* acc, int n, const void* smem)
     for (unsigned j = 0; j < 4u; ++j) acc->off[j] = (((lane >> 3) ^ j) << 4) + 2u * (lane & 7u);
 #pragma unroll
     for (int t = 0; t < SJ_RACC_MMA_NT; ++t) acc->d[t][0] = acc->d[t][1] = 0.0f;
+#pragma unroll
+    for (int k = 0; k < SJ_RACC_MMA_NS; ++k) acc->f[k] = 0.0f;    // only the float sites' stay live
     racc_clear_stage(acc->stage, 2 * SJ_RACC_MMA_NT);
     asm volatile("bar.warp.sync -1;" ::: "memory");
 }
 template <class T> __device__ __forceinline__ void racc_put(racc_t* acc, int slot, T v) {
-    asm("{ st.shared.b16 [%1], %2; mov.b32 %0, %3; }" : "=r"(acc->tok)
-        : "r"(acc->stage + acc->cur + 64u * unsigned(slot) + acc->off[(slot >> 1) & 3]),
-          "h"(__half_as_ushort(__half(v))), "r"(acc->tok));
+    if constexpr (sizeof(T) == 4) {
+        acc->f[slot] += float(v);
+    } else {
+        asm("{ st.shared.b16 [%1], %2; mov.b32 %0, %3; }" : "=r"(acc->tok)
+            : "r"(acc->stage + acc->cur + 64u * unsigned(slot) + acc->off[(slot >> 1) & 3]),
+              "h"(__half_as_ushort(__half(v))), "r"(acc->tok));
+    }
 }
 // D += (stage at `buf`) x ones, for the first n slots (the whole warp, after a warp barrier).
 __device__ __forceinline__ void racc_mma(racc_t* acc, unsigned buf, int n, unsigned tok) {
@@ -413,29 +421,6 @@ __device__ __forceinline__ void racc_finish(racc_t* acc, int n) {
     unsigned tok;
     asm volatile("{ bar.warp.sync -1; mov.b32 %0, %1; }" : "=r"(tok) : "r"(acc->tok) : "memory");
     racc_mma(acc, acc->cur ^ SJ_RACC_STAGE_BYTES, n, tok);
-}
-// The warp's sums: lane 4g holds slots 16t + g (d[t][0]) and 16t + g + 8 (d[t][1]).
-__device__ __forceinline__ void racc_park_all(const racc_t* acc, const unsigned long long* tab, float* part, int n) {
-    const unsigned lane = lane_id();
-    if (lane & 3u) return;
-#pragma unroll
-    for (int t = 0; t < SJ_RACC_MMA_NT; ++t)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const int k = 16 * t + int(lane >> 2) + 8 * h;
-            if (k < n && tab[k] != 0ull) part[k] = acc->d[t][h];
-        }
-}
-__device__ __forceinline__ void racc_flush_all(const racc_t* acc, const unsigned long long* tab, int n) {
-    const unsigned lane = lane_id();
-    if (lane & 3u) return;
-#pragma unroll
-    for (int t = 0; t < SJ_RACC_MMA_NT; ++t)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const int k = 16 * t + int(lane >> 2) + 8 * h;
-            if (k < n && tab[k] != 0ull) racc_add_key(tab[k], acc->d[t][h]);
-        }
 }
 #elif SJ_RACC_SHARED
 // Slots in shared memory (emit/cuda.py SHARED_SLOTS): per warp [slot][lane], a lane's slot k at
@@ -604,7 +589,38 @@ __device__ inline void racc_flush_grid(const unsigned long long* tab, const floa
     }
     if (t == 0) *launches = 0u;                                       // ready for the next launch
 }
-#if !SJ_RACC_MMA
+#if SJ_RACC_MMA
+// The warp's sums: lane 4g holds half slots 16t + g (d[t][0]) and 16t + g + 8 (d[t][1]); a float
+// slot's (its key's bit 0 clear) is the shuffle sum of f[k].
+__device__ __forceinline__ void racc_park_all(const racc_t* acc, const unsigned long long* tab, float* part, int n) {
+#pragma unroll
+    for (int k = 0; k < n; ++k)
+        if (!(tab[k] & 1ull)) racc_park(tab[k], part + k, acc->f[k]);
+    const unsigned lane = lane_id();
+    if (lane & 3u) return;
+#pragma unroll
+    for (int t = 0; t < SJ_RACC_MMA_NT; ++t)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int k = 16 * t + int(lane >> 2) + 8 * h;
+            if (k < n && (tab[k] & 1ull)) part[k] = acc->d[t][h];
+        }
+}
+__device__ __forceinline__ void racc_flush_all(const racc_t* acc, const unsigned long long* tab, int n) {
+#pragma unroll
+    for (int k = 0; k < n; ++k)
+        if (!(tab[k] & 1ull)) racc_flush(tab[k], acc->f[k]);
+    const unsigned lane = lane_id();
+    if (lane & 3u) return;
+#pragma unroll
+    for (int t = 0; t < SJ_RACC_MMA_NT; ++t)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int k = 16 * t + int(lane >> 2) + 8 * h;
+            if (k < n && (tab[k] & 1ull)) racc_add_key(tab[k], acc->d[t][h]);
+        }
+}
+#else
 __device__ __forceinline__ void racc_park_all(racc_t* acc, const unsigned long long* tab, float* part, int n) {
 #pragma unroll
     for (int k = 0; k < n; ++k) racc_park(tab[k], part + k, racc_get(acc, k));

@@ -1,0 +1,38 @@
+"""`Atomic<float>.add(v)` / `Atomic<half>.add(v)` with the result unused -> `InterlockedAdd(atomic.value, v)`.
+
+The two are the same operation (Atomic<T> is a struct holding one T named `value`, prelude
+09_atomics.h).  Spelled as the intrinsic, such an add is a gradient-add site like any other: where its
+address is thread-uniform a coarsened CUDA kernel sums it per thread and adds it once (ir/red_slots.py,
+emit/cuda.py).  The seed 002 MLP's loss monitor adds every warp's loss into one float that way; done
+as an atomic per warp and turn it cost a fifth of the kernel.  Used by the CUDA emitter only.
+"""
+from __future__ import annotations
+
+from . import nodes as ir
+from . import scan
+from .. import types as T
+
+
+def _float_atomic(t) -> bool:
+    t = t.elem if isinstance(t, T.PointerType) else t
+    return isinstance(t, T.AtomicType) and t.elem.kind == "float" and t.elem.bits in (16, 32)
+
+
+def lower_atomic_adds(functions: list[ir.Function]) -> int:
+    """Rewrite the unused-result float atomic adds of `functions` in place; returns how many."""
+    n = 0
+    for fn in functions:
+        if fn.body is None:
+            continue
+        for s in scan.walk(fn.body):
+            if not isinstance(s, ir.ExprStmt):
+                continue
+            e = s.expr
+            if not (isinstance(e, ir.MethodCall) and e.name == "add" and len(e.args) == 1 and _float_atomic(e.obj.type)):
+                continue
+            elem = (e.obj.type.elem if isinstance(e.obj.type, T.PointerType) else e.obj.type).elem
+            obj = ir.Deref(e.obj.type.elem, e.obj, loc=e.loc) if e.via_pointer else e.obj
+            dest = ir.Field(elem, obj, "value", loc=e.loc)
+            s.expr = ir.Intrinsic(T.VOID, "sj::InterlockedAdd", [dest, e.args[0]], loc=e.loc)
+            n += 1
+    return n
