@@ -15,6 +15,8 @@ emitter's settings):
                  those atomics)
   per-warp flush float register slots, one atomic per warp and slot (session 4's design)
   register slots float register slots (MMA_SLOTS off), grid flush
+  loss sum not deferred
+                 the loss monitor's lossSum.add stays an atomic per warp and turn (LOWER_ATOMIC_ADDS off)
   tensor-core slots, stage stores dropped / mma steps dropped
                  (timing only) each half of the tensor-core slots' work without the other
   checked adds   the proof turned off: every add checks its address against the warp's slot table
@@ -117,6 +119,7 @@ VARIANTS = {
     "block flush, atomics dropped (no gradients)": (_no_flush_atomics, {"GRID_FLUSH": False, "MMA_SLOTS": False}),
     "per-warp flush": (lambda s: s, {"BLOCK_FLUSH_BYTES": 0, "MMA_SLOTS": False}),
     "register slots": (lambda s: s, {"MMA_SLOTS": False}),
+    "loss sum not deferred": (lambda s: s, {"LOWER_ATOMIC_ADDS": False}),
     "tensor-core slots, stage stores dropped": (_mma_one_sum, {}),
     "tensor-core slots, mma steps dropped": (_mma_no_step, {}),
     "checked adds": (lambda s: s, {"PROVE_SLOT_ADDRESSES": False, "MMA_SLOTS": False}),
@@ -124,8 +127,9 @@ VARIANTS = {
     "shared-memory slots": (lambda s: s, {"SHARED_SLOTS": True, "MMA_SLOTS": False}),
     "2 blocks/SM": (_two_blocks, {"MMA_SLOTS": False}),
     "block cache": (lambda s: s, {"MAX_SLOTS": 0, "MMA_SLOTS": False}),
-    "one accumulator": (_one_sum, {"MMA_SLOTS": False}),
-    "one accumulator, no loss monitor": (lambda s: _no_monitor(_one_sum(s)), {"MMA_SLOTS": False}),
+    "one accumulator": (_one_sum, {"MMA_SLOTS": False, "LOWER_ATOMIC_ADDS": False}),
+    "one accumulator, no loss monitor": (lambda s: _no_monitor(_one_sum(s)), {"MMA_SLOTS": False,
+                                                                               "LOWER_ATOMIC_ADDS": False}),
     "adds dropped": (lambda s: s.replace(_RED, _RED + _DROP).replace(_RACC, _RACC + _DROP), {"MMA_SLOTS": False}),
 }
 
@@ -149,7 +153,8 @@ def main():
     from slangjit.compiler.emit import cuda as emit_cuda
     from slangjit.compiler import frontend_cache
     defaults = {k: getattr(emit_cuda, k) for k in ("MAX_SLOTS", "PROVE_SLOT_ADDRESSES", "SHARED_SLOTS",
-                                                   "BLOCK_FLUSH_BYTES", "MMA_SLOTS", "GRID_FLUSH")}
+                                                   "BLOCK_FLUSH_BYTES", "MMA_SLOTS", "GRID_FLUSH",
+                                                   "LOWER_ATOMIC_ADDS")}
     wanted = [w.strip() for w in args.only.split(";") if w.strip()]
     for name, (edit, settings) in VARIANTS.items():
         if wanted and name not in wanted and name != "as built":

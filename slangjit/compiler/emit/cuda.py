@@ -195,10 +195,13 @@ BLOCK_FLUSH_BYTES = 48 * 1024
 # Where slot addresses are proven invariant, the blocks' sums meet in a scratch buffer the runtime
 # provides (EntryPointInfo.grid_slots) and the last block adds each slot once (prelude racc_flush_grid).
 GRID_FLUSH = True
+# Unused-result float Atomic<T>.add calls become InterlockedAdd sites (ir/atomic_adds.py), so coarsened
+# kernels defer them like gradient adds.
+LOWER_ATOMIC_ADDS = True
 # The switches above, as the front-end cache keys them (frontend_cache.make_key): a program built with
 # any of them changed (benchmarks, tests) is not the default build's.
 SETTINGS = ("MAX_SLOTS", "PROVE_SLOT_ADDRESSES", "SHARED_SLOTS", "SHARED_SLOT_BYTES", "MMA_SLOTS", "MMA_SLOT_BYTES",
-            "MMA_STAGE_BYTES", "BLOCK_FLUSH_BYTES", "GRID_FLUSH")
+            "MMA_STAGE_BYTES", "BLOCK_FLUSH_BYTES", "GRID_FLUSH", "LOWER_ATOMIC_ADDS")
 DEFAULT_SETTINGS = {k: globals()[k] for k in SETTINGS}
 
 
@@ -392,7 +395,8 @@ def emit_program_cuda(functions: list[ir.Function], globals_: list[ir.GlobalVar]
                       entries: list[tuple[ir.Function, tuple[int, int, int]]]):
     from .program import entry_params
     from ..ir.atomic_adds import lower_atomic_adds
-    lower_atomic_adds(functions)
+    if LOWER_ATOMIC_ADDS:
+        lower_atomic_adds(functions)
     plan = plan_red_adds(entries, functions)
     em = CudaEmitter(plan.slots)
     uniforms = [g for g in globals_ if g.kind == "uniform"]
