@@ -122,6 +122,7 @@ template <class T> struct is_standard_layout : integral_constant<bool, __is_stan
 // The sections live in prelude/*.h; prelude_text() pastes them here in this order (C++ compilers
 // can also read this file directly: the includes are relative to it).
 #include "prelude/00_backend.h"
+#include "prelude/00_slots.h"
 #include "prelude/01_scalars.h"
 #include "prelude/02_integer.h"
 #include "prelude/03_vectors.h"

@@ -1,4 +1,5 @@
 // slangjit C++ prelude, part of prelude.h (pasted in order; not a standalone header).
+namespace sj {
 // ============================================================================ scalar types
 // half: the compiler's _Float16 where it exists (GCC >= 12, clang >= 15 on x86_64; aarch64);
 // otherwise (e.g. GCC 11 / clang 14 on x86_64, or -DSJ_SOFT_HALF) a 2-byte software type
