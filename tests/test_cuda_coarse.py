@@ -452,6 +452,23 @@ def test_moving_uniform_address_is_coarsened():
     assert "racc_flush_block(" in prog.source and "sj_scratch" not in prog.source
 
 
+def test_only_unused_float_atomic_adds_become_sites():
+    """ir/atomic_adds.py: `Atomic<float>.add` whose result is dropped is an add site (slotted where its
+    address is uniform); one whose result is used, and `Atomic<half>.add`, stay atomics."""
+    prog = _cuda("""[numthreads(64, 1, 1)]
+void computeMain(uint3 t : SV_DispatchThreadID, uniform Atomic<float>* s, uniform Atomic<half>* h, uniform float* res)
+{
+    s[0].add(1.0);
+    res[t.x] = s[1].add(2.0);
+    h[0].add(half(1.0));
+}""")
+    assert _slots(prog) == 1
+    body = prog.source[prog.source.rindex("void computeMain_1("):]
+    body = body[:body.index("\n}\n")]
+    assert "racc_add(sj_acc, sj_tab, SJ_SLOT(sj_slot, 0), sj_mode, &(s_2[0].value)" in body
+    assert "(s_2[1]).add(" in body and "(h_3[0]).add(" in body     # result used / half: still atomics
+
+
 def test_proven_slots_flush_across_the_grid():
     """Proven kernels pass their block sums through the runtime's scratch buffer: one atomic per slot."""
     prog = _cuda(RARE_KERNEL)
