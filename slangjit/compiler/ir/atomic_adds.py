@@ -20,18 +20,28 @@ def _float_atomic(t) -> bool:
     return isinstance(t, T.AtomicType) and t.elem.kind == "float" and t.elem.bits == 32
 
 
+def _unused_add(s) -> bool:
+    e = s.expr if isinstance(s, ir.ExprStmt) else None
+    return isinstance(e, ir.MethodCall) and e.name == "add" and len(e.args) == 1 and _float_atomic(e.obj.type)
+
+
 def lower_atomic_adds(functions: list[ir.Function]) -> int:
-    """Rewrite the unused-result float atomic adds of `functions` in place; returns how many."""
+    """Rewrite the unused-result float atomic adds of `functions` in place; returns how many.
+
+    Only where the program uses its float atomics as pure accumulators: a deferred add is not visible
+    to a later load (or returned value) of the same thread, so a program that calls any other method
+    of a float atomic, or uses an add's result, keeps all its atomics as they are."""
+    bodies = [fn.body for fn in functions if fn.body is not None]
+    adds = {id(s.expr) for b in bodies for s in scan.walk(b) if _unused_add(s)}
+    if any(isinstance(e, ir.MethodCall) and _float_atomic(e.obj.type) and id(e) not in adds
+           for b in bodies for e in scan.walk(b)):
+        return 0
     n = 0
-    for fn in functions:
-        if fn.body is None:
-            continue
-        for s in scan.walk(fn.body):
-            if not isinstance(s, ir.ExprStmt):
+    for body in bodies:
+        for s in scan.walk(body):
+            if not _unused_add(s):
                 continue
             e = s.expr
-            if not (isinstance(e, ir.MethodCall) and e.name == "add" and len(e.args) == 1 and _float_atomic(e.obj.type)):
-                continue
             elem = (e.obj.type.elem if isinstance(e.obj.type, T.PointerType) else e.obj.type).elem
             obj = ir.Deref(e.obj.type.elem, e.obj, loc=e.loc) if e.via_pointer else e.obj
             dest = ir.Field(elem, obj, "value", loc=e.loc)
