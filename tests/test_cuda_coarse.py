@@ -3,7 +3,7 @@
 A kernel whose float/half adds into thread-uniform addresses all have static slots (ir/red_slots.py:
 the sites, laid out through calls and counted loops) runs groups in turn in each GPU block, keeps
 one float per slot and thread, and adds each warp's sums into memory once (emit/cuda.py
-coarse_kernel, prelude racc_add / racc_flush).
+coarse_kernel, prelude racc_add / racc_out_all).
 
 Without a GPU: which kernels are coarsened and with how many slots (counted-loop forms, loops that
 are not counted, barriers, groupshared, group sizes that are not whole warps, too many slots), and
@@ -19,6 +19,8 @@ import numpy as np
 import pytest
 
 from slangjit.compiler import SourceSpec, compile_program
+
+import mlp_reference
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -404,33 +406,11 @@ def test_mlp_gradients_match_float64_reference(dev, B, mma, monkeypatch, tmp_pat
         got = tr.read_grads().astype(np.float64) / _gpu_mlp().LOSS_SCALE
     finally:
         T.SHADER = old
-    want = _mlp_grads_f64(T, params.astype(np.float64), xy.astype(np.float16).astype(np.float64))
+    want = mlp_reference.loss_and_grad(T, params.astype(np.float64), xy.astype(np.float16).astype(np.float64))[1]
     rel = np.abs(got - want).max() / np.abs(want).max()
     # The gradient buffer is half: every warp's sum is added into it and rounded to half (2^-11 of the
     # running total); at 2^15 samples about a thousand such adds land in each parameter.
     assert rel < (2e-2 if B <= 1 << 12 else 4e-2), rel
-
-
-def _mlp_grads_f64(T, p, xy):
-    """d(sum of squared errors)/d params for the 4-16-4 leaky-ReLU network, float64."""
-    (w1, b1, i1, o1), (w2, b2, i2, o2) = T.parameter_layout()[0]
-    W1, B1 = p[w1:b1].reshape(o1, i1), p[b1:b1 + o1]
-    W2, B2 = p[w2:b2].reshape(o2, i2), p[b2:b2 + o2]
-    x, y = xy[:, 0], xy[:, 1]
-    enc = np.stack([x, y, x * x, y * y], 1)
-    z1 = enc @ W1.T + B1
-    a1 = np.where(z1 < 0, 0.01 * z1, z1)
-    z2 = a1 @ W2.T + B2
-    out = np.where(z2 < 0, 0.01 * z2, z2)
-    d = 2 * (out - T.groundtruth(x, y))
-    dz2 = d * np.where(z2 < 0, 0.01, 1.0)
-    dz1 = (dz2 @ W2) * np.where(z1 < 0, 0.01, 1.0)
-    g = np.zeros_like(p)
-    g[w1:b1] = (dz1.T @ enc).reshape(-1)
-    g[b1:b1 + o1] = dz1.sum(0)
-    g[w2:b2] = (dz2.T @ a1).reshape(-1)
-    g[b2:b2 + o2] = dz2.sum(0)
-    return g
 
 
 MOVING_KERNEL = r"""

@@ -18,6 +18,8 @@ import pytest
 
 import slangjit as spy
 
+import mlp_reference as ref
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "mlp_training"
 
@@ -46,30 +48,12 @@ def device():
 
 # ------------------------------------------------------------------------------------------ float64 model
 
-def unpack(p):
-    (w1, b1, i1, o1), (w2, b2, i2, o2) = mt.parameter_layout()[0]
-    return (p[w1:b1].reshape(o1, i1), p[b1:b1 + o1], p[w2:b2].reshape(o2, i2), p[b2:b2 + o2])
-
-
 def losses(p, xy):
-    """Per-sample loss |MLP(x, y) - f(x, y)|^2 of the network in float64."""
-    W1, B1, W2, B2 = unpack(p)
-    x, y = xy[:, 0], xy[:, 1]
-    e = np.stack([x, y, x * x, y * y], 1)
-    z1 = e @ W1.T + B1
-    a1 = np.where(z1 < 0, 0.01 * z1, z1)
-    z2 = a1 @ W2.T + B2
-    a2 = np.where(z2 < 0, 0.01 * z2, z2)
-    d = a2 - mt.groundtruth(x, y)
-    return (d * d).sum(1)
+    return ref.losses(mt, p, xy)
 
 
 def preactivations(p, xy):
-    W1, B1, W2, B2 = unpack(p)
-    x, y = xy[:, 0], xy[:, 1]
-    z1 = np.stack([x, y, x * x, y * y], 1) @ W1.T + B1
-    z2 = np.where(z1 < 0, 0.01 * z1, z1) @ W2.T + B2
-    return z1, z2
+    return ref.preactivations(mt, p, xy)
 
 
 def samples_away_from_kinks(p, rng, n, margin=0.05):
@@ -86,19 +70,7 @@ def samples_away_from_kinks(p, rng, n, margin=0.05):
 
 
 def loss_and_grad(p, xy):
-    """Per-sample losses and the gradient of their SUM w.r.t. the parameters (the kernel's layout)."""
-    W1, B1, W2, B2 = unpack(p)
-    x, y = xy[:, 0], xy[:, 1]
-    e = np.stack([x, y, x * x, y * y], 1)
-    z1 = e @ W1.T + B1
-    a1 = np.where(z1 < 0, 0.01 * z1, z1)
-    z2 = a1 @ W2.T + B2
-    a2 = np.where(z2 < 0, 0.01 * z2, z2)
-    d = a2 - mt.groundtruth(x, y)
-    dz2 = 2 * d * np.where(z2 < 0, 0.01, 1.0)
-    dz1 = (dz2 @ W2) * np.where(z1 < 0, 0.01, 1.0)
-    g = np.concatenate([(dz1.T @ e).ravel(), dz1.sum(0), (dz2.T @ a1).ravel(), dz2.sum(0)])
-    return (d * d).sum(1), g
+    return ref.loss_and_grad(mt, p, xy)
 
 
 def test_numpy_backprop_matches_finite_differences():

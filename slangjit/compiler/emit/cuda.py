@@ -344,13 +344,13 @@ def coarse_kernel(symbol: str, sname: str, numthreads, ns: int, static_inits: li
     grid = grid_flush(numthreads, ns, invariant)
     if warps * ns * 12 <= BLOCK_FLUSH_BYTES:
         part = [f"    __shared__ float sj_racc_part[{warps * ns}];"]
-        flush = [f"    ::sj_cuda::racc_park_all(sj_acc, sj_tab, sj_racc_part + {warp_index} * {ns}u, {ns});",
+        flush = [f"    ::sj_cuda::racc_out_all(sj_acc, sj_tab, sj_racc_part + {warp_index} * {ns}u, {ns});",
                  "    __syncthreads();   // every thread gets here: the group loop is the same for the whole block",
                  f"    ::sj_cuda::racc_flush_{'grid' if grid else 'block'}(sj_racc_tab, sj_racc_part, {ns}u, {warps}u, "
                  f"sj_tx + {nx}u * (sj_ty + {ny}u * sj_tz){', sj_scratch' if grid else ''});"]
     else:
         part = []
-        flush = [f"    ::sj_cuda::racc_flush_all(sj_acc, sj_tab, {ns});"]
+        flush = [f"    ::sj_cuda::racc_out_all(sj_acc, sj_tab, nullptr, {ns});"]
     if invariant is None:
         run = [f"        if (sj_claimed) {call(2)}",
                f"        else {{ {call(1)} __syncwarp(); sj_claimed = ::sj_cuda::racc_claimed(sj_tab, {ns}u); }}"]

@@ -10,7 +10,7 @@ namespace sj_cuda {
 // address | 1 for half).  An add whose address is the slot's address goes into the register; the
 // first add claims the slot; any other address (a "uniform" load that was not, a thread-private
 // address) takes the ordinary path.  The kernel adds each slot's warp sum into memory once, at its
-// end (racc_flush).  Deferred adds are visible to later dispatches, not to reads in the same one
+// end (racc_out_all).  Deferred adds are visible to later dispatches, not to reads in the same one
 // (the emitter only coarsens kernels without barriers or fences, as for the block cache).
 template <class T> struct type_identity { typedef T type; };
 #define SJ_SLOT(base, k) ((base) < 0 ? -1 : (base) + (k))
@@ -195,7 +195,7 @@ template <class T> __device__ __forceinline__ void racc_put(racc_t* acc, int slo
 #endif
 #if !SJ_RACC_MMA
 // Register slots (and SJ_RACC_SHARED, which sets its slots up itself): the same interface as the
-// tensor-core slots.  A slot's warp sum is a shuffle reduction at the end (racc_park / racc_flush).
+// tensor-core slots.  A slot's warp sum is a shuffle reduction at the end (racc_warp_out).
 __device__ __forceinline__ void racc_step(racc_t*, int) {}
 __device__ __forceinline__ void racc_finish(racc_t*, int) {}
 #if !SJ_RACC_SHARED
@@ -225,20 +225,17 @@ __device__ inline bool racc_claimed(const unsigned long long* tab, unsigned n) {
     for (unsigned k = lane_id(); k < n; k += 32u) ok = ok && tab[k] != 0ull;
     return __all_sync(0xFFFFFFFFu, ok);
 }
-// Called by a whole warp with its slot's key (the same in every lane): one atomic per warp and slot.
-__device__ __noinline__ void racc_flush(unsigned long long key, float v) {
+// Called by a whole warp with its slot's key (the same in every lane): the warp's sum goes to *part
+// for the block-combined flush (emit/cuda.py coarse_kernel: each warp parks its sums in shared memory,
+// then the block adds them, racc_flush_block / racc_flush_grid), or with no `part` into memory: one
+// atomic per warp and slot.  Same-address atomics serialise in L2: on the H100 the seed MLP's per-warp
+// atomics (148 half adds from each of ~1000 warps) took longer than all of its arithmetic.
+__device__ __noinline__ void racc_warp_out(unsigned long long key, float* part, float v) {
     if (key == 0ull) return;
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xFFFFFFFFu, v, o);
-    if (lane_id() == 0) racc_add_key(key, v);
-}
-// The block-combined flush (emit/cuda.py coarse_kernel): each warp parks its slot sums in shared
-// memory, then one thread per slot adds the block's sum - one atomic per block and slot instead of
-// one per warp.  Same-address atomics serialise in L2: on the H100 the seed MLP's per-warp flush
-// (148 half adds from each of ~1000 warps) took longer than all of its arithmetic.
-__device__ __noinline__ void racc_park(unsigned long long key, float* part, float v) {
-    if (key == 0ull) return;
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xFFFFFFFFu, v, o);
-    if (lane_id() == 0) *part = v;
+    if (lane_id() != 0) return;
+    if (part != nullptr) *part = v;
+    else racc_add_key(key, v);
 }
 // Called by every thread of the block after __syncthreads(); `t` is the thread's index in the block.
 // Warps whose slot holds another address (possible only where the addresses were not proven
@@ -297,13 +294,14 @@ __device__ inline void racc_flush_grid(const unsigned long long* tab, const floa
     }
     if (t == 0) *launches = 0u;                                       // ready for the next launch
 }
+// Every slot's warp sum, into part[k] (part != nullptr) or into memory (racc_warp_out).
 #if SJ_RACC_MMA
-// The warp's sums: lane 4g holds half slots 16t + g (d[t][0]) and 16t + g + 8 (d[t][1]); a float
-// slot's (its key's bit 0 clear) is the shuffle sum of f[k].
-__device__ __forceinline__ void racc_park_all(const racc_t* acc, const unsigned long long* tab, float* part, int n) {
+// Lane 4g holds the half slots 16t + g (d[t][0]) and 16t + g + 8 (d[t][1]); a float slot's (its key's
+// bit 0 clear) sum is the shuffle sum of f[k].
+__device__ __forceinline__ void racc_out_all(const racc_t* acc, const unsigned long long* tab, float* part, int n) {
 #pragma unroll
     for (int k = 0; k < n; ++k)
-        if (!(tab[k] & 1ull)) racc_park(tab[k], part + k, acc->f[k]);
+        if (!(tab[k] & 1ull)) racc_warp_out(tab[k], part != nullptr ? part + k : nullptr, acc->f[k]);
     const unsigned lane = lane_id();
     if (lane & 3u) return;
 #pragma unroll
@@ -311,31 +309,15 @@ __device__ __forceinline__ void racc_park_all(const racc_t* acc, const unsigned 
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             const int k = 16 * t + int(lane >> 2) + 8 * h;
-            if (k < n && (tab[k] & 1ull)) part[k] = acc->d[t][h];
-        }
-}
-__device__ __forceinline__ void racc_flush_all(const racc_t* acc, const unsigned long long* tab, int n) {
-#pragma unroll
-    for (int k = 0; k < n; ++k)
-        if (!(tab[k] & 1ull)) racc_flush(tab[k], acc->f[k]);
-    const unsigned lane = lane_id();
-    if (lane & 3u) return;
-#pragma unroll
-    for (int t = 0; t < SJ_RACC_MMA_NT; ++t)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const int k = 16 * t + int(lane >> 2) + 8 * h;
-            if (k < n && (tab[k] & 1ull)) racc_add_key(tab[k], acc->d[t][h]);
+            if (k >= n || !(tab[k] & 1ull)) continue;
+            if (part != nullptr) part[k] = acc->d[t][h];
+            else racc_add_key(tab[k], acc->d[t][h]);
         }
 }
 #else
-__device__ __forceinline__ void racc_park_all(racc_t* acc, const unsigned long long* tab, float* part, int n) {
+__device__ __forceinline__ void racc_out_all(racc_t* acc, const unsigned long long* tab, float* part, int n) {
 #pragma unroll
-    for (int k = 0; k < n; ++k) racc_park(tab[k], part + k, racc_get(acc, k));
-}
-__device__ __forceinline__ void racc_flush_all(racc_t* acc, const unsigned long long* tab, int n) {
-#pragma unroll
-    for (int k = 0; k < n; ++k) racc_flush(tab[k], racc_get(acc, k));
+    for (int k = 0; k < n; ++k) racc_warp_out(tab[k], part != nullptr ? part + k : nullptr, racc_get(acc, k));
 }
 #endif
 }  // namespace sj_cuda
