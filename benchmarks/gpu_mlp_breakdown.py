@@ -106,6 +106,17 @@ def _no_flush_atomics(s: str) -> str:
     return s.replace(_BLOCK_ADD, "        if (key != 0ull && s == 1.2345e30f) racc_add_key(key, s);")
 
 
+def fused_source(src: str) -> str:
+    """The seed's learnGradient replaced by a hand-fused one: the forward pass once (no replays, no loss()
+    recomputation), the same backward arithmetic and gradient adds.  What a perfect common-subexpression
+    pass could reach; for comparison only."""
+    from gpu_mlp import LOSS_SCALE
+    start = src.index('[shader("compute")]')
+    end = src.index('[shader("compute")]', start + 1)
+    fused = (Path(__file__).resolve().parent / "data" / "mlp_fused_learn.slang").read_text()
+    return src[:start] + fused.replace("SCALEh", f"{LOSS_SCALE!r}h") + "\n" + src[end:]
+
+
 def _no_monitor(s: str) -> str:
     """learnGradient without its loss monitor (the second loss(), two wave reductions, two atomics)."""
     s2 = re.sub(r"\n    float thisLoss_\d+ = .*?\n    \}\n", "\n", s, count=1, flags=re.S)
@@ -130,6 +141,11 @@ VARIANTS = {
     "one accumulator": (_one_sum, {"MMA_SLOTS": False, "LOWER_ATOMIC_ADDS": False}),
     "one accumulator, no loss monitor": (lambda s: _no_monitor(_one_sum(s)), {"MMA_SLOTS": False,
                                                                                "LOWER_ATOMIC_ADDS": False}),
+    "hand-fused learnGradient (source edit)": (lambda s: s, {"SOURCE": fused_source}),
+    "hand-fused, one stage": (lambda s: s, {"SOURCE": fused_source, "MMA_STAGES": 1}),
+    "hand-fused, one stage, 2 blocks/SM": (lambda s: s, {"SOURCE": fused_source, "MMA_STAGES": 1,
+                                                         "MMA_MIN_BLOCKS": 2}),
+    "one stage, 2 blocks/SM": (lambda s: s, {"MMA_STAGES": 1, "MMA_MIN_BLOCKS": 2}),
     "adds dropped": (lambda s: s.replace(_RED, _RED + _DROP).replace(_RACC, _RACC + _DROP), {"MMA_SLOTS": False}),
 }
 
@@ -154,7 +170,7 @@ def main():
     from slangjit.compiler import frontend_cache
     defaults = {k: getattr(emit_cuda, k) for k in ("MAX_SLOTS", "PROVE_SLOT_ADDRESSES", "SHARED_SLOTS",
                                                    "BLOCK_FLUSH_BYTES", "MMA_SLOTS", "GRID_FLUSH",
-                                                   "LOWER_ATOMIC_ADDS")}
+                                                   "LOWER_ATOMIC_ADDS", "MMA_STAGES", "MMA_MIN_BLOCKS")}
     wanted = [w.strip() for w in args.only.split(";") if w.strip()]
     for name, (edit, settings) in VARIANTS.items():
         if wanted and name not in wanted and name != "as built":
@@ -163,6 +179,7 @@ def main():
             real_compile(_e(src) if "// slots: " in src else src, arch, nm, extra_options)
         for k, v in defaults.items():
             setattr(emit_cuda, k, settings.get(k, v))
+        shader.write_text(settings.get("SOURCE", lambda x: x)(gpu_mlp.patched_source()))
         cuda_compiler._mem_cache.clear()
         frontend_cache._memory.clear()
         os.environ["SLANGJIT_CACHE_DIR"] = tempfile.mkdtemp(prefix="sj-mlpb-cache-")

@@ -187,7 +187,11 @@ SHARED_SLOT_BYTES = 99 * 1024
 # dynamic shared memory per group.
 MMA_SLOTS = True
 MMA_SLOT_BYTES = 200 * 1024        # sm_90 allows 227 KB per block; the prelude uses these slots on sm_90+
-MMA_STAGE_BYTES = 2 * 16 * 64      # per tile of 16 slots and warp: two stages of 16 rows of 64 bytes
+MMA_STAGES = 2                     # a turn's stores land in one stage while the step sums the other
+MMA_STAGE_BYTES = 16 * 64          # per tile of 16 slots, warp and stage: 16 rows of 64 bytes
+# Tensor-core-slot kernels ask for this many resident blocks per SM (__launch_bounds__'s second
+# argument; 1: no request).
+MMA_MIN_BLOCKS = 1
 # A coarsened kernel combines its warps' slot sums in shared memory before the atomics (one per block
 # and slot, prelude racc_flush_block) when the warps' address tables and sums fit this many bytes of
 # static shared memory (48 KB is the static limit); otherwise every warp adds its own sums.
@@ -198,10 +202,14 @@ GRID_FLUSH = True
 # Unused-result float Atomic<T>.add calls become InterlockedAdd sites (ir/atomic_adds.py), so coarsened
 # kernels defer them like gradient adds.
 LOWER_ATOMIC_ADDS = True
+# Inline each coarsened kernel's calls (proven slot addresses only) and reuse the values it computes
+# twice (ir/inline_calls.py, ir/value_numbering.py): reverse mode's replays and user derivatives'
+# recomputation, which NVRTC cannot merge (half arithmetic is inline asm).
+FUSE_COARSE = True
 # The switches above, as the front-end cache keys them (frontend_cache.make_key): a program built with
 # any of them changed (benchmarks, tests) is not the default build's.
 SETTINGS = ("MAX_SLOTS", "PROVE_SLOT_ADDRESSES", "SHARED_SLOTS", "SHARED_SLOT_BYTES", "MMA_SLOTS", "MMA_SLOT_BYTES",
-            "MMA_STAGE_BYTES", "BLOCK_FLUSH_BYTES", "GRID_FLUSH", "LOWER_ATOMIC_ADDS")
+            "MMA_STAGES", "MMA_STAGE_BYTES", "MMA_MIN_BLOCKS", "BLOCK_FLUSH_BYTES", "GRID_FLUSH", "LOWER_ATOMIC_ADDS", "FUSE_COARSE")
 DEFAULT_SETTINGS = {k: globals()[k] for k in SETTINGS}
 
 
@@ -279,9 +287,10 @@ def plan_red_adds(entries: list[tuple[ir.Function, tuple[int, int, int]]],
         # The prelude's mode is per translation unit: every coarsened kernel's stages must fit.
         tiles = {id(fn): (-(-plan.coarse[id(fn)] // 16), nx * ny * nz // 32)
                  for fn, (nx, ny, nz), *_ in info if id(fn) in plan.coarse}
-        if all(MMA_STAGE_BYTES * t * w <= MMA_SLOT_BYTES for t, w in tiles.values()):
+        per_tile = MMA_STAGES * MMA_STAGE_BYTES
+        if all(per_tile * t * w <= MMA_SLOT_BYTES for t, w in tiles.values()):
             plan.mma_tiles = {k: t for k, (t, _) in tiles.items()}
-            plan.shared_bytes = {k: MMA_STAGE_BYTES * t * w for k, (t, w) in tiles.items()}
+            plan.shared_bytes = {k: per_tile * t * w for k, (t, w) in tiles.items()}
             return plan
     if SHARED_SLOTS and plan.coarse:
         plan.half_slots = all(i.args[0].type.bits == 16 for _, _, reds, _, _ in info for i in reds if id(i) in sites)
@@ -330,7 +339,7 @@ def coarse_kernel(symbol: str, sname: str, numthreads, ns: int, static_inits: li
     if mma_tiles:
         acc = ["    extern __shared__ __align__(16) unsigned char sj_dyn_smem[];",
                f"    ::sj_cuda::racc_t sj_acc[SJ_RACC_LEN({ns})];   // slots: {ns}",
-               f"    ::sj_cuda::racc_begin(sj_acc, {ns}, sj_dyn_smem + {warp_index} * {MMA_STAGE_BYTES * mma_tiles}u);"]
+               f"    ::sj_cuda::racc_begin(sj_acc, {ns}, sj_dyn_smem + {warp_index} * {MMA_STAGES * MMA_STAGE_BYTES * mma_tiles}u);"]
         step = [f"        ::sj_cuda::racc_step(sj_acc, {ns});"]
         finish = [f"    ::sj_cuda::racc_finish(sj_acc, {ns});"]
     elif shared:
@@ -358,8 +367,9 @@ def coarse_kernel(symbol: str, sname: str, numthreads, ns: int, static_inits: li
     else:
         run = [f"        {call(0)}"]
         state = [f"    // slot addresses checked at every add: {invariant}".replace("*/", "* /")]
+    bounds = f"{nx * ny * nz}, {MMA_MIN_BLOCKS}" if mma_tiles and MMA_MIN_BLOCKS > 1 else f"{nx * ny * nz}"
     return [
-        f'extern "C" __global__ void __launch_bounds__({nx * ny * nz}) {symbol}(const {sname} sj_P, '
+        f'extern "C" __global__ void __launch_bounds__({bounds}) {symbol}(const {sname} sj_P, '
         f"const ::sj_cuda::grid3 sj_G{', unsigned char* const sj_scratch' if grid else ''})",
         "{",
         "    (void)sj_P;",
@@ -391,6 +401,46 @@ def coarse_kernel(symbol: str, sname: str, numthreads, ns: int, static_inits: li
     ]
 
 
+def _proven(plan: RedAddPlan, fn: ir.Function) -> bool:
+    return id(fn) in plan.coarse and plan.invariant.get(id(fn), "no") is None
+
+
+def fuse_coarse_entries(entries: list[tuple[ir.Function, tuple[int, int, int]]], functions: list[ir.Function],
+                        plan: RedAddPlan) -> RedAddPlan:
+    """Inline the calls of coarsened kernels whose slot addresses are proven and reuse what they compute
+    twice (FUSE_COARSE).  Their slot adds are deferred to the kernel's end, so they write nothing a
+    later read sees and do not stop reuse.  The bodies are kept as they were when the kernel would no
+    longer be coarsened the same way."""
+    from ..ir.effects import Effects
+    from ..ir.inline_calls import clone_body, inline_entry
+    from ..ir.value_numbering import reuse_values
+    from ..ir.dead_code import remove_dead_code
+    targets = [fn for fn, _ in entries if _proven(plan, fn)]
+    if not targets:
+        return plan
+    saved = {id(fn): fn.body for fn in targets}
+
+    def same(p: RedAddPlan) -> bool:
+        return all(_proven(p, fn) and p.coarse[id(fn)] == plan.coarse[id(fn)] for fn in targets)
+
+    for fn in targets:
+        fn.body = clone_body(fn)
+        inline_entry(fn, Effects())
+    inlined = plan_red_adds(entries, functions)
+    if same(inlined):
+        for fn in targets:
+            deferred = frozenset(id(n) for n in scan.walk(fn.body)
+                                 if isinstance(n, ir.Intrinsic) and id(n) in inlined.slots.offset)
+            reuse_values(fn, Effects(deferred))
+            remove_dead_code(fn, Effects())
+        final = plan_red_adds(entries, functions)
+        if same(final):
+            return final
+    for fn in targets:
+        fn.body = saved[id(fn)]
+    return plan
+
+
 def emit_program_cuda(functions: list[ir.Function], globals_: list[ir.GlobalVar],
                       entries: list[tuple[ir.Function, tuple[int, int, int]]]):
     from .program import entry_params
@@ -398,6 +448,8 @@ def emit_program_cuda(functions: list[ir.Function], globals_: list[ir.GlobalVar]
     if LOWER_ATOMIC_ADDS:
         lower_atomic_adds(functions)
     plan = plan_red_adds(entries, functions)
+    if FUSE_COARSE:
+        plan = fuse_coarse_entries(entries, functions, plan)
     em = CudaEmitter(plan.slots)
     uniforms = [g for g in globals_ if g.kind == "uniform"]
     others = [g for g in globals_ if g.kind != "uniform"]
@@ -512,6 +564,7 @@ def emit_program_cuda(functions: list[ir.Function], globals_: list[ir.GlobalVar]
         *(["#define SJ_RED_CACHE 1   // block cache for float adds (prelude: red_add_fp)"] if cached else []),
         *([f"#define SJ_RACC_MMA 1   // tensor-core gradient slots (prelude: racc_step)",
            f"#define SJ_RACC_MMA_NT {max(plan.mma_tiles.values())}",
+           f"#define SJ_RACC_MMA_STAGES {MMA_STAGES}",
            f"#define SJ_RACC_MMA_NS {max(plan.coarse[k] for k in plan.mma_tiles)}"] if plan.mma_tiles else []),
         *(["#define SJ_RACC_SHARED 1   // gradient slots in shared memory (prelude: racc_put)"]
           if plan.shared_bytes and not plan.mma_tiles else []),

@@ -1,6 +1,8 @@
 """Assembles one translation unit: prelude, types, globals, functions and entry launchers."""
 from __future__ import annotations
 
+import os
+
 from ..ir import nodes as ir
 from .. import types as T
 from ..reflection import EntryPointInfo, ProgramReflection
@@ -11,12 +13,32 @@ SYSTEM_VALUES = {"sv_dispatchthreadid": "dtid", "sv_groupid": "gid", "sv_groupth
                  "sv_groupindex": "gindex"}
 
 
+# Test switch (SLANGJIT_FUSE_ENTRIES=1, with a fresh SLANGJIT_CACHE_DIR): run the CUDA coarsened kernels'
+# inlining, value reuse and dead-code removal (emit/cuda.py FUSE_COARSE) on every CPU entry point, with
+# no adds deferred, so that the whole CPU suite exercises those passes.
+FUSE_ENTRIES = os.environ.get("SLANGJIT_FUSE_ENTRIES") == "1"
+
+
+def fuse_entries(entries: list[ir.Function]) -> None:
+    from ..ir.effects import Effects
+    from ..ir.inline_calls import clone_body, inline_entry
+    from ..ir.value_numbering import reuse_values
+    from ..ir.dead_code import remove_dead_code
+    for fn in entries:
+        fn.body = clone_body(fn)
+        inline_entry(fn, Effects())
+        reuse_values(fn, Effects())
+        remove_dead_code(fn, Effects())
+
+
 def emit_program(functions: list[ir.Function], globals_: list[ir.GlobalVar],
                  entries: list[tuple[ir.Function, tuple[int, int, int]]], target: str = "cpp",
                  group_barrier: bool = False):
     if target == "cuda":
         from .cuda import emit_program_cuda     # the CUDA flavour (kernel ABI documented there)
         return emit_program_cuda(functions, globals_, entries)
+    if FUSE_ENTRIES:
+        fuse_entries([fn for fn, _ in entries])
     em = CppEmitter(target)
     uniforms = [g for g in globals_ if g.kind == "uniform"]
     others = [g for g in globals_ if g.kind != "uniform"]

@@ -60,6 +60,11 @@ __device__ __forceinline__ void racc_add_key(unsigned long long key, float v) {
 // clobber, as for SJ_RACC_SHARED.
 #define SJ_RACC_LEN(n) 1
 #define SJ_RACC_STAGE_BYTES (SJ_RACC_MMA_NT * 1024u)
+#ifndef SJ_RACC_MMA_STAGES
+#define SJ_RACC_MMA_STAGES 2
+#endif
+// The stage a step sums: the other one with two stages, else the one just written.
+#define SJ_RACC_PREV(cur) (SJ_RACC_MMA_STAGES == 2 ? ((cur) ^ SJ_RACC_STAGE_BYTES) : (cur))
 // Float sites (a kernel may mix them with half ones) keep a float register per slot, f[slot].
 struct racc_t { unsigned stage; unsigned cur; unsigned tok; unsigned off[4]; float d[SJ_RACC_MMA_NT][2];
                 float f[SJ_RACC_MMA_NS]; };
@@ -78,7 +83,7 @@ __device__ __forceinline__ void racc_begin(racc_t* acc, int n, const void* smem)
     for (int t = 0; t < SJ_RACC_MMA_NT; ++t) acc->d[t][0] = acc->d[t][1] = 0.0f;
 #pragma unroll
     for (int k = 0; k < SJ_RACC_MMA_NS; ++k) acc->f[k] = 0.0f;    // only the float sites' stay live
-    racc_clear_stage(acc->stage, 2 * SJ_RACC_MMA_NT);
+    racc_clear_stage(acc->stage, SJ_RACC_MMA_STAGES * SJ_RACC_MMA_NT);
     asm volatile("bar.warp.sync -1;" ::: "memory");
 }
 template <class T> __device__ __forceinline__ void racc_put(racc_t* acc, int slot, T v) {
@@ -117,7 +122,7 @@ __device__ __forceinline__ void racc_mma(racc_t* acc, unsigned buf, int n, unsig
 __device__ __forceinline__ void racc_step(racc_t* acc, int n) {
     unsigned tok;
     asm volatile("{ bar.warp.sync -1; mov.b32 %0, %1; }" : "=r"(tok) : "r"(acc->tok) : "memory");
-    const unsigned prev = acc->cur ^ SJ_RACC_STAGE_BYTES;
+    const unsigned prev = SJ_RACC_PREV(acc->cur);
     racc_mma(acc, prev, n, tok);
     asm volatile("bar.warp.sync -1;" ::: "memory");        // every lane has read the stage
     racc_clear_stage(acc->stage + prev, (n + 15) / 16);
@@ -128,7 +133,7 @@ __device__ __forceinline__ void racc_step(racc_t* acc, int n) {
 __device__ __forceinline__ void racc_finish(racc_t* acc, int n) {
     unsigned tok;
     asm volatile("{ bar.warp.sync -1; mov.b32 %0, %1; }" : "=r"(tok) : "r"(acc->tok) : "memory");
-    racc_mma(acc, acc->cur ^ SJ_RACC_STAGE_BYTES, n, tok);
+    racc_mma(acc, SJ_RACC_PREV(acc->cur), n, tok);
 }
 #elif SJ_RACC_SHARED
 // Slots in shared memory (emit/cuda.py SHARED_SLOTS): per warp [slot][lane], a lane's slot k at
