@@ -11,6 +11,8 @@ emitter's settings):
                  stage in shared memory, one mma per 16 slots sums a turn's 32 lanes; at the end the
                  block's warps sum each slot in shared memory, each block writes its sums to the runtime's
                  scratch buffer and the last block adds each slot's total (one atomic per slot)
+  not fused      the kernel's calls not inlined, nothing reused (emit/cuda.py FUSE_COARSE off): reverse mode's
+                 replays, evalBwd's recomputation and the loss monitor's loss() evaluate the layers again
   block flush    float register slots, one atomic per block and slot (GRID_FLUSH off; the next row drops
                  those atomics)
   per-warp flush float register slots, one atomic per warp and slot (session 4's design)
@@ -30,6 +32,12 @@ emitter's settings):
   one accumulator
                  every gradient add into one register: the arithmetic stays, the slots go (with the loss
                  monitor's second loss(), wave reductions and atomics dropped as well in the next row)
+  hand-fused learnGradient (source edit)
+                 the seed's learnGradient rewritten by hand to evaluate the network once
+                 (benchmarks/data/mlp_fused_learn.slang): what the fusion passes aim at
+  one tensor-core stage (, 2 blocks/SM)
+                 MMA_STAGES = 1: each step sums the stage just written (half the dynamic shared memory);
+                 with MMA_MIN_BLOCKS = 2 two blocks fit an SM (at most 128 registers per thread)
   adds dropped   every gradient add removed behind a branch that is never taken (NVRTC then reloads the
                  parameters after each: 78 registers)
 Every timed learnGradient is followed by adjustParameters at learning rate 0 (clears the gradients, keeps
@@ -126,6 +134,7 @@ def _no_monitor(s: str) -> str:
 
 VARIANTS = {
     "as built": (lambda s: s, {}),
+    "not fused": (lambda s: s, {"FUSE_COARSE": False}),
     "block flush": (lambda s: s, {"GRID_FLUSH": False, "MMA_SLOTS": False}),
     "block flush, atomics dropped (no gradients)": (_no_flush_atomics, {"GRID_FLUSH": False, "MMA_SLOTS": False}),
     "per-warp flush": (lambda s: s, {"BLOCK_FLUSH_BYTES": 0, "MMA_SLOTS": False}),
@@ -142,10 +151,8 @@ VARIANTS = {
     "one accumulator, no loss monitor": (lambda s: _no_monitor(_one_sum(s)), {"MMA_SLOTS": False,
                                                                                "LOWER_ATOMIC_ADDS": False}),
     "hand-fused learnGradient (source edit)": (lambda s: s, {"SOURCE": fused_source}),
-    "hand-fused, one stage": (lambda s: s, {"SOURCE": fused_source, "MMA_STAGES": 1}),
-    "hand-fused, one stage, 2 blocks/SM": (lambda s: s, {"SOURCE": fused_source, "MMA_STAGES": 1,
-                                                         "MMA_MIN_BLOCKS": 2}),
-    "one stage, 2 blocks/SM": (lambda s: s, {"MMA_STAGES": 1, "MMA_MIN_BLOCKS": 2}),
+    "one tensor-core stage": (lambda s: s, {"MMA_STAGES": 1}),
+    "one tensor-core stage, 2 blocks/SM": (lambda s: s, {"MMA_STAGES": 1, "MMA_MIN_BLOCKS": 2}),
     "adds dropped": (lambda s: s.replace(_RED, _RED + _DROP).replace(_RACC, _RACC + _DROP), {"MMA_SLOTS": False}),
 }
 
@@ -170,7 +177,8 @@ def main():
     from slangjit.compiler import frontend_cache
     defaults = {k: getattr(emit_cuda, k) for k in ("MAX_SLOTS", "PROVE_SLOT_ADDRESSES", "SHARED_SLOTS",
                                                    "BLOCK_FLUSH_BYTES", "MMA_SLOTS", "GRID_FLUSH",
-                                                   "LOWER_ATOMIC_ADDS", "MMA_STAGES", "MMA_MIN_BLOCKS")}
+                                                   "LOWER_ATOMIC_ADDS", "MMA_STAGES", "MMA_MIN_BLOCKS",
+                                                   "FUSE_COARSE")}
     wanted = [w.strip() for w in args.only.split(";") if w.strip()]
     for name, (edit, settings) in VARIANTS.items():
         if wanted and name not in wanted and name != "as built":
