@@ -51,6 +51,11 @@ def cuStreamCreate(flags): return _ok("cuStreamCreate", CUstream(7))
 def cuModuleGetGlobal(module, name): return _ok("cuModuleGetGlobal", 0x1000, 8, args=(name,))
 def cuModuleGetFunction(module, name): return _ok("cuModuleGetFunction", object(), args=(name,))
 def cuEventCreate(flags): return _ok("cuEventCreate", object())
+def cuFuncSetAttribute(fn, attr, value): return _ok("cuFuncSetAttribute", args=(attr, value))
+
+
+class CUfunction_attribute(enum.IntEnum):
+    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 
 
 def cuModuleLoadData(image):

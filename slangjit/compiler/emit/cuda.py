@@ -433,9 +433,9 @@ def fuse_coarse_entries(entries: list[tuple[ir.Function, tuple[int, int, int]]],
                                  if isinstance(n, ir.Intrinsic) and id(n) in inlined.slots.offset)
             reuse_values(fn, Effects(deferred))
             remove_dead_code(fn, Effects())
-        final = plan_red_adds(entries, functions)
-        if same(final):
-            return final
+        # Reuse and dead-code removal leave the sites, their loops and their addresses as they are,
+        # and only take memory reads away: the plan of the inlined kernels stands.
+        return inlined
     for fn in targets:
         fn.body = saved[id(fn)]
     return plan

@@ -9,6 +9,19 @@ from typing import Iterator
 from . import nodes as ir
 
 
+_CHILD_FIELDS: dict = {}
+
+
+def _child_fields(cls) -> tuple:
+    """The fields of a node class that may hold child nodes (None: not a node class)."""
+    f = _CHILD_FIELDS.get(cls, False)
+    if f is False:
+        f = (tuple(x.name for x in dataclasses.fields(cls) if x.name not in ("type", "loc", "func", "var"))
+             if dataclasses.is_dataclass(cls) else None)
+        _CHILD_FIELDS[cls] = f
+    return f
+
+
 def walk(node) -> Iterator:
     """Every IR node (expressions, statements, switch cases) below `node`, `node` included."""
     stack = [node]
@@ -17,14 +30,13 @@ def walk(node) -> Iterator:
         if isinstance(n, list):
             stack.extend(n)
             continue
-        if not dataclasses.is_dataclass(n):
+        names = _child_fields(type(n))
+        if names is None:
             continue
         yield n
-        for f in dataclasses.fields(n):
-            if f.name in ("type", "loc", "func", "var"):
-                continue
-            v = getattr(n, f.name)
-            if isinstance(v, list) or dataclasses.is_dataclass(v):
+        for name in names:
+            v = getattr(n, name)
+            if isinstance(v, list) or _child_fields(type(v)) is not None:
                 stack.append(v)
 
 
