@@ -165,13 +165,12 @@ def test_wave_and_atomic_intrinsics_are_never_reused():
     assert not effect_intrinsic(ir.Intrinsic(T.FLOAT, "sj::sin", [x]))
 
 
-def test_mlp_gradients_bitwise_equal_fused_on_cpu(monkeypatch, tmp_path):
-    """The MLP's learnGradient on the CPU, fused and not: the same gradients and losses bit for bit
-    (the same operations in the same order, only not repeated)."""
+def _mlp_grads_fused_and_not(monkeypatch, tmp_path, module, switch: str, device_type: str, B: int, seed: int):
+    """The MLP's gradient buffer (half bits) after one learnGradient over B samples, with `module.switch`
+    off and on (fresh caches for each)."""
     import sys
     import slangjit as spy
     from slangjit.compiler import frontend_cache
-    from slangjit.compiler.emit import program
     sys.path.insert(0, os.path.join(ROOT, "examples", "mlp_training"))
     try:
         import train as T
@@ -180,54 +179,42 @@ def test_mlp_gradients_bitwise_equal_fused_on_cpu(monkeypatch, tmp_path):
     path = tmp_path / "mlp_native.slang"
     path.write_text(_mlp_native_add())
     monkeypatch.setattr(T, "SHADER", str(path))
+    xy = np.random.default_rng(seed).uniform(-1, 1, (B, 2)).astype(np.float32)
     results = []
-    for fuse in (False, True):
-        monkeypatch.setattr(program, "FUSE_ENTRIES", fuse)
-        monkeypatch.setenv("SLANGJIT_CACHE_DIR", str(tmp_path / f"cache{fuse}"))
+    try:
+        for fuse in (False, True):
+            monkeypatch.setattr(module, switch, fuse)
+            monkeypatch.setenv("SLANGJIT_CACHE_DIR", str(tmp_path / f"cache{fuse}"))
+            frontend_cache._memory.clear()
+            dev = spy.create_device(type=getattr(spy.DeviceType, device_type))
+            if device_type == "cuda":
+                dev._ctx.modules.clear()        # loaded modules are cached per context by source hash
+            tr = T.MLPTrainer(dev, T.init_parameters(seed), B, max_steps=1)
+            assert device_type != "cuda" or tr.learn.entry.grid_stride
+            tr.set_inputs(xy)
+            tr.learn_gradient(0, B)
+            results.append(tr.read_grads().view(np.uint16).copy())
+    finally:
         frontend_cache._memory.clear()
-        dev = spy.create_device(type=spy.DeviceType.cpu)
-        params = T.init_parameters(5)
-        tr = T.MLPTrainer(dev, params, 256, max_steps=1)
-        tr.set_inputs(np.random.default_rng(5).uniform(-1, 1, (256, 2)).astype(np.float32))
-        tr.learn_gradient(0, 256)
-        results.append(tr.read_grads().view(np.uint16).copy())
-    frontend_cache._memory.clear()
-    np.testing.assert_array_equal(results[0], results[1])
-    assert np.any(results[0] != 0)
+    return results
+
+
+def test_mlp_gradients_bitwise_equal_fused_on_cpu(monkeypatch, tmp_path):
+    """The MLP's learnGradient on the CPU, fused and not: the same gradients bit for bit (the same
+    operations in the same order, only not repeated)."""
+    from slangjit.compiler.emit import program
+    off, on = _mlp_grads_fused_and_not(monkeypatch, tmp_path, program, "FUSE_ENTRIES", "cpu", 256, 5)
+    np.testing.assert_array_equal(off, on)
+    assert np.any(off != 0)
 
 
 # ----------------------------------------------------------------------------------------- GPU
 
 def test_fused_mlp_gradients_equal_unfused_on_gpu(monkeypatch, tmp_path):
-    import sys
-    import slangjit as spy
     from slangjit.runtime import cuda as sj_cuda
     if not sj_cuda.is_available():
         pytest.skip("no usable CUDA GPU")
-    from slangjit.compiler import frontend_cache
     from slangjit.compiler.emit import cuda as emit_cuda
-    sys.path.insert(0, os.path.join(ROOT, "examples", "mlp_training"))
-    try:
-        import train as T
-    finally:
-        sys.path.pop(0)
-    path = tmp_path / "mlp_native.slang"
-    path.write_text(_mlp_native_add())
-    monkeypatch.setattr(T, "SHADER", str(path))
-    B = 1 << 15
-    xy = np.random.default_rng(7).uniform(-1, 1, (B, 2)).astype(np.float32)
-    results = []
-    for fuse in (False, True):
-        monkeypatch.setattr(emit_cuda, "FUSE_COARSE", fuse)
-        monkeypatch.setenv("SLANGJIT_CACHE_DIR", str(tmp_path / f"cache{fuse}"))
-        frontend_cache._memory.clear()
-        dev = spy.create_device(type=spy.DeviceType.cuda)
-        dev._ctx.modules.clear()
-        tr = T.MLPTrainer(dev, T.init_parameters(7), B, max_steps=1)
-        assert tr.learn.entry.grid_stride
-        tr.set_inputs(xy)
-        tr.learn_gradient(0, B)
-        results.append(tr.read_grads().view(np.uint16).copy())
-    frontend_cache._memory.clear()
-    np.testing.assert_array_equal(results[0], results[1])
-    assert np.any(results[0] != 0)
+    off, on = _mlp_grads_fused_and_not(monkeypatch, tmp_path, emit_cuda, "FUSE_COARSE", "cuda", 1 << 15, 7)
+    np.testing.assert_array_equal(off, on)
+    assert np.any(off != 0)

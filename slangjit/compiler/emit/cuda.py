@@ -411,10 +411,7 @@ def fuse_coarse_entries(entries: list[tuple[ir.Function, tuple[int, int, int]]],
     twice (FUSE_COARSE).  Their slot adds are deferred to the kernel's end, so they write nothing a
     later read sees and do not stop reuse.  The bodies are kept as they were when the kernel would no
     longer be coarsened the same way."""
-    from ..ir.effects import Effects
-    from ..ir.inline_calls import clone_body, inline_entry
-    from ..ir.value_numbering import reuse_values
-    from ..ir.dead_code import remove_dead_code
+    from ..ir.fusion import inline_copy, reuse_and_prune
     targets = [fn for fn, _ in entries if _proven(plan, fn)]
     if not targets:
         return plan
@@ -424,15 +421,13 @@ def fuse_coarse_entries(entries: list[tuple[ir.Function, tuple[int, int, int]]],
         return all(_proven(p, fn) and p.coarse[id(fn)] == plan.coarse[id(fn)] for fn in targets)
 
     for fn in targets:
-        fn.body = clone_body(fn)
-        inline_entry(fn, Effects())
+        inline_copy(fn)
     inlined = plan_red_adds(entries, functions)
     if same(inlined):
         for fn in targets:
             deferred = frozenset(id(n) for n in scan.walk(fn.body)
                                  if isinstance(n, ir.Intrinsic) and id(n) in inlined.slots.offset)
-            reuse_values(fn, Effects(deferred))
-            remove_dead_code(fn, Effects())
+            reuse_and_prune(fn, deferred)
         # Reuse and dead-code removal leave the sites, their loops and their addresses as they are,
         # and only take memory reads away: the plan of the inlined kernels stands.
         return inlined

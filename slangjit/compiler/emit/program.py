@@ -20,15 +20,10 @@ FUSE_ENTRIES = os.environ.get("SLANGJIT_FUSE_ENTRIES") == "1"
 
 
 def fuse_entries(entries: list[ir.Function]) -> None:
-    from ..ir.effects import Effects
-    from ..ir.inline_calls import clone_body, inline_entry
-    from ..ir.value_numbering import reuse_values
-    from ..ir.dead_code import remove_dead_code
+    from ..ir.fusion import inline_copy, reuse_and_prune
     for fn in entries:
-        fn.body = clone_body(fn)
-        inline_entry(fn, Effects())
-        reuse_values(fn, Effects())
-        remove_dead_code(fn, Effects())
+        inline_copy(fn)
+        reuse_and_prune(fn)
 
 
 def emit_program(functions: list[ir.Function], globals_: list[ir.GlobalVar],

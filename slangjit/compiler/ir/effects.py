@@ -65,7 +65,7 @@ class Effects:
         ok = (fn.body is not None and fn.intrinsic is None and fn.ret != T.VOID
               and all(p.direction == "in" for p in fn.params)
               and not any(isinstance(n, ir.Discard) for n in scan.walk(fn.body))
-              and not self._stmt_writes_memory(fn.body))
+              and not self.expr_effects(fn.body, set()))
         self._readonly[k] = ok
         return ok
 
@@ -109,9 +109,6 @@ class Effects:
             elif isinstance(n, (ir.AddressOf, ir.StmtExpr, ir.Discard)) or not _known(n):
                 mem = True
         return mem
-
-    def _stmt_writes_memory(self, s) -> bool:
-        return self.expr_effects(s, set())
 
 
 def _known(n) -> bool:

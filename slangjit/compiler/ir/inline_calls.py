@@ -36,6 +36,7 @@ class Inliner:
     def __init__(self, effects: Effects):
         self.fx = effects
         self._shape: dict[int, bool] = {}
+        self._size: dict[int, int] = {}
         self.budget = MAX_NODES
         self.inlined = 0
 
@@ -66,7 +67,9 @@ class Inliner:
         for p, a in zip(fn.params, call.args):
             if p.direction != "in" and not _stable_lvalue(a):
                 return False
-        size = sum(1 for _ in scan.walk(fn.body))
+        size = self._size.get(id(fn))
+        if size is None:
+            size = self._size[id(fn)] = sum(1 for _ in scan.walk(fn.body))
         if size > self.budget:
             return False
         self.budget -= size
