@@ -21,6 +21,18 @@ emitter's settings):
                  the loss monitor's lossSum.add stays an atomic per warp and turn (LOWER_ATOMIC_ADDS off)
   tensor-core slots, stage stores dropped / mma steps dropped
                  (timing only) each half of the tensor-core slots' work without the other
+  stage cleared after every step
+                 SKIP_COVERED_CLEARS off: the step clears the stage it summed (before session 7; the MLP's
+                 finished logical threads write every slot, ir/slot_coverage.py, so the default skips it)
+  loss max dropped / parameter loads dropped
+                 (timing only) the loss monitor's lossBuffer.max; the layers' parameter loads (replaced by
+                 arithmetic on the pointer)
+  outer products as factor stores
+                 (timing only) M + N stores per outer-product site instead of M x N products (what a
+                 factored tensor-core accumulation would leave, less its extra mma steps)
+  grid flush dropped / bodies dropped
+                 (timing only) the kernel's end without the grid flush; every logical thread returning at once
+                 (the group loop, tensor-core steps and flushes are what is left)
   checked adds   the proof turned off: every add checks its address against the warp's slot table
   registers, half2
                  two slots per __half2 register (half-precision sums per thread)
@@ -35,9 +47,10 @@ emitter's settings):
   hand-fused learnGradient (source edit)
                  the seed's learnGradient rewritten by hand to evaluate the network once
                  (benchmarks/data/mlp_fused_learn.slang): what the fusion passes aim at
-  one tensor-core stage (, 2 blocks/SM)
-                 MMA_STAGES = 1: each step sums the stage just written (half the dynamic shared memory);
-                 with MMA_MIN_BLOCKS = 2 two blocks fit an SM (at most 128 registers per thread)
+  two tensor-core stages / one tensor-core stage, 2 blocks/SM
+                 MMA_STAGES = 2 (the default until session 7): a step sums the stage of the turn before
+                 (twice the dynamic shared memory); MMA_MIN_BLOCKS = 2 asks for two blocks per SM (at most
+                 128 registers per thread)
   adds dropped   every gradient add removed behind a branch that is never taken (NVRTC then reloads the
                  parameters after each: 78 registers)
 Every timed learnGradient is followed by adjustParameters at learning rate 0 (clears the gradients, keeps
@@ -105,6 +118,55 @@ def _mma_no_step(s: str) -> str:
 
 
 
+def _no_loss_max(s: str) -> str:
+    """(Timing only.) The loss monitor's same-address lossBuffer.max dropped (the wave reductions stay)."""
+    s2 = re.sub(r"\n\s*\(\(\*lossBuffer_\d+\)\)\.max\(.*?;\n", "\n", s, count=1)
+    assert s2 != s
+    return s2
+
+
+def _no_param_loads(s: str) -> str:
+    """(Timing only: wrong values.) Every parameter load of the layers replaced by arithmetic on the pointer
+    (uniform, no memory access): what the loads cost."""
+    s2, n = re.subn(r"\b((?:matrix|bias)_\d+)\[(.*?)\]([ )])",
+                    r"__ushort_as_half((unsigned short)(0x2000u + (((unsigned)(size_t)\1 >> 4) & 0x3ffu) + unsigned(\2)))\3",
+                    s)
+    assert n >= 4, n
+    return s2
+
+
+def _no_grid_flush(s: str) -> str:
+    """(Timing only: no gradients.) The kernel ends without the grid flush (block sums, last block's adds)."""
+    s2 = re.sub(r"\n    ::sj_cuda::racc_flush_grid\(.*?;\n", "\n", s, count=1)
+    assert s2 != s
+    return s2
+
+
+def _no_body(s: str) -> str:
+    """(Timing only: no gradients.) Every logical thread returns at once: what is left is the group loop,
+    the per-turn tensor-core steps and the flushes."""
+    s2 = re.sub(r"(\n(static __device__ __forceinline__ )?void learnGradient_\d+\([^)]*\)\n\{\n)",
+                r"\1    if (sj_mode != 12345) return;\n", s, count=1)
+    assert s2 != s
+    return s2
+
+
+def _factor_stores(s: str) -> str:
+    """(Timing only: wrong sums.) Each outer-product site (slot = i * N + j, value = a[i] * b[j]) stores
+    a[i] once per i and b[j] once per j instead of M x N products: the stores and multiplies a factored
+    tensor-core accumulation would leave (its extra mma steps are not added)."""
+    pat = re.compile(r"(sj::half (value_\d+) = )\((\w+\.data\[(i_\d+)\]) \* (\w+\.data\[(j_\d+)\])\);"
+                     r"(\n\s*)(::sj_cuda::racc_add\()")
+    s2, n = pat.subn(lambda m: f"{m[1]}({m[6]} == 0 ? {m[3]} : {m[5]});{m[7]}if (sj_mode != 2 || {m[6]} == 0 || "
+                               f"{m[4]} == 0) {m[8]}", s)
+    assert n == 2, n
+    return s2
+
+
+def _levers(s: str) -> str:
+    return _no_param_loads(_no_loss_max(s))
+
+
 _BLOCK_ADD = "        if (key != 0ull) racc_add_key(key, s);"
 
 
@@ -142,6 +204,13 @@ VARIANTS = {
     "loss sum not deferred": (lambda s: s, {"LOWER_ATOMIC_ADDS": False}),
     "tensor-core slots, stage stores dropped": (_mma_one_sum, {}),
     "tensor-core slots, mma steps dropped": (_mma_no_step, {}),
+    "stage cleared after every step": (lambda s: s, {"SKIP_COVERED_CLEARS": False}),
+    "loss max dropped": (_no_loss_max, {}),
+    "parameter loads dropped": (_no_param_loads, {}),
+    "loss max and parameter loads dropped": (_levers, {}),
+    "grid flush dropped": (_no_grid_flush, {}),
+    "outer products as factor stores": (_factor_stores, {}),
+    "bodies dropped": (_no_body, {}),
     "checked adds": (lambda s: s, {"PROVE_SLOT_ADDRESSES": False, "MMA_SLOTS": False}),
     "registers, half2": (lambda s: _HALF + s, {"MMA_SLOTS": False}),
     "shared-memory slots": (lambda s: s, {"SHARED_SLOTS": True, "MMA_SLOTS": False}),
@@ -151,8 +220,8 @@ VARIANTS = {
     "one accumulator, no loss monitor": (lambda s: _no_monitor(_one_sum(s)), {"MMA_SLOTS": False,
                                                                                "LOWER_ATOMIC_ADDS": False}),
     "hand-fused learnGradient (source edit)": (lambda s: s, {"SOURCE": fused_source}),
-    "one tensor-core stage": (lambda s: s, {"MMA_STAGES": 1}),
-    "one tensor-core stage, 2 blocks/SM": (lambda s: s, {"MMA_STAGES": 1, "MMA_MIN_BLOCKS": 2}),
+    "two tensor-core stages": (lambda s: s, {"MMA_STAGES": 2}),
+    "one tensor-core stage, 2 blocks/SM": (lambda s: s, {"MMA_MIN_BLOCKS": 2}),
     "adds dropped": (lambda s: s.replace(_RED, _RED + _DROP).replace(_RACC, _RACC + _DROP), {"MMA_SLOTS": False}),
 }
 
@@ -177,7 +246,7 @@ def main():
     from slangjit.compiler import frontend_cache
     defaults = {k: getattr(emit_cuda, k) for k in ("MAX_SLOTS", "PROVE_SLOT_ADDRESSES", "SHARED_SLOTS",
                                                    "BLOCK_FLUSH_BYTES", "MMA_SLOTS", "GRID_FLUSH",
-                                                   "LOWER_ATOMIC_ADDS", "MMA_STAGES", "MMA_MIN_BLOCKS",
+                                                   "LOWER_ATOMIC_ADDS", "MMA_STAGES", "MMA_MIN_BLOCKS", "SKIP_COVERED_CLEARS",
                                                    "FUSE_COARSE")}
     wanted = [w.strip() for w in args.only.split(";") if w.strip()]
     for name, (edit, settings) in VARIANTS.items():

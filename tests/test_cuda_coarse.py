@@ -242,12 +242,13 @@ def test_mlp_learn_gradient_is_coarsened_with_one_slot_per_parameter():
 
 
 def test_mlp_tensor_core_slots(mma_slots):
-    """With MMA_SLOTS every site is half: two stages of 10 tiles x 16 slots x 64 bytes per warp."""
+    """With MMA_SLOTS every site is half: MMA_STAGES stages of 10 tiles x 16 slots x 64 bytes per warp."""
     prog = compile_program([SourceSpec(text=_mlp_native_add(), name="mlp.slang")], ["learnGradient"], target="cuda")
     assert "#define SJ_RACC_MMA 1" in prog.source and "#define SJ_RACC_MMA_NT 10" in prog.source
     assert "#define SJ_RACC_MMA_NS 149" in prog.source
     ep = prog.reflection.entry_points["learnGradient"]
-    assert (ep.dynamic_shared, ep.dynamic_shared_arch) == (8 * 10 * 2 * 16 * 64, 90)
+    from slangjit.compiler.emit import cuda as emit_cuda
+    assert (ep.dynamic_shared, ep.dynamic_shared_arch) == (8 * 10 * emit_cuda.MMA_STAGES * 16 * 64, 90)
     ptx = _nvrtc_ptx(prog.source)
     assert b".entry sj_entry_learnGradient" in ptx and b"mma.sync.aligned.m16n8k16" in ptx and b"ldmatrix" in ptx
 
@@ -277,9 +278,10 @@ MIXED_SLOTS_KERNEL = HALF_SLOTS_KERNEL.replace(
 
 def test_tensor_core_slots_take_the_half_sites(mma_slots):
     """Half sites get tensor-core slots; a float site in the same kernel keeps a float register."""
+    from slangjit.compiler.emit import cuda as emit_cuda
     prog = _cuda(HALF_SLOTS_KERNEL)
     assert _slots(prog) == 21 and "#define SJ_RACC_MMA_NT 2" in prog.source
-    assert prog.reflection.entry_points["computeMain"].dynamic_shared == 2 * 2 * 2 * 16 * 64
+    assert prog.reflection.entry_points["computeMain"].dynamic_shared == 2 * 2 * emit_cuda.MMA_STAGES * 16 * 64
     prog = _cuda(MIXED_SLOTS_KERNEL)
     assert _slots(prog) == 22 and "#define SJ_RACC_MMA_NS 22" in prog.source
     assert b"mma.sync.aligned.m16n8k16" in _nvrtc_ptx(prog.source)
@@ -287,6 +289,62 @@ def test_tensor_core_slots_take_the_half_sites(mma_slots):
     prog = _cuda(floats)
     assert _slots(prog) == 1 and "#define SJ_RACC_MMA 1" not in prog.source     # no half site: float registers
     assert prog.reflection.entry_points["computeMain"].dynamic_shared == 0
+
+
+# Every lane that gets past the early return writes every half slot (the float site under an `if` is a
+# register slot): the stage is not cleared after each step (ir/slot_coverage.py).
+COVERED_KERNEL = r"""
+[numthreads(64, 1, 1)]
+void computeMain(uint3 t : SV_DispatchThreadID, uniform half* g, uniform float* f, uniform uint n, uniform half v)
+{
+    if (t.x >= n)
+        return;                          // before the first slot: the lane zeros its column
+    half w = half(float(t.x % 3)) * v;   // 0, v, 2v
+    [ForceUnroll]
+    for (int i = 0; i < 20; i++)
+        InterlockedAdd(g[i], i % 2 == 0 ? w : v);
+    InterlockedAdd(g[20], v + v);
+    if (t.x % 5 == 0)
+        InterlockedAdd(f[0], 1.0);
+}
+"""
+
+NOT_COVERED = {
+    "half site under if": HALF_SLOTS_KERNEL,
+    "return after a site": COVERED_KERNEL.replace("    InterlockedAdd(g[20], v + v);",
+                                                  "    if (t.x == 7) return;\n    InterlockedAdd(g[20], v + v);"),
+    "call under if": "void addTwice(half* g, half v) { InterlockedAdd(g[20], v); InterlockedAdd(g[21], v); }\n" +
+                     COVERED_KERNEL.replace("    InterlockedAdd(g[20], v + v);", "    if (t.x % 2 == 0) addTwice(g, v);"),
+    "callee returns early": "void addTwice(half* g, half v) { InterlockedAdd(g[20], v); if (v > half(1.0)) return; "
+                            "InterlockedAdd(g[21], v); }\n" +
+                            COVERED_KERNEL.replace("    InterlockedAdd(g[20], v + v);", "    addTwice(g, v);"),
+    "site under ?:": COVERED_KERNEL.replace("    InterlockedAdd(g[20], v + v);",
+                                            "    float q = t.x == 3 ? 1.0 : (InterlockedAdd(g[20], v), 2.0);"),
+}
+
+
+def test_covered_kernel_skips_the_stage_clear(mma_slots):
+    """Every finished logical thread writes every half slot: no clear after the step, and the early
+    return zeros the lane's column; kernels where a slot may be skipped keep the clear."""
+    prog = _cuda(COVERED_KERNEL)
+    assert _slots(prog) == 22
+    assert "::sj_cuda::racc_step(sj_acc, 22, false);" in prog.source
+    assert prog.source.count("::sj_cuda::racc_abandon(sj_acc, 22);") == 1
+    assert b"mma.sync.aligned.m16n8k16" in _nvrtc_ptx(prog.source)
+    called = _cuda("void addTwice(half* g, half v) { InterlockedAdd(g[20], v); InterlockedAdd(g[21], v); }\n" +
+                   COVERED_KERNEL.replace("    InterlockedAdd(g[20], v + v);", "    addTwice(g, v);"))
+    assert "::sj_cuda::racc_step(sj_acc, 23, false);" in called.source      # a covering callee, called always
+    mlp = compile_program([SourceSpec(text=_mlp_native_add(), name="mlp.slang")], ["learnGradient"], target="cuda")
+    assert "::sj_cuda::racc_step(sj_acc, 149, false);" in mlp.source
+
+
+@pytest.mark.parametrize("case", list(NOT_COVERED))
+def test_kernels_that_may_skip_a_slot_clear_the_stage(mma_slots, case):
+    prog = _cuda(NOT_COVERED[case])
+    assert _slots(prog) and "#define SJ_RACC_MMA 1" in prog.source
+    assert re.search(r"::sj_cuda::racc_step\(sj_acc, \d+\);", prog.source)
+    assert "racc_abandon(sj_acc" not in prog.source
+    assert b".entry" in _nvrtc_ptx(prog.source)
 
 
 # ----------------------------------------------------------------------------------------- GPU
@@ -518,6 +576,30 @@ def test_tensor_core_slots_sum_every_lane(dev, mma_slots, tmp_path, n, every, v)
     # Every partial total is on the half grid (multiples of v below 2048 v): exact.  (The MLP gradient
     # tests cover every lane adding at 2^15 samples.)
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("n", [1000 + 7, 64 * 1000 + 33, 1 << 20])
+def test_covered_kernel_sums_exact(dev, mma_slots, tmp_path, n):
+    """A kernel whose stage is never cleared (COVERED_KERNEL): partial warps whose lanes return early
+    (their columns zeroed), many turns per warp, exact against numpy; twice in a row."""
+    import slangjit as spy
+    k = _run(dev, tmp_path, COVERED_KERNEL)
+    assert "racc_abandon(sj_acc" in k.compiled.source
+    UA = spy.BufferUsage.unordered_access | spy.BufferUsage.shader_resource
+    v = 2.0 ** -12
+    t = np.arange(n)
+    want = np.zeros(32)
+    want[0:20:2] = float((t % 3).sum()) * v
+    want[1:20:2] = n * v
+    want[20] = 2 * n * v
+    for _ in range(2):
+        g = dev.create_buffer(size=64, usage=UA, data=np.zeros(32, np.float16))
+        f = dev.create_buffer(size=4, usage=UA, data=np.zeros(1, np.float32))
+        k.dispatch([n + 50, 1, 1], g=g.device_address, f=f.device_address, n=n, v=v)
+        got = g.to_numpy().view(np.float16)[:32].astype(np.float64)
+        # Tensor-core sums are float; the buffer is half: one rounding of each total to half.
+        np.testing.assert_allclose(got, want.astype(np.float16).astype(np.float64), rtol=0, atol=0)
+        assert f.to_numpy().view(np.float32)[0] == len(range(0, n, 5))
 
 
 def test_grid_flush_repeated_launches_exact(dev, tmp_path):

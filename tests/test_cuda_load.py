@@ -65,6 +65,23 @@ def test_key_covers_source_arch_and_options():
     assert k != cc.cache_key(src, "sm_90", cc.default_options("sm_90") + ["--fmad=false"])
 
 
+def test_cached_program_carries_its_source_digest(tmp_path, monkeypatch):
+    """A warm start keys the cubin lookup by the digest stored with the cached program: it must be the
+    source's sha256, survive the front-end cache's disk round trip, and give the same key as hashing."""
+    import hashlib
+    from slangjit.compiler import frontend_cache
+    monkeypatch.setenv("SLANGJIT_CACHE_DIR", str(tmp_path))
+    frontend_cache.clear_memory_cache()
+    cold = compile_program([SourceSpec(text=KERNEL, name="digest")], ["computeMain"], target="cuda")
+    frontend_cache.clear_memory_cache()
+    warm = compile_program([SourceSpec(text=KERNEL, name="digest")], ["computeMain"], target="cuda")
+    assert warm.frontend_cache == "disk"
+    want = hashlib.sha256(cold.source.encode()).digest()
+    assert warm.__dict__.get("_source_sha256") == want        # stored, not recomputed
+    opts = cc.default_options("sm_90")
+    assert cc.cache_key(warm.source, "sm_90", opts, warm.source_sha256()) == cc.cache_key(cold.source, "sm_90", opts)
+
+
 def test_fmad_env_changes_the_key(monkeypatch):
     src = _source("fmad")
     a = cc.cache_key(src, "sm_90", cc.default_options("sm_90"))

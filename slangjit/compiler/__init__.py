@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from . import ast
+from . import frontend_cache   # every program load goes through it: imported with the compiler, not by the first load
 from .source import CompileError, Diagnostic, Loc, NO_LOC, error
 from .reflection import CompiledProgram
 
@@ -29,8 +30,7 @@ class SourceSpec:
 
 def _parse(text: str, path: str, include_paths, defines):
     from .parser import parse_module
-    from .frontend_cache import active_deps      # front-end cache: record the files this compile reads
-    deps = active_deps()
+    deps = frontend_cache.active_deps()        # front-end cache: record the files this compile reads
     if deps is not None and os.path.isfile(path):
         deps.append(path)
     return parse_module(text, path, list(include_paths), defines, deps=deps)
@@ -72,8 +72,7 @@ def compile_program(sources: Sequence[SourceSpec], entry_points: Sequence[str], 
                     include_paths: Sequence[str] = (), compiler_args: Sequence[str] = (),
                     type_conformances: Sequence = ()) -> CompiledProgram:
     # ---- front-end cache hook (frontend_cache.py): memory + disk, validated against imports/#includes ----
-    from .frontend_cache import cached_compile
-    return cached_compile(_compile_program_uncached, list(sources), list(entry_points), target=target,
+    return frontend_cache.cached_compile(_compile_program_uncached, list(sources), list(entry_points), target=target,
                           include_paths=include_paths, compiler_args=compiler_args,
                           type_conformances=type_conformances)
     # ---- end of front-end cache hook ----
@@ -225,6 +224,8 @@ def _compile(sources: Sequence[SourceSpec], entry_points: Sequence[str], *, targ
     timings["emit"] = time.perf_counter() - t3
     prog = CompiledProgram(src, target, refl, timings)
     prog.warnings = checker.warnings
+    if target == "cuda":
+        prog.source_sha256()            # stored with the front-end cache entry: the cubin cache key's input
     return prog
 
 

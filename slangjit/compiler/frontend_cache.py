@@ -13,7 +13,8 @@ runtime's library cache, no C++ compiler): `load_program` -> first dispatch in a
   re-hashed; any change (or a vanished file) is a miss and the entry is rebuilt.
 * Disk: `<runtime cache dir>/frontend/<key>.pkl` (`slangjit.runtime.cpu_compiler.cache_dir()`,
   i.e. under `$SLANGJIT_CACHE_DIR`).  Entries are written atomically (temp file + os.replace) and
-  carry a header (magic, payload length, sha256 of the payload); a truncated or corrupt entry
+  carry a header (magic, payload length, CRC-32 of the payload: it guards against truncation and
+  disk corruption, not tampering, and costs a third of a sha256); a truncated or corrupt entry
   is ignored and rewritten.
 * `SLANGJIT_NO_FRONTEND_CACHE=1` disables both the memory and the disk cache.
 * Dependencies are collected while compiling: `compile_program`'s `_parse` appends every file it
@@ -29,12 +30,13 @@ import struct
 import sys
 import threading
 import time
+import zlib
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-_FORMAT = b"slangjit-frontend-v1"
-_MAGIC = b"SJFE\x01\x00\x00\x00"
-_HEADER = struct.Struct("<8sQ32s")         # magic, payload length, sha256(payload)
+_FORMAT = b"slangjit-frontend-v2"
+_MAGIC = b"SJFE\x02\x00\x00\x00"
+_HEADER = struct.Struct("<8sQI")           # magic, payload length, crc32(payload)
 _MEMORY_LIMIT = 256                         # entries kept in memory
 
 _COMPILER_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -76,23 +78,29 @@ def _memo_folder() -> Optional[Path]:
 
 
 def _compiler_files(root: str) -> list:
-    """(relative path, absolute path) of the files that make up the compiler under `root`, sorted."""
+    """(relative path, absolute path, stat stamp) of the files that make up the compiler under `root`,
+    sorted; the stamp is "size:mtime_ns" ("?" for a file that cannot be stat'ed)."""
     files = []
-    stack = [""]
+    stack = [("", root)]
     while stack:
-        rel = stack.pop()
+        rel, folder = stack.pop()
         try:
-            it = list(os.scandir(os.path.join(root, rel) if rel else root))
+            with os.scandir(folder) as it:
+                entries = list(it)
         except OSError:
             continue
-        for e in it:
-            r = rel + "/" + e.name if rel else e.name
-            if e.is_dir():
-                if e.name != "__pycache__" and not e.name.startswith("."):
-                    stack.append(r)
-            elif e.name.endswith(".py") or (rel == "core" and e.name.endswith(".slang")) or \
-                    (rel.startswith("emit") and e.name.endswith(".h")):
-                files.append((r, e.path))
+        for e in entries:
+            n = e.name
+            if n.endswith(".py") or (rel == "core" and n.endswith(".slang")) or \
+                    (rel.startswith("emit") and n.endswith(".h")):
+                try:
+                    st = e.stat()
+                    stamp = f"{st.st_size}:{st.st_mtime_ns}"
+                except OSError:
+                    stamp = "?"
+                files.append((rel + "/" + n if rel else n, e.path, stamp))
+            elif n != "__pycache__" and not n.startswith(".") and e.is_dir():
+                stack.append((rel + "/" + n if rel else n, e.path))
     files.sort()
     return files
 
@@ -104,13 +112,7 @@ def _tree_hash(root: str, memo_dir: Optional[Path]) -> bytes:
     memoized on disk under a name derived from every file's (path, size, mtime): the same test
     Python uses to trust a .pyc.  Any edit changes an mtime, hence the name, and is hashed afresh."""
     files = _compiler_files(root)
-    stamp = hashlib.sha256()
-    for rel, p in files:
-        try:
-            st = os.stat(p)
-            stamp.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
-        except OSError:
-            stamp.update(f"{rel}\0?\0".encode())
+    stamp = hashlib.sha256("\0".join(f"{rel}\0{st}" for rel, _, st in files).encode())
     memo = memo_dir / f"compiler-{stamp.hexdigest()[:40]}.sha256" if memo_dir is not None else None
     if memo is not None:
         try:
@@ -121,7 +123,7 @@ def _tree_hash(root: str, memo_dir: Optional[Path]) -> bytes:
         except OSError:
             pass
     d = hashlib.sha256()
-    for rel, p in files:
+    for rel, p, _ in files:
         try:
             with open(p, "rb") as f:
                 data = f.read()
@@ -247,7 +249,7 @@ def _read_disk(key: str):
             raise ValueError("short")
         magic, n, digest = _HEADER.unpack_from(data, 0)
         payload = memoryview(data)[_HEADER.size:]
-        if magic != _MAGIC or n != len(payload) or hashlib.sha256(payload).digest() != digest:
+        if magic != _MAGIC or n != len(payload) or zlib.crc32(payload) != digest:
             raise ValueError("bad header")
         import pickle
         entry = pickle.loads(payload)
@@ -268,7 +270,7 @@ def _write_disk(key: str, entry: dict) -> None:
     import pickle
     from ..atomic_file import write_atomic
     payload = pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL)
-    data = _HEADER.pack(_MAGIC, len(payload), hashlib.sha256(payload).digest()) + payload
+    data = _HEADER.pack(_MAGIC, len(payload), zlib.crc32(payload)) + payload
     write_atomic(str(_entry_path(key)), (data,))
 
 

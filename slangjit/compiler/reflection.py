@@ -94,3 +94,12 @@ class CompiledProgram:
     target: str
     reflection: ProgramReflection
     timings: dict[str, float] = field(default_factory=dict)   # seconds per front-end stage
+
+    def source_sha256(self) -> bytes:
+        """sha256 of `source`, computed once and kept with the program (the front-end cache stores it), so
+        a warm start finds its cubin without hashing the ~170 KB of CUDA again."""
+        d = self.__dict__.get("_source_sha256")
+        if d is None:
+            import hashlib
+            d = self._source_sha256 = hashlib.sha256(self.source.encode("utf-8", "surrogatepass")).digest()
+        return d

@@ -137,8 +137,22 @@ def compile_flags() -> tuple[str, ...]:
 # ------------------------------------------------------------------------------------------ cache dir
 
 
+_cache_dirs: dict = {}
+
+
 def cache_dir() -> Path:
-    """The on-disk cache folder for CPU libraries (created on demand)."""
+    """The on-disk cache folder for CPU libraries (created on demand).  Remembered per environment: a
+    warm start asks for it several times, and creating and probing it costs more than the check that it
+    still exists."""
+    env = (os.environ.get("SLANGJIT_CACHE_DIR"), os.environ.get("XDG_CACHE_HOME"), os.environ.get("HOME"))
+    p = _cache_dirs.get(env)
+    if p is not None and os.path.isdir(p):
+        return p
+    p = _cache_dirs[env] = _make_cache_dir()
+    return p
+
+
+def _make_cache_dir() -> Path:
     d = os.environ.get("SLANGJIT_CACHE_DIR")
     if d:
         base = Path(d)

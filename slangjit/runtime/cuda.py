@@ -31,6 +31,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from ..compiler.reflection import CUDA_GLOBALS_SYMBOL, CompiledProgram, EntryPointInfo
+from . import cuda_compiler       # the image cache: every kernel load asks it (imports no NVRTC itself)
 from . import layout_pack as _lp
 from .device import (Buffer, BufferDesc, Device, DeviceInfo, DeviceType, ReflectionCursor, ShaderProgram,
                      _EXTRA_DISPATCH_KWARGS, _thread_count3)
@@ -98,7 +99,6 @@ def is_available() -> bool:
     """True when cuda-bindings, the driver and at least one GPU are there (never raises)."""
     try:
         _init()
-        from . import cuda_compiler
         return cuda_compiler.available()
     except Exception:  # noqa: BLE001
         return False
@@ -384,9 +384,8 @@ class CudaComputeKernel:
         self.entry_name = entry_name
         ctx = device._ctx
         self._ctx = ctx
-        from . import cuda_compiler
         t0 = time.perf_counter()
-        img = cuda_compiler.compile_cached(compiled.source, ctx.arch)
+        img = cuda_compiler.compile_cached(compiled.source, ctx.arch, compiled.source_sha256())
         t1 = time.perf_counter()
         with ctx.modules_lock:
             ctx.make_current()

@@ -199,19 +199,21 @@ class CompiledImage:
 # entry is rebuilt.  Where the loaded libraries cannot be listed (no /proc/self/maps) the entry
 # says so and a hit compares the NVRTC version instead (the slow, always-correct check).
 
-_FORMAT = "slangjit-cuda-image-v2"
+_FORMAT = "slangjit-cuda-image-v3"
 _MAGIC = b"SJCUIMG2"
 _HEADER = struct.Struct("<8sIQ")          # magic, metadata length, image length
 _mem_cache: dict[str, bytes] = {}
 stats = {"memory_hits": 0, "disk_hits": 0, "compiles": 0, "stale": 0, "corrupt": 0}
 
 
-def cache_key(source: str, arch: str, opts: list) -> str:
+def cache_key(source: str, arch: str, opts: list, source_sha256: Optional[bytes] = None) -> str:
+    """The image's key: the source (by its sha256, which a cached program carries), arch and options."""
+    if source_sha256 is None:
+        source_sha256 = hashlib.sha256(source.encode("utf-8", "surrogatepass")).digest()
     h = hashlib.sha256()
-    for part in (_FORMAT, arch, repr(opts), source):
-        b = part.encode("utf-8", "surrogatepass")
-        h.update(len(b).to_bytes(8, "little"))
-        h.update(b)
+    for part in (_FORMAT.encode(), arch.encode(), repr(opts).encode(), source_sha256):
+        h.update(len(part).to_bytes(8, "little"))
+        h.update(part)
     return h.hexdigest()
 
 
@@ -287,11 +289,12 @@ def _write_entry(path: str, image: bytes, meta: dict) -> None:
     write_atomic(path, (_HEADER.pack(_MAGIC, len(m), len(image)), m, image))
 
 
-def compile_cached(source: str, arch: str) -> CompiledImage:
+def compile_cached(source: str, arch: str, source_sha256: Optional[bytes] = None) -> CompiledImage:
     """cubin (arch "sm_XX") or PTX ("compute_XX") for `source`, from memory, disk, or NVRTC.
 
-    A memory or disk hit neither imports cuda.bindings.nvrtc nor loads libnvrtc."""
-    key = cache_key(source, arch, default_options(arch))
+    A memory or disk hit neither imports cuda.bindings.nvrtc nor loads libnvrtc.  `source_sha256`, when
+    given, must be the sha256 of `source` (CompiledProgram.source_sha256)."""
+    key = cache_key(source, arch, default_options(arch), source_sha256)
     img = _mem_cache.get(key)
     if img is not None:
         stats["memory_hits"] += 1

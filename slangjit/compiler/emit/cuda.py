@@ -62,6 +62,7 @@ class CudaEmitter(CppEmitter):
         self.global_kinds: dict[str, str] = {}     # C name -> how references are spelled
         self.slots = slots                         # gradient-add slots (ir/red_slots.py), if any
         self.slot_base: list[str] = []             # C expression: base of the current slot space
+        self.abandon: dict[int, int] = {}          # id(Return) -> slots to zero first (RedAddPlan.covered)
 
     # ---------------------------------------------------------- per-thread gradient accumulation
     # A function with slots takes (sj_acc, sj_tab, sj_slot, sj_mode) after its own parameters and is
@@ -119,6 +120,12 @@ class CudaEmitter(CppEmitter):
     def unroll_loop(self, s) -> bool:
         return super().unroll_loop(s) or (self.slots is not None and id(s) in self.slots.loops
                                           and bool(self.slot_base))
+
+    def s_Return(self, s, d):
+        ns = self.abandon.get(id(s))
+        if ns is not None:          # a covered kernel's logical thread ends before its first slot
+            self.out(d, f"::sj_cuda::racc_abandon(sj_acc, {ns});")
+        super().s_Return(s, d)
 
     def x_GlobalRef(self, e):
         v = e.var
@@ -181,13 +188,13 @@ SHARED_SLOT_BYTES = 99 * 1024
 # Sum a coarsened kernel's half slots with tensor cores (prelude SJ_RACC_MMA, sm_90+; other GPUs get
 # float register slots from the same source; float sites keep a float register each): each half add
 # stores its value in the warp's stage in shared memory and one mma per 16 slots sums the warp's 32
-# logical threads a turn later, so a lane keeps 2 floats per 16 slots instead of one per slot (no
-# spills: the seed MLP's learnGradient 0.149 against 0.182 ms with register slots on the H100,
-# RESULTS.md session 5).  The stages (2 x 64 bytes per slot and warp) must fit MMA_SLOT_BYTES of
+# logical threads, so a lane keeps 2 floats per 16 slots instead of one per slot (no spills: the seed
+# MLP's learnGradient 0.149 against 0.182 ms with register slots on the H100, RESULTS.md session 5).
+# The stages (MMA_STAGES x 64 bytes per slot and warp) must fit MMA_SLOT_BYTES of
 # dynamic shared memory per group.
 MMA_SLOTS = True
 MMA_SLOT_BYTES = 200 * 1024        # sm_90 allows 227 KB per block; the prelude uses these slots on sm_90+
-MMA_STAGES = 2                     # a turn's stores land in one stage while the step sums the other
+MMA_STAGES = 1                     # 2: a turn's stores land in one stage while the step sums the other
 MMA_STAGE_BYTES = 16 * 64          # per tile of 16 slots, warp and stage: 16 rows of 64 bytes
 # Tensor-core-slot kernels ask for this many resident blocks per SM (__launch_bounds__'s second
 # argument; 1: no request).
@@ -199,6 +206,10 @@ BLOCK_FLUSH_BYTES = 48 * 1024
 # Where slot addresses are proven invariant, the blocks' sums meet in a scratch buffer the runtime
 # provides (EntryPointInfo.grid_slots) and the last block adds each slot once (prelude racc_flush_grid).
 GRID_FLUSH = True
+# Tensor-core slots of a kernel whose finished logical threads write every slot (ir/slot_coverage.py)
+# skip the clear of the stage after each step: a lane whose logical thread returns before its first
+# slot zeros its column instead (prelude racc_abandon).
+SKIP_COVERED_CLEARS = True
 # Unused-result float Atomic<T>.add calls become InterlockedAdd sites (ir/atomic_adds.py), so coarsened
 # kernels defer them like gradient adds.
 LOWER_ATOMIC_ADDS = True
@@ -209,7 +220,8 @@ FUSE_COARSE = True
 # The switches above, as the front-end cache keys them (frontend_cache.make_key): a program built with
 # any of them changed (benchmarks, tests) is not the default build's.
 SETTINGS = ("MAX_SLOTS", "PROVE_SLOT_ADDRESSES", "SHARED_SLOTS", "SHARED_SLOT_BYTES", "MMA_SLOTS", "MMA_SLOT_BYTES",
-            "MMA_STAGES", "MMA_STAGE_BYTES", "MMA_MIN_BLOCKS", "BLOCK_FLUSH_BYTES", "GRID_FLUSH", "LOWER_ATOMIC_ADDS", "FUSE_COARSE")
+            "MMA_STAGES", "MMA_STAGE_BYTES", "MMA_MIN_BLOCKS", "SKIP_COVERED_CLEARS", "BLOCK_FLUSH_BYTES", "GRID_FLUSH",
+            "LOWER_ATOMIC_ADDS", "FUSE_COARSE")
 DEFAULT_SETTINGS = {k: globals()[k] for k in SETTINGS}
 
 
@@ -228,6 +240,7 @@ class RedAddPlan:
     shared_bytes: dict = field(default_factory=dict)  # id(entry) -> dynamic shared bytes (slots in shared memory)
     half_slots: bool = False                      # shared slots hold half values (every site is half)
     mma_tiles: dict = field(default_factory=dict)  # id(entry) -> tiles of 16 slots (tensor-core slots)
+    covered: dict = field(default_factory=dict)    # id(entry) -> ids of its early returns: stage not cleared
     cached: set = field(default_factory=set)     # id(entry): kernels that set up the block cache
 
 
@@ -314,7 +327,8 @@ def grid_flush(numthreads, ns: int, invariant: Optional[str]) -> bool:
 
 
 def coarse_kernel(symbol: str, sname: str, numthreads, ns: int, static_inits: list[str], begin: list[str],
-                  call, end: list[str], invariant: Optional[str], shared: bool, mma_tiles: int = 0) -> list[str]:
+                  call, end: list[str], invariant: Optional[str], shared: bool, mma_tiles: int = 0,
+                  covered: bool = False) -> list[str]:
     """A coarsened kernel: each block runs the groups blockIdx.x, blockIdx.x + gridDim.x, ... of the
     dispatch (`sj_G` = its group counts; the runtime launches about one resident wave of blocks),
     one whole group per turn, so barriers-free group semantics, wave ops and thread ids are those of
@@ -331,7 +345,8 @@ def coarse_kernel(symbol: str, sname: str, numthreads, ns: int, static_inits: li
     `shared`: the slots live in dynamic shared memory, per warp [slot][lane] (prelude SJ_RACC_SHARED:
     slot k of a lane at sj_acc[k * 32], conflict-free), not in registers.  `mma_tiles`: tensor-core
     slots (prelude SJ_RACC_MMA): the warp's stage of `mma_tiles` x 16 slots in dynamic shared memory,
-    summed after every turn (racc_step)."""
+    summed after every turn (racc_step) and cleared, unless `covered` (every finished logical thread
+    writes every slot: RedAddPlan.covered)."""
     nx, ny, nz = numthreads
     warps = nx * ny * nz // 32
     warp_index = f"((sj_tx + {nx}u * (sj_ty + {ny}u * sj_tz)) >> 5)"
@@ -340,7 +355,7 @@ def coarse_kernel(symbol: str, sname: str, numthreads, ns: int, static_inits: li
         acc = ["    extern __shared__ __align__(16) unsigned char sj_dyn_smem[];",
                f"    ::sj_cuda::racc_t sj_acc[SJ_RACC_LEN({ns})];   // slots: {ns}",
                f"    ::sj_cuda::racc_begin(sj_acc, {ns}, sj_dyn_smem + {warp_index} * {MMA_STAGES * MMA_STAGE_BYTES * mma_tiles}u);"]
-        step = [f"        ::sj_cuda::racc_step(sj_acc, {ns});"]
+        step = [f"        ::sj_cuda::racc_step(sj_acc, {ns}{', false' if covered else ''});"]
         finish = [f"    ::sj_cuda::racc_finish(sj_acc, {ns});"]
     elif shared:
         acc = ["    extern __shared__ __align__(16) unsigned char sj_dyn_smem[];",
@@ -436,6 +451,23 @@ def fuse_coarse_entries(entries: list[tuple[ir.Function, tuple[int, int, int]]],
     return plan
 
 
+def covered_kernels(entries, functions: list[ir.Function], plan: RedAddPlan) -> dict:
+    """id(entry) -> ids of its early returns, for the tensor-core-slot kernels (proven addresses: claim,
+    then add; every add stores) whose finished logical threads write every slot (ir/slot_coverage.py).
+    An entry that other functions call is left out: its early return would zero its caller's slots."""
+    from ..ir.slot_coverage import covering_early_returns
+    if not SKIP_COVERED_CLEARS or not plan.mma_tiles:
+        return {}
+    called = {id(n.func) for f in functions if f.body is not None for n in scan.walk(f.body) if isinstance(n, ir.Call)}
+    out = {}
+    for fn, _ in entries:
+        if id(fn) in plan.mma_tiles and _proven(plan, fn) and id(fn) not in called:
+            early = covering_early_returns(fn, plan.slots)
+            if early is not None:
+                out[id(fn)] = early
+    return out
+
+
 def emit_program_cuda(functions: list[ir.Function], globals_: list[ir.GlobalVar],
                       entries: list[tuple[ir.Function, tuple[int, int, int]]]):
     from .program import entry_params
@@ -445,7 +477,10 @@ def emit_program_cuda(functions: list[ir.Function], globals_: list[ir.GlobalVar]
     plan = plan_red_adds(entries, functions)
     if FUSE_COARSE:
         plan = fuse_coarse_entries(entries, functions, plan)
+    plan.covered = covered_kernels(entries, functions, plan)
     em = CudaEmitter(plan.slots)
+    for k, early in plan.covered.items():
+        em.abandon.update((r, plan.coarse[k]) for r in early)
     uniforms = [g for g in globals_ if g.kind == "uniform"]
     others = [g for g in globals_ if g.kind != "uniform"]
 
@@ -533,7 +568,7 @@ def emit_program_cuda(functions: list[ir.Function], globals_: list[ir.GlobalVar]
             lines += coarse_kernel(symbol, sname, numthreads, ns, static_inits, begin, call, end,
                                    plan.invariant.get(id(fn), "not proven"),
                                    id(fn) in plan.shared_bytes and id(fn) not in plan.mma_tiles,
-                                   plan.mma_tiles.get(id(fn), 0))
+                                   plan.mma_tiles.get(id(fn), 0), id(fn) in plan.covered)
         else:
             lines += [
                 f'extern "C" __global__ void __launch_bounds__({nx * ny * nz}) {symbol}(const {sname} sj_P)',

@@ -53,9 +53,11 @@ __device__ __forceinline__ void racc_add_key(unsigned long long key, float v) {
 // chunks swizzled so that both the lanes' stores and the fragment reads are free of bank conflicts).
 // After each logical thread (racc_step, the whole warp) one mma.m16n8k16 per 16 slots and 16 lanes
 // multiplies a stage (A: slots x lanes) by ones (B), so the float accumulators D gain the warp's sums
-// of the 16 slots; then that stage is cleared.  Two stages per warp, used in turn: a step sums the
-// stage of the turn before, whose stores are long done (reading the stage just written stalled on
-// its stores: 0.35 against 0.12 ms for the seed MLP on the H100).  SJ_RACC_MMA_NT = tiles of 16
+// of the 16 slots; then that stage is cleared.  SJ_RACC_MMA_STAGES stages per warp (emit/cuda.py
+// MMA_STAGES): with one, a step sums the stage just written; with two, they are used in turn and a
+// step sums the stage of the turn before.  Session 5's kernel stalled reading the stage just written
+// (0.35 against 0.12 ms for the seed MLP on the H100); the fused one does not, and one stage, half
+// the shared memory, measured 0.105-0.107 against 0.110-0.112 ms (session 7).  SJ_RACC_MMA_NT = tiles of 16
 // slots; a stage is SJ_RACC_MMA_NT * 1024 bytes.  Stores are token-chained asm without a memory
 // clobber, as for SJ_RACC_SHARED.
 #define SJ_RACC_LEN(n) 1
@@ -119,15 +121,26 @@ __device__ __forceinline__ void racc_mma(racc_t* acc, unsigned buf, int n, unsig
 }
 // Called by the whole warp after each logical thread: sum the previous turn's stage, clear it, and
 // write the next turn into it.
-__device__ __forceinline__ void racc_step(racc_t* acc, int n) {
+__device__ __forceinline__ void racc_step(racc_t* acc, int n, bool clear = true) {
     unsigned tok;
     asm volatile("{ bar.warp.sync -1; mov.b32 %0, %1; }" : "=r"(tok) : "r"(acc->tok) : "memory");
     const unsigned prev = SJ_RACC_PREV(acc->cur);
     racc_mma(acc, prev, n, tok);
     asm volatile("bar.warp.sync -1;" ::: "memory");        // every lane has read the stage
-    racc_clear_stage(acc->stage + prev, (n + 15) / 16);
+    if (clear) racc_clear_stage(acc->stage + prev, (n + 15) / 16);
     asm volatile("{ bar.warp.sync -1; mov.b32 %0, %1; }" : "=r"(acc->tok) : "r"(tok) : "memory");
     acc->cur = prev;
+}
+// `clear` false (emit/cuda.py, where ir/slot_coverage.py shows that a lane that finishes its logical
+// thread writes every slot): the stage is not cleared after each step, and a lane whose logical thread
+// returns before its first slot writes zeros into its column here instead.
+__device__ __forceinline__ void racc_abandon(racc_t* acc, int n) {
+    const unsigned lane = lane_id();
+    for (int k = 0; k < n; ++k) {
+        const unsigned off = (((lane >> 3) ^ ((unsigned(k) >> 1) & 3u)) << 4) + 2u * (lane & 7u);   // racc_begin's off[]
+        asm("{ st.shared.b16 [%1], %2; mov.b32 %0, %3; }" : "=r"(acc->tok)
+            : "r"(acc->stage + acc->cur + 64u * unsigned(k) + off), "h"((unsigned short)0), "r"(acc->tok));
+    }
 }
 // After the last turn: sum the stage it wrote.
 __device__ __forceinline__ void racc_finish(racc_t* acc, int n) {
@@ -201,8 +214,9 @@ template <class T> __device__ __forceinline__ void racc_put(racc_t* acc, int slo
 #if !SJ_RACC_MMA
 // Register slots (and SJ_RACC_SHARED, which sets its slots up itself): the same interface as the
 // tensor-core slots.  A slot's warp sum is a shuffle reduction at the end (racc_warp_out).
-__device__ __forceinline__ void racc_step(racc_t*, int) {}
+__device__ __forceinline__ void racc_step(racc_t*, int, bool = true) {}
 __device__ __forceinline__ void racc_finish(racc_t*, int) {}
+__device__ __forceinline__ void racc_abandon(racc_t*, int) {}
 #if !SJ_RACC_SHARED
 __device__ __forceinline__ void racc_begin(racc_t* acc, int n, const void*) {
 #pragma unroll
