@@ -105,7 +105,7 @@ _MMA_STEP = "asm volatile(\"{ bar.warp.sync -1; mov.b32 %0, %1; }\" : \"=r\"(tok
 def _mma_one_sum(s: str) -> str:
     """Tensor-core slots' adds into one register (no stage stores; the steps still run)."""
     assert _MMA_PUT in s
-    return s.replace(_MMA_PUT, "acc->d[0][0] += float(v); if (0) " + _MMA_PUT)
+    return s.replace(_MMA_PUT, "acc->d[0][0] += float(v); if (0) " + _MMA_PUT, 1)     # racc_put's
 
 
 def _mma_no_step(s: str) -> str:

@@ -142,8 +142,9 @@ __device__ __forceinline__ void racc_abandon(racc_t* acc, int n) {
             : "r"(acc->stage + acc->cur + 64u * unsigned(k) + off), "h"((unsigned short)0), "r"(acc->tok));
     }
 }
-// After the last turn: sum the stage it wrote.
+// After the last turn: with two stages, sum the stage it wrote (with one, its step did).
 __device__ __forceinline__ void racc_finish(racc_t* acc, int n) {
+    if (SJ_RACC_MMA_STAGES == 1) return;
     unsigned tok;
     asm volatile("{ bar.warp.sync -1; mov.b32 %0, %1; }" : "=r"(tok) : "r"(acc->tok) : "memory");
     racc_mma(acc, SJ_RACC_PREV(acc->cur), n, tok);
