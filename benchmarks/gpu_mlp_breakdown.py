@@ -98,14 +98,14 @@ def _one_sum(s: str) -> str:
     return s.replace(_PUT_F, _PUT_F.replace("acc[slot]", "acc[0]"))
 
 
-_MMA_PUT = "asm(\"{ st.shared.b16 [%1], %2; mov.b32 %0, %3; }\" : \"=r\"(acc->tok)"
+_MMA_PUT = "racc_store(acc, acc->stage + acc->cur + 64u * unsigned(slot)"
 _MMA_STEP = "asm volatile(\"{ bar.warp.sync -1; mov.b32 %0, %1; }\" : \"=r\"(tok) : \"r\"(acc->tok) : \"memory\");\n"
 
 
 def _mma_one_sum(s: str) -> str:
     """Tensor-core slots' adds into one register (no stage stores; the steps still run)."""
     assert _MMA_PUT in s
-    return s.replace(_MMA_PUT, "acc->d[0][0] += float(v); if (0) " + _MMA_PUT, 1)     # racc_put's
+    return s.replace(_MMA_PUT, "acc->d[0][0] += float(v); if (0) " + _MMA_PUT)
 
 
 def _mma_no_step(s: str) -> str:

@@ -74,13 +74,21 @@ __device__ __forceinline__ void racc_clear_stage(unsigned base, int tiles) {
     for (unsigned i = lane_id(); i < unsigned(tiles) * 64u; i += 32u)
         asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};" :: "r"(base + 16u * i), "r"(0u) : "memory");
 }
+// Where lane `lane` keeps its value in a row of 16-byte chunks swizzled by `j` = (row >> 1) & 3.
+__device__ __forceinline__ unsigned racc_lane_offset(unsigned lane, unsigned j) {
+    return (((lane >> 3) ^ j) << 4) + 2u * (lane & 7u);
+}
+// A lane's half value (its bits) into the stage at shared address `a`: token-chained, no memory clobber.
+__device__ __forceinline__ void racc_store(racc_t* acc, unsigned a, unsigned short bits) {
+    asm("{ st.shared.b16 [%1], %2; mov.b32 %0, %3; }" : "=r"(acc->tok) : "r"(a), "h"(bits), "r"(acc->tok));
+}
 __device__ __forceinline__ void racc_begin(racc_t* acc, int n, const void* smem) {
     const unsigned lane = lane_id();
     acc->stage = unsigned(__cvta_generic_to_shared(smem));
     acc->cur = 0u;
     acc->tok = 0u;
 #pragma unroll
-    for (unsigned j = 0; j < 4u; ++j) acc->off[j] = (((lane >> 3) ^ j) << 4) + 2u * (lane & 7u);
+    for (unsigned j = 0; j < 4u; ++j) acc->off[j] = racc_lane_offset(lane, j);
 #pragma unroll
     for (int t = 0; t < SJ_RACC_MMA_NT; ++t) acc->d[t][0] = acc->d[t][1] = 0.0f;
 #pragma unroll
@@ -92,9 +100,7 @@ template <class T> __device__ __forceinline__ void racc_put(racc_t* acc, int slo
     if constexpr (sizeof(T) == 4) {
         acc->f[slot] += float(v);
     } else {
-        asm("{ st.shared.b16 [%1], %2; mov.b32 %0, %3; }" : "=r"(acc->tok)
-            : "r"(acc->stage + acc->cur + 64u * unsigned(slot) + acc->off[(slot >> 1) & 3]),
-              "h"(__half_as_ushort(__half(v))), "r"(acc->tok));
+        racc_store(acc, acc->stage + acc->cur + 64u * unsigned(slot) + acc->off[(slot >> 1) & 3], __half_as_ushort(__half(v)));
     }
 }
 // D += (stage at `buf`) x ones, for the first n slots (the whole warp, after a warp barrier).
@@ -136,11 +142,8 @@ __device__ __forceinline__ void racc_step(racc_t* acc, int n, bool clear = true)
 // returns before its first slot writes zeros into its column here instead.
 __device__ __forceinline__ void racc_abandon(racc_t* acc, int n) {
     const unsigned lane = lane_id();
-    for (int k = 0; k < n; ++k) {
-        const unsigned off = (((lane >> 3) ^ ((unsigned(k) >> 1) & 3u)) << 4) + 2u * (lane & 7u);   // racc_begin's off[]
-        asm("{ st.shared.b16 [%1], %2; mov.b32 %0, %3; }" : "=r"(acc->tok)
-            : "r"(acc->stage + acc->cur + 64u * unsigned(k) + off), "h"((unsigned short)0), "r"(acc->tok));
-    }
+    for (int k = 0; k < n; ++k)
+        racc_store(acc, acc->stage + acc->cur + 64u * unsigned(k) + racc_lane_offset(lane, (unsigned(k) >> 1) & 3u), 0);
 }
 // After the last turn: with two stages, sum the stage it wrote (with one, its step did).
 __device__ __forceinline__ void racc_finish(racc_t* acc, int n) {
