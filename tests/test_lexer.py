@@ -1,7 +1,7 @@
 """Lexer: token kinds, literal values, locations, operators and lexical errors."""
 import pytest
 
-from slangjit.compiler.lexer import lex, tokenize
+from slangjit.compiler.parse.lexer import lex, tokenize
 from slangjit.compiler.source import CompileError
 
 

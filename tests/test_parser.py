@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from slangjit.compiler import ast
-from slangjit.compiler.parser import parse_module
+from slangjit.compiler.parse import ast
+from slangjit.compiler.parse.parser import parse_module
 from slangjit.compiler.source import CompileError
 
 CONF = "/work/shared/conformance/tests"

@@ -692,7 +692,7 @@ def test_core_slang_exists():
 
 def test_core_slang_parses():
     try:
-        from slangjit.compiler.parser import parse_module  # type: ignore
+        from slangjit.compiler.parse.parser import parse_module  # type: ignore
     except Exception as e:  # being written concurrently
         pytest.skip(f"parser not importable: {e}")
     mod = parse_module(CORE.read_text(), str(CORE))

@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from slangjit.compiler.preprocessor import preprocess
+from slangjit.compiler.parse.preprocessor import preprocess
 from slangjit.compiler.source import CompileError
 
 

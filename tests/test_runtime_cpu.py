@@ -615,7 +615,7 @@ def test_in_process_cache(device):
 
 
 def test_end_to_end_with_front_end(tmp_path):
-    pytest.importorskip("slangjit.compiler.parser")
+    pytest.importorskip("slangjit.compiler.parse.parser")
     (tmp_path / "k.slang").write_text(textwrap.dedent("""
         RWStructuredBuffer<float> outputBuffer;
         uniform float scale;

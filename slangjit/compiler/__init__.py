@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from . import ast
+from .parse import ast
 from . import frontend_cache   # every program load goes through it: imported with the compiler, not by the first load
 from .source import CompileError, Diagnostic, Loc, NO_LOC, error
 from .reflection import CompiledProgram
@@ -29,7 +29,7 @@ class SourceSpec:
 
 
 def _parse(text: str, path: str, include_paths, defines):
-    from .parser import parse_module
+    from .parse.parser import parse_module
     deps = frontend_cache.active_deps()        # front-end cache: record the files this compile reads
     if deps is not None and os.path.isfile(path):
         deps.append(path)

@@ -155,8 +155,8 @@ def _split_generic(name: str):
     if "<" not in name or not name.endswith(">"):
         return name, None
     base = name[: name.index("<")].strip()
-    from ..compiler.preprocessor import preprocess
-    from ..compiler.parser import Parser
+    from ..compiler.parse.preprocessor import preprocess
+    from ..compiler.parse.parser import Parser
     toks = preprocess(f"typealias __X = __G{name[name.index('<'):]};", "<name>", (), {})
     decls = Parser(toks, "<name>").parse_module()
     return base, decls[0].type.args

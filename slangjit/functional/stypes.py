@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..compiler import ast
+from ..compiler.parse import ast
 
 # ----------------------------------------------------------------------------------------- types
 
@@ -388,10 +388,10 @@ def parse_type_string(s: str, refl: Optional["ModuleReflection"] = None) -> STyp
     t = builtin_type(s)
     if t is not None:
         return t
-    from ..compiler.parser import Parser
-    from ..compiler.lexer import tokenize
+    from ..compiler.parse.parser import Parser
+    from ..compiler.parse.lexer import tokenize
     try:
-        from ..compiler.preprocessor import preprocess
+        from ..compiler.parse.preprocessor import preprocess
         toks = preprocess(f"{s} __x;", "<type>", (), {})
         p = Parser(toks, "<type>")
         decls = p.parse_module()
@@ -466,7 +466,7 @@ class ModuleReflection:
 
     @classmethod
     def from_source(cls, text: str, path: str, include_paths) -> "ModuleReflection":
-        from ..compiler.parser import parse_module
+        from ..compiler.parse.parser import parse_module
         from ..compiler import DEFAULT_DEFINES
         r = cls()
         seen: set = set()

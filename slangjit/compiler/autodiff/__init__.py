@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .. import ast
+from ..parse import ast
 from .. import types as T
 from ..ir import nodes as ir
 from ..source import CompileError, error

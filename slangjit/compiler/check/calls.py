@@ -6,7 +6,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from .. import ast
+from ..parse import ast
 from ..ir import nodes as ir
 from ..source import CompileError, Loc
 from .. import types as T

@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 from typing import Any, Optional
 
-from .. import ast
+from ..parse import ast
 from ..ir import nodes as ir
 from ..source import CompileError, Diagnostic, Loc, NO_LOC, error
 from .. import types as T

@@ -19,7 +19,7 @@ attributes, so forward and reverse mode differentiate through it like any branch
 """
 from __future__ import annotations
 
-from .. import ast
+from ..parse import ast
 from ..ir import nodes as ir
 from ..source import CompileError, Loc
 from .. import types as T
@@ -114,7 +114,7 @@ class DynamicMixin:
     def conformance_type(self, name: str, loc: Loc) -> T.Type:
         """A type named in a type conformance (`Foo`, `ns.Foo`, `Gen<float>`), looked up in the
         user's modules."""
-        from ..parser import parse_module
+        from ..parse.parser import parse_module
         try:
             mod = parse_module(f"typealias __conformance_type = {name};", "<type conformance>")
             texpr = mod.decls[0].type

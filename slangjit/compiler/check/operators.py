@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .. import ast
+from ..parse import ast
 from ..ir import nodes as ir
 from ..source import CompileError, Loc
 from .. import types as T

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from .. import ast
+from ..parse import ast
 from ..types import Type
 
 

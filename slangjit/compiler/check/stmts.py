@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .. import ast
+from ..parse import ast
 from ..ir import nodes as ir
 from ..source import CompileError, Loc
 from .. import types as T

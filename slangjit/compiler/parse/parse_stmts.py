@@ -5,7 +5,7 @@ from __future__ import annotations
 from . import ast
 from .parse_base import (ASSIGN_OPS, BIN_PREC, BUILTIN_TYPES, DIRECTIONS, MODIFIERS, PARAM_MODS, RESERVED,
                          _GENERIC_FOLLOW, _MAX_DEPTH, _TYPE_DECL_WORDS, _Fail, _Fatal, _is_builtin_type_name)
-from .source import Loc
+from ..source import Loc
 
 
 class StmtParserMixin:

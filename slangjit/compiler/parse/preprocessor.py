@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 
 from .lexer import Token, tokenize, eof_token
-from .source import CompileError, Loc, SourceFile, error
+from ..source import CompileError, Loc, SourceFile, error
 
 _EMPTY = frozenset()
 _MAX_INCLUDE_DEPTH = 64

@@ -9,7 +9,7 @@ import sys
 from . import ast
 from .lexer import Token
 from .preprocessor import preprocess
-from .source import CompileError, Diagnostic, Loc, SourceFile, error
+from ..source import CompileError, Diagnostic, Loc, SourceFile, error
 
 _MAX_DEPTH = 200
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 
-from .source import Loc, SourceFile, error
+from ..source import Loc, SourceFile, error
 
 
 class Token:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .source import Loc, NO_LOC
+from ..source import Loc, NO_LOC
 
 
 @dataclass

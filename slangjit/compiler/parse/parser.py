@@ -29,7 +29,7 @@ from .parse_base import (ASSIGN_OPS, BIN_PREC, BUILTIN_TYPES, DIRECTIONS, MODIFI
 from .parse_exprs import ExprParserMixin
 from .parse_stmts import StmtParserMixin
 from .preprocessor import preprocess
-from .source import CompileError, Diagnostic, Loc, SourceFile, error
+from ..source import CompileError, Diagnostic, Loc, SourceFile, error
 
 
 class Parser(StmtParserMixin, ExprParserMixin, ParserBase):

@@ -1,0 +1,19 @@
+"""The checked program: what the checker hands to the later stages (autodiff, passes, emit).
+
+One `Program` per compile.  The checker fills it; `autodiff.run(program)` builds the bodies of the
+derivative functions it lists; the pass pipeline rewrites function bodies; the emitter prints it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import nodes as ir
+
+
+@dataclass
+class Program:
+    functions: list = field(default_factory=list)    # every ir.Function to emit (instantiated, concrete)
+    globals: list = field(default_factory=list)      # ir.GlobalVar: uniforms, statics, groupshared
+    entries: list = field(default_factory=list)      # (ir.Function, numthreads (x, y, z))
+    uses_group_barrier: bool = False
+    warnings: list = field(default_factory=list)     # Diagnostic
