@@ -6,49 +6,11 @@ rule may reuse its operands, reverse mode because it replays statements one at a
 from __future__ import annotations
 
 from ..ir import nodes as ir
+from ..ir.walk import is_pure
 from .. import types as T
 
 
-def is_pure(e: ir.Expr) -> bool:
-    if isinstance(e, (ir.Const, ir.LocalRef, ir.GlobalRef, ir.SystemValue)):
-        return True
-    if isinstance(e, (ir.Assign, ir.IncDec, ir.Call, ir.MethodCall, ir.StmtExpr, ir.Comma)):
-        return False
-    if isinstance(e, ir.Intrinsic):
-        return not e.out_params and all(is_pure(a) for a in e.args)
-    from ..check.calls import OutConvert
-    if isinstance(e, OutConvert):
-        return False
-    for child in children(e):
-        if not is_pure(child):
-            return False
-    return True
 
-
-def children(e: ir.Expr) -> list:
-    if isinstance(e, ir.Unary):
-        return [e.operand]
-    if isinstance(e, ir.Binary):
-        return [e.lhs, e.rhs]
-    if isinstance(e, (ir.Convert, ir.Detach)):
-        return [e.operand]
-    if isinstance(e, ir.Construct):
-        return list(e.args)
-    if isinstance(e, (ir.Field, ir.Swizzle)):
-        return [e.obj]
-    if isinstance(e, ir.Index):
-        return [e.obj, e.index]
-    if isinstance(e, ir.Deref):
-        return [e.ptr]
-    if isinstance(e, ir.AddressOf):
-        return [e.operand]
-    if isinstance(e, ir.Select):
-        return [e.cond, e.then, e.else_]
-    if isinstance(e, (ir.Intrinsic, ir.Call)):
-        return list(e.args)
-    if isinstance(e, ir.MethodCall):
-        return [e.obj] + list(e.args)
-    return []
 
 
 class Flattener:
@@ -186,7 +148,6 @@ class Flattener:
         return self.pure(e, out)
 
     def call(self, e, out: list):
-        from ..check.calls import OutConvert
         if isinstance(e, ir.MethodCall):
             obj = self.path(e.obj, out)
             args = [self.path(a, out) if isinstance(a, (ir.LocalRef, ir.Field, ir.Index, ir.Swizzle)) else self.pure(a, out)
@@ -197,8 +158,8 @@ class Flattener:
         for i, a in enumerate(e.args):
             by_ref = (params is not None and params[i].direction in ("out", "inout")) or \
                      (isinstance(e, ir.Intrinsic) and i in e.out_params)
-            if isinstance(a, OutConvert):
-                args.append(OutConvert(a.type, self.path(a.lvalue, out)))
+            if isinstance(a, ir.OutConvert):
+                args.append(ir.OutConvert(a.type, self.path(a.lvalue, out)))
             elif by_ref:
                 args.append(self.path(a, out))
             else:

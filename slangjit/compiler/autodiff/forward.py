@@ -4,20 +4,12 @@ from __future__ import annotations
 from typing import Optional
 
 from ..ir import nodes as ir
+from ..ir.walk import lvalue_root
 from .. import types as T
 from .difftypes import diff_type, is_float_like, is_ptr_kind, zero
 from .flatten import Flattener
 from .rules import Jvp, tz
 
-
-def root_var(e: ir.Expr) -> Optional[ir.Var]:
-    while isinstance(e, (ir.Field, ir.Swizzle, ir.Index)):
-        if isinstance(e, ir.Index) and isinstance(e.obj.type, (T.BufferType, T.PointerType)):
-            return None
-        if isinstance(e, ir.Field) and e.via_pointer:
-            return None
-        e = e.obj
-    return e.var if isinstance(e, ir.LocalRef) else None
 
 
 class ForwardTransform:
@@ -50,7 +42,7 @@ class ForwardTransform:
 
     def tangent_path(self, e: ir.Expr) -> Optional[ir.Expr]:
         """The tangent l-value matching a primal l-value path."""
-        v = root_var(e)
+        v = lvalue_root(e)
         if v is None or v.uid not in self.tangents:
             return None
         return self.jvp(e)

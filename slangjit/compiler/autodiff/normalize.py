@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..ir import nodes as ir
+from ..ir.walk import expr_children
 from .. import types as T
 from ..source import error
 from .difftypes import zero
@@ -266,7 +267,6 @@ def _uniq(xs):
 
 def _cond_names(e, acc: list):
     """User variables a loop condition reads (flags and temporaries left out)."""
-    from .flatten import children
     if e is None:
         return
     if isinstance(e, ir.LocalRef):
@@ -274,5 +274,5 @@ def _cond_names(e, acc: list):
         if not getattr(v, "is_temp", False) and v.name not in acc and not v.name.startswith(("brk", "cont", "done", "swbrk")):
             acc.append(v.name)
         return
-    for c in children(e):
+    for c in expr_children(e):
         _cond_names(c, acc)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..ir import nodes as ir
+from ..ir.walk import lvalue_root
 from ..source import error
 from .difftypes import is_ptr_kind
 
@@ -24,13 +25,12 @@ def ptr_vars_with_diff(chk, params_ok: set, params_other: set, body: ir.Stmt) ->
     """The pointer-kind variables of `body` whose differential is known everywhere: parameters
     in params_ok and locals only ever assigned whole from such variables (parameters in
     params_other, e.g. `no_diff` ones, have none)."""
-    from .forward import root_var
     defs: dict = {}
     bad: set = set(params_other)
     declared: set = set()
 
     def target(lhs, rhs):
-        v = root_var(lhs)
+        v = lvalue_root(lhs)
         if v is None or not is_ptr_kind(chk, v.type):
             return
         if isinstance(lhs, ir.LocalRef) and rhs is not None:
@@ -39,7 +39,6 @@ def ptr_vars_with_diff(chk, params_ok: set, params_other: set, body: ir.Stmt) ->
             bad.add(v.uid)            # a field written, or an out/inout argument
 
     def calls(e):
-        from ..check.calls import OutConvert
         if isinstance(e, ir.Call):
             for a, p in zip(e.args, e.func.params):
                 if p.direction in ("out", "inout"):
@@ -49,7 +48,7 @@ def ptr_vars_with_diff(chk, params_ok: set, params_other: set, body: ir.Stmt) ->
                 target(e.args[i], None)
         elif isinstance(e, ir.MethodCall):
             for a in e.args:
-                if isinstance(a, OutConvert):
+                if isinstance(a, ir.OutConvert):
                     target(a.lvalue, None)
 
     def walk(s):

@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Optional
 
 from ..ir import nodes as ir
+from ..ir.walk import expr_children, lvalue_root
 from .. import types as T
 from ..source import error
 from .difftypes import diff_type, is_ptr_kind, zero
 from .flatten import Flattener
-from .forward import root_var
 from .normalize import Normalizer
 from .rules import Jvp, tz
 from .transpose import Transposer
@@ -72,7 +72,7 @@ class ReverseTransform:
         return self.pdiff.get(t.var.uid) if isinstance(t, ir.LocalRef) else None
 
     def adj_path(self, e: ir.Expr) -> Optional[ir.Expr]:
-        v = root_var(e)
+        v = lvalue_root(e)
         if v is None or self.adj_var(v) is None:
             return None
         return self.jvp(e)
@@ -91,7 +91,7 @@ class ReverseTransform:
 
     def push(self, value: ir.Expr, out: list):
         if self.mult is None:
-            v = root_var(value)
+            v = lvalue_root(value)
             self.norm.unbounded_error(self.unbounded_loop, v.name if v is not None else "a branch condition")
         s = self.stack(value.type)
         s.capacity += self.mult
@@ -202,7 +202,7 @@ class ReverseTransform:
                 self.count_assignments(x, in_loop)
         elif isinstance(s, ir.ExprStmt):
             for t in self.targets_of(s):
-                v = root_var(t)
+                v = lvalue_root(t)
                 self.assign_count[v.uid] = self.assign_count.get(v.uid, 0) + 1
                 if in_loop:
                     self.in_loop_assigned.add(v.uid)
@@ -214,7 +214,7 @@ class ReverseTransform:
             self.count_assignments(s.body, True)
 
     def needs_push(self, target: ir.Expr, stmt=None) -> bool:
-        v = root_var(target)
+        v = lvalue_root(target)
         if v is None:
             return False
         if v.uid not in self.value_needed:
@@ -283,8 +283,7 @@ class ReverseTransform:
             for a, p in zip(e.args, e.func.params):
                 self.reads(a, False)
         else:
-            from .flatten import children
-            for c in children(e):
+            for c in expr_children(e):
                 self.reads(c, False)
 
     # ------------------------------------------------------------------ rematerialization
@@ -356,7 +355,6 @@ class ReverseTransform:
         return found[0]
 
     def side_effect_free(self, e) -> bool:
-        from .flatten import children
         if isinstance(e, ir.Call):
             return self.fn_pure(e.func) and all(self.side_effect_free(a) for a in e.args) and \
                 all(p.direction == "in" for p in e.func.params)
@@ -367,7 +365,7 @@ class ReverseTransform:
                 and all(self.side_effect_free(a) for a in e.args)
         if isinstance(e, (ir.Assign, ir.IncDec, ir.StmtExpr)):
             return False
-        return all(self.side_effect_free(c) for c in children(e))
+        return all(self.side_effect_free(c) for c in expr_children(e))
 
     def fn_pure(self, fn) -> bool:
         cache = self.ad.rule_cache
@@ -388,11 +386,11 @@ class ReverseTransform:
         if isinstance(s, (ir.ExprStmt,)):
             e = s.expr
             if isinstance(e, ir.Assign):
-                if root_var(e.lhs) is None:
+                if lvalue_root(e.lhs) is None:
                     return False
                 return self.side_effect_free(e.rhs)
             if isinstance(e, ir.IncDec):
-                return root_var(e.operand) is not None
+                return lvalue_root(e.operand) is not None
             if isinstance(e, ir.Comma):
                 return self._stmt_pure(ir.ExprStmt(e.first)) and self._stmt_pure(ir.ExprStmt(e.second))
             return self.side_effect_free(e)
@@ -450,9 +448,8 @@ class ReverseTransform:
         elif isinstance(e, ir.Intrinsic):
             out += [e.args[i] for i in e.out_params]
         elif isinstance(e, ir.MethodCall):
-            from ..check.calls import OutConvert
-            out += [a for a in e.args if isinstance(a, OutConvert)]
-        return [t for t in out if root_var(t) is not None]
+            out += [a for a in e.args if isinstance(a, ir.OutConvert)]
+        return [t for t in out if lvalue_root(t) is not None]
 
     def sweep_fwd(self, s, out: list):
         if isinstance(s, ir.Block):
@@ -668,11 +665,10 @@ class ReverseTransform:
 
 
 def _locals_in(e, acc: set):
-    from .flatten import children
     if isinstance(e, ir.LocalRef):
         acc.add(e.var.uid)
     elif e is not None:
-        for c in children(e):
+        for c in expr_children(e):
             _locals_in(c, acc)
 
 
@@ -683,19 +679,19 @@ def _writes_in(s, acc: set):
     elif isinstance(s, ir.ExprStmt):
         e = s.expr
         if isinstance(e, ir.Assign):
-            v = root_var(e.lhs)
+            v = lvalue_root(e.lhs)
             if v is not None:
                 acc.add(v.uid)
             e = e.rhs
         if isinstance(e, ir.Call):
             for a, p in zip(e.args, e.func.params):
                 if p.direction in ("out", "inout"):
-                    v = root_var(a)
+                    v = lvalue_root(a)
                     if v is not None:
                         acc.add(v.uid)
         if isinstance(e, ir.Intrinsic):
             for i in e.out_params:
-                v = root_var(e.args[i])
+                v = lvalue_root(e.args[i])
                 if v is not None:
                     acc.add(v.uid)
     elif isinstance(s, ir.If):

@@ -4,6 +4,7 @@ value, accumulate into the adjoints of the variables it reads.  Leaves are adjoi
 from __future__ import annotations
 
 from ..ir import nodes as ir
+from ..ir.walk import expr_children
 from .. import types as T
 from .difftypes import zero
 
@@ -26,8 +27,7 @@ class Transposer:
             return False
         if isinstance(e, ir.LocalRef):
             return self.is_adj_var(e.var)
-        from .flatten import children
-        return any(self.has_adj(c) for c in children(e))
+        return any(self.has_adj(c) for c in expr_children(e))
 
     def is_path(self, e) -> bool:
         while isinstance(e, (ir.Field, ir.Index, ir.Swizzle)):

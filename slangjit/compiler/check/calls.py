@@ -8,9 +8,11 @@ from typing import Any, Optional
 
 from ..parse import ast
 from ..ir import nodes as ir
+from ..ir.fold import fold_convert
 from ..source import CompileError, Loc
 from .. import types as T
-from .scope import Env, FuncSym, TypeSym, ValueSym
+from .scope import Env, FuncSym, PackSym, TypeSym, ValueSym
+from .results import BuiltinIfaceRes, const_expr
 
 _uid = itertools.count(100000)
 
@@ -139,7 +141,7 @@ class CallsMixin:
             if self.conforms(src, dst):
                 return e
         if isinstance(dst, T.OptionalType):
-            if isinstance(e, NoneExpr):
+            if isinstance(e, ir.NoneExpr):
                 return ir.Construct(dst, [], loc=loc)
             return ir.Construct(dst, [self.coerce(e, dst.elem, loc, explicit)], loc=loc)
         if isinstance(src, T.EnumType) or isinstance(dst, T.EnumType):
@@ -203,7 +205,7 @@ class CallsMixin:
             if isinstance(dst, (T.StructType, T.ArrayType, T.VectorType, T.MatrixType, T.TupleType)):
                 return COST_INIT_LIST
             return COST_INIT_LIST if not a.node.items else None
-        if isinstance(a, NoneExpr):
+        if isinstance(a, ir.NoneExpr):
             return 1 if isinstance(dst, T.OptionalType) else None
         return self.conv_cost(a.type, dst)
 
@@ -283,7 +285,6 @@ class CallsMixin:
             else:
                 a = T.TypeVar(p.name, next(_uid))
             if p.kind == "value":
-                from .checker import const_expr
                 genv.add(p.name, ValueSym(p.name, const_expr(a, loc)))
             else:
                 genv.add(p.name, TypeSym(p.name, a))
@@ -317,7 +318,7 @@ class CallsMixin:
         if len(args) < idx or len(d.generic_params) != 1 or ores.type_args:
             return None
         fixed, rest = args[:idx], args[idx:]
-        if any(isinstance(a, (InitListArg, NoneExpr)) for a in rest):
+        if any(isinstance(a, (InitListArg, ir.NoneExpr)) for a in rest):
             return None
         try:
             ctx = self.ctx_for_env(Env(sym.env, "generic"))
@@ -371,7 +372,7 @@ class CallsMixin:
                 ptypes[i] = v
         binding: dict = {}
         for pt, a in zip(ptypes, args):
-            if isinstance(a, (InitListArg, NoneExpr)):
+            if isinstance(a, (InitListArg, ir.NoneExpr)):
                 continue
             if not self.unify(pt, a.type, binding):
                 return None
@@ -379,7 +380,6 @@ class CallsMixin:
         cost = 0
         if slots:
             cost += COST_GENERIC
-            from .checker import BuiltinIfaceRes
             for p, a in slots:
                 if isinstance(a, (T.TypeVar, T.ValueVar)):
                     if a in binding:
@@ -516,7 +516,7 @@ class CallsMixin:
         if types_eq(a.type, t) and not (isinstance(a, ir.Swizzle) and len(a.indices) > 1):
             return a
         # Different types: copy in, call, convert back (an explicit temporary).
-        return OutConvert(t, a, loc=loc)
+        return ir.OutConvert(t, a, loc=loc)
 
     def make_call(self, fn: ir.Function, args: list, loc) -> ir.Expr:
         if fn.intrinsic is not None and fn.slang_name.endswith("WithGroupSync"):
@@ -543,7 +543,6 @@ class CallsMixin:
             return sym.cache[key]
         pack_info = self.pack_param(d) if packs else None
         if pack_info is not None:
-            from .scope import PackSym
             genv = Env(sym.env, "generic")
             genv.add(pack_info[1].name, PackSym(pack_info[1].name, list(packs[0][1]), True))
         elif d.generic_params:
@@ -601,19 +600,8 @@ class CallsMixin:
         return fn
 
 
-class NoneExpr(ir.Expr):
-    """The `none` literal of Optional<T>."""
-    pass
 
 
-class OutConvert(ir.Expr):
-    """An out/inout argument whose type differs from the parameter: the emitter passes a
-    temporary of `type` and converts back after the call."""
-    def __init__(self, type_, lvalue, loc=None):
-        super().__init__(type_)
-        self.lvalue = lvalue
-        if loc is not None:
-            self.loc = loc
 
 
 def types_eq(a, b) -> bool:
@@ -639,38 +627,3 @@ def join_types(a: T.Type, b: T.Type) -> Optional[T.Type]:
     return None
 
 
-def fold_convert(e: ir.Expr, dst: T.ScalarType, loc) -> ir.Expr:
-    """Convert a constant at compile time (keeps literal arithmetic exact), else emit Convert."""
-    if isinstance(e, ir.Const) and isinstance(e.type, T.ScalarType):
-        v = e.value
-        try:
-            if dst.kind == "float":
-                return ir.Const(dst, round_float(float(v), dst.bits), loc=loc)
-            if dst.kind == "bool":
-                return ir.Const(dst, bool(v), loc=loc)
-            if dst.kind in ("int", "uint"):
-                if isinstance(v, float):
-                    if v != v or v in (float("inf"), float("-inf")):
-                        return ir.Convert(dst, e, loc=loc)
-                    v = int(v)
-                v = int(v) & ((1 << dst.bits) - 1)
-                if dst.kind == "int" and v >= 1 << (dst.bits - 1):
-                    v -= 1 << dst.bits
-                return ir.Const(dst, v, loc=loc)
-        except (OverflowError, ValueError):
-            pass
-    return ir.Convert(dst, e, loc=loc)
-
-
-def round_float(v: float, bits: int) -> float:
-    """The value a float literal has once stored in a `bits`-wide float."""
-    import struct
-    if bits == 32:
-        try:
-            return struct.unpack("<f", struct.pack("<f", v))[0]
-        except OverflowError:
-            return float("inf") if v > 0 else float("-inf")
-    if bits == 16:
-        import numpy as np
-        return float(np.float16(v))
-    return v

@@ -10,6 +10,8 @@ from ..ir import nodes as ir
 from ..source import CompileError, Loc
 from .. import types as T
 from .calls import InitListArg
+from .members import BuiltinMethodRes
+from .results import OverloadRes, TypeRes, ValueRes
 
 DIFF_OPS = {"fwd_diff": "fwd", "__fwd_diff": "fwd", "bwd_diff": "bwd", "__bwd_diff": "bwd"}
 
@@ -82,7 +84,6 @@ class DiffsMixin:
         if not (isinstance(fexpr, ast.Call) and isinstance(fexpr.callee, ast.Name) and fexpr.callee.name in DIFF_OPS
                 and len(fexpr.args) == 1):
             return None
-        from .checker import OverloadRes
         inner_mode = DIFF_OPS[fexpr.callee.name]
         inner = fexpr.args[0]
         views = [ir.LocalRef(a.type.primal, ir.Var("x", a.type.primal)) if isinstance(a.type, T.PairType) else a
@@ -108,7 +109,6 @@ class DiffsMixin:
         return self.autodiff.fwd(fn, loc) if inner_mode == "fwd" else self.autodiff.bwd(fn, loc)
 
     def diff_call(self, mode: str, fexpr: ast.Expr, args_ast: list, loc: Loc, ctx) -> ir.Expr:
-        from .checker import OverloadRes
         pre_args = None
         if isinstance(fexpr, ast.Call) and isinstance(fexpr.callee, ast.Name) and fexpr.callee.name in DIFF_OPS:
             args = self.call_args(args_ast, ctx)
@@ -185,14 +185,12 @@ class DiffsMixin:
 
     def diff_member(self, obj: Optional[ir.Expr], t: T.Type, name: str, loc: Loc):
         """Autodiff members of values and types, or None."""
-        from .checker import TypeRes, ValueRes
         if obj is not None and isinstance(t, T.PairType):
             if name in ("p", "primal", "v"):
                 return ValueRes(ir.Field(t.primal, obj, "p", loc=loc))
             if name in ("d", "differential"):
                 return ValueRes(ir.Field(t.diff, obj, "d", loc=loc))
             if name in ("getPrimal", "getDifferential"):
-                from .members import BuiltinMethodRes
                 return BuiltinMethodRes(obj, name, t)
         if obj is None and name == "Differential":
             d = self.diff_type(t)

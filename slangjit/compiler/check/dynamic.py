@@ -24,6 +24,7 @@ from ..ir import nodes as ir
 from ..source import CompileError, Loc
 from .. import types as T
 from .scope import FuncSym, NamespaceSym, StructSym
+from .results import OverloadRes
 
 # The requirement's attributes that make its dispatcher differentiable (custom-derivative
 # attributes name functions of the interface, which has no bodies: they are not carried over).
@@ -254,7 +255,6 @@ class DynamicMixin:
 
     def dyn_case(self, fn: ir.Function, ty: T.Type, req: ast.FuncDecl, differentiable: bool, loc: Loc) -> ir.Block:
         """The dispatcher's branch for one conforming type: unpack, call its implementation."""
-        from .checker import OverloadRes
         this = fn.params[0]
         thisref = ir.LocalRef(this.type, this, loc=loc)
         stmts: list = []

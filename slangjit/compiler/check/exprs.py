@@ -9,9 +9,13 @@ from ..parse import ast
 from ..ir import nodes as ir
 from ..source import CompileError, Loc
 from .. import types as T
-from .calls import InitListArg, NoneExpr, fold_convert, round_float, types_eq
+from ..ir.fold import fold_convert, round_float
+from .calls import InitListArg, types_eq
 from .members import BuiltinMethodRes, TypeLiteral
-from .scope import FuncSym, SubscriptSym
+from .scope import AliasSym, FuncSym, InterfaceSym, PackSym, StructSym, SubscriptSym
+from .diffs import DiffStaticRes
+from .dynamic import DynMethodRes
+from .results import BUFFER_KINDS, BuiltinIfaceRes, GenericRes, NamespaceRes, OverloadRes, PropertyRes, TypeRes, ValueRes
 
 BUILTIN_IFACES = {"__BuiltinType", "__BuiltinArithmeticType", "__BuiltinSignedArithmeticType",
                   "__BuiltinIntegerType", "__BuiltinFloatingPointType", "__BuiltinLogicalType",
@@ -35,8 +39,6 @@ class ExprsMixin:
     # ------------------------------------------------------------------ resolution
 
     def resolve(self, e: ast.Expr, ctx):
-        from .checker import (BuiltinIfaceRes, GenericRes, NamespaceRes, OverloadRes, PropertyRes,
-                              TypeRes, ValueRes)
         self._depth += 1
         if self._depth > 400:
             self._depth = 0
@@ -73,7 +75,6 @@ class ExprsMixin:
     # ------------------------------------------------------------------ variadic packs
 
     def pack_of(self, e: ast.Expr, ctx):
-        from .scope import PackSym
         if isinstance(e, ast.Name):
             syms = ctx.env.lookup(e.name)
             if syms and isinstance(syms[0], PackSym):
@@ -102,7 +103,6 @@ class ExprsMixin:
         return len(pk.items)
 
     def each(self, e: ast.EachExpr, ctx):
-        from .checker import TypeRes, ValueRes
         pk = self.pack_of(e.operand, ctx)
         if pk is None:
             raise self.err("E3091", "`each` needs a variadic pack", e.loc)
@@ -112,7 +112,6 @@ class ExprsMixin:
         return TypeRes(item) if pk.is_type else ValueRes(item)
 
     def resolve_name(self, name: str, loc: Loc, ctx):
-        from .checker import BuiltinIfaceRes, TypeRes
         syms = ctx.env.lookup(name)
         if syms:
             return self.sym_to_res(syms, None, loc, ctx, name)
@@ -121,21 +120,18 @@ class ExprsMixin:
             return TypeRes(t)
         if name in BUILTIN_IFACES:
             return BuiltinIfaceRes(name)
-        from .checker import BUFFER_KINDS
         if name in BUILTIN_GENERICS or name in BUFFER_KINDS:
             if "ByteAddress" in name:
                 return TypeRes(T.BufferType(name, None))
             return BuiltinGenericRes(name)
         if name == "none":
-            return self._value(NoneExpr(T.VOID, loc=loc))
+            return self._value(ir.NoneExpr(T.VOID, loc=loc))
         raise self.err("E2052", f"undefined identifier '{name}'", loc)
 
     def _value(self, e):
-        from .checker import ValueRes
         return ValueRes(e)
 
     def resolve_member(self, e: ast.Member, ctx):
-        from .checker import (GenericRes, NamespaceRes, PropertyRes, TypeRes, ValueRes)
         base = self.resolve(e.base, ctx)
         if isinstance(base, NamespaceRes):
             syms = base.env.lookup_local(e.name)
@@ -150,8 +146,6 @@ class ExprsMixin:
         return self.member(obj, obj.type, e.name, e.loc, ctx, arrow=e.op == "->")
 
     def resolve_generic_app(self, e: ast.GenericApp, ctx):
-        from .checker import (GenericRes, InterfaceSym, OverloadRes, StructSym, TypeRes)
-        from .scope import AliasSym
         base = self.resolve(e.base, ctx)
         args = self.generic_args(e.args, ctx)
         if isinstance(base, GenericRes):
@@ -173,7 +167,6 @@ class ExprsMixin:
         raise self.err("E2054", f"'{e.base}' does not take generic arguments", e.loc)
 
     def value_of(self, res, loc: Loc, ctx) -> ir.Expr:
-        from .checker import OverloadRes, PropertyRes, TypeRes, ValueRes
         if isinstance(res, ValueRes):
             return res.expr
         if isinstance(res, PropertyRes):
@@ -239,7 +232,6 @@ class ExprsMixin:
         if isinstance(e, ast.InitList):
             raise self.err("E3050", "an initializer list needs a known target type here", loc)
         if isinstance(e, ast.IsExpr):
-            from .checker import TypeRes
             res = self.resolve(e.operand, ctx)
             x = None if isinstance(res, TypeRes) else self.value_of(res, loc, ctx)
             xt = res.type if x is None else x.type
@@ -262,7 +254,6 @@ class ExprsMixin:
                 return ir.Const(T.INT, len(pk.items), loc=loc)
         if isinstance(e, ast.SizeOfExpr):
             res = self.resolve(e.operand, ctx)
-            from .checker import TypeRes
             t = res.type if isinstance(res, TypeRes) else self.value_of(res, loc, ctx).type
             if e.kind == "countof":
                 if isinstance(t, T.ArrayType):
@@ -308,7 +299,6 @@ class ExprsMixin:
         return out
 
     def call(self, e: ast.Call, ctx) -> ir.Expr:
-        from .checker import GenericRes, OverloadRes, StructSym, TypeRes, ValueRes
         special = self.special_call(e, ctx)
         if special is not None:
             return special
@@ -339,10 +329,8 @@ class ExprsMixin:
             return self.resolve_overload(callee, args, e.loc, ctx)
         if isinstance(callee, BuiltinMethodRes):
             return self.call_builtin_method(callee, args, e.loc, ctx)
-        from .dynamic import DynMethodRes
         if isinstance(callee, DynMethodRes):
             return self.call_dyn_method(callee, args, e.loc, ctx)
-        from .diffs import DiffStaticRes
         if isinstance(callee, DiffStaticRes):
             return self.call_diff_static(callee, args, e.loc, ctx)
         if isinstance(callee, ValueRes) and isinstance(callee.expr.type, T.StructType):
@@ -353,7 +341,6 @@ class ExprsMixin:
         raise self.err("E3052", "expression is not callable", e.callee.loc)
 
     def construct(self, t: T.Type, args: list, loc: Loc, ctx) -> ir.Expr:
-        from .checker import OverloadRes
         if isinstance(t, T.ScalarType):
             if len(args) == 0:
                 return ir.Construct(t, [], loc=loc)
@@ -394,7 +381,6 @@ class ExprsMixin:
         raise self.err("E3054", f"cannot construct a value of type '{t}'", loc)
 
     def init_call(self, t: T.Type, args: list, loc: Loc, ctx) -> ir.Expr:
-        from .checker import OverloadRes
         inits = [s for s in self.member_syms(t, "__init") if isinstance(s, FuncSym)]
         if inits:
             try:
@@ -516,7 +502,6 @@ class ExprsMixin:
     # ------------------------------------------------------------------ indexing
 
     def index(self, e: ast.Index, ctx):
-        from .checker import TypeRes, ValueRes
         base_res = self.resolve(e.base, ctx)
         if isinstance(base_res, TypeRes):
             # `float[4]` written as an index expression on a type.

@@ -3,14 +3,15 @@ types, extension members, interface default methods, swizzles, and the methods o
 objects (buffers, atomics, arrays, tuples, optionals)."""
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 from ..parse import ast
 from ..ir import nodes as ir
 from ..source import Loc
 from .. import types as T
-from .scope import (AliasSym, AssocTypeSym, DeclSym, EnumSym, Env, FieldSym, FuncSym, GlobalSym,
-                    InterfaceSym, NamespaceSym, PropertySym, StructSym, SubscriptSym, TypeSym, ValueSym)
+from .scope import AliasSym, AssocTypeSym, DeclSym, EnumSym, Env, FieldSym, FuncSym, GlobalSym, InterfaceSym, NamespaceSym, PackSym, PropertySym, StructSym, SubscriptSym, TypeSym, ValueSym
+from .results import CBufferMemberSym, GenericRes, NamespaceRes, OverloadRes, PropertyRes, TypeRes, ValueRes
 
 SWIZZLE_SETS = ("xyzw", "rgba")
 
@@ -24,8 +25,6 @@ class MembersMixin:
     # ------------------------------------------------------------------ symbols to results
 
     def sym_to_res(self, syms: list, obj: Optional[ir.Expr], loc: Loc, ctx, name: str):
-        from .checker import (CBufferMemberSym, GenericRes, NamespaceRes, OverloadRes, TypeRes,
-                              ValueRes, PropertyRes)
         s0 = syms[0]
         if isinstance(s0, ValueSym):
             return ValueRes(s0.expr)
@@ -68,7 +67,6 @@ class MembersMixin:
         if isinstance(s0, PropertySym):
             this = obj if obj is not None else ctx.implicit_this(loc)
             return self.property_res(s0, this, loc)
-        from .scope import PackSym
         if isinstance(s0, PackSym):
             raise self.err("E3093", f"pack '{name}' must be used with `each` inside `expand` (or `countof`)", loc)
         if isinstance(s0, AssocTypeSym):
@@ -166,7 +164,6 @@ class MembersMixin:
 
     def member(self, obj: Optional[ir.Expr], t: T.Type, name: str, loc: Loc, ctx, arrow: bool = False):
         """obj.name (obj given) or Type.name (obj None)."""
-        from .checker import OverloadRes, TypeRes, ValueRes
         dres = self.diff_member(obj, t, name, loc) if not isinstance(t, T.PointerType) else None
         if dres is not None:
             return dres
@@ -224,7 +221,6 @@ class MembersMixin:
         raise self.err("E2030", f"field '{name}' used without an object", loc)
 
     def builtin_static(self, t, name, loc):
-        from .checker import ValueRes
         s = T.scalar_of(t)
         if name in ("maxValue", "minValue") and isinstance(t, T.ScalarType):
             if s.kind == "float":
@@ -256,7 +252,7 @@ class MembersMixin:
 
     def matrix_member(self, obj: ir.Expr, t: T.MatrixType, name: str, loc: Loc) -> Optional[ir.Expr]:
         # _m00 (zero-based) / _11 (one-based), possibly several: _m00_m11
-        import re
+
         parts = re.findall(r"_m(\d)(\d)|_(\d)(\d)", name)
         if not parts or "".join("_m%s%s" % (a, b) if a else "_%s%s" % (c, d) for a, b, c, d in parts) != name:
             return None
@@ -274,7 +270,6 @@ class MembersMixin:
     # ------------------------------------------------------------------ properties
 
     def property_res(self, sym: PropertySym, this: Optional[ir.Expr], loc: Loc):
-        from .checker import PropertyRes
         d: ast.PropertyDecl = sym.decl
         ctx = self.ctx_for_env(sym.env)
         ptype = self.resolve_type(d.type, ctx)

@@ -4,16 +4,17 @@ Optional comparisons, ?:, assignment (compound, through properties and subscript
 and constant folding."""
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from ..parse import ast
 from ..ir import nodes as ir
 from ..source import CompileError, Loc
 from .. import types as T
-from .calls import InitListArg, NoneExpr, fold_convert, types_eq
+from ..ir.fold import fold_convert, fold_value
+from .calls import InitListArg, types_eq
 from .scope import FuncSym
 from .exprs import SubscriptRes
+from .results import OverloadRes, PropertyRes
 
 ARITH_OPS = {"+", "-", "*", "/", "%"}
 BIT_OPS = {"&", "|", "^"}
@@ -112,8 +113,8 @@ class OperatorsMixin:
 
     def binary_op(self, op: str, a: ir.Expr, b: ir.Expr, loc: Loc, ctx) -> ir.Expr:
         ta, tb = a.type, b.type
-        if op in CMP_OPS and (isinstance(ta, T.OptionalType) and isinstance(b, NoneExpr) or
-                              isinstance(tb, T.OptionalType) and isinstance(a, NoneExpr)):
+        if op in CMP_OPS and (isinstance(ta, T.OptionalType) and isinstance(b, ir.NoneExpr) or
+                              isinstance(tb, T.OptionalType) and isinstance(a, ir.NoneExpr)):
             opt = a if isinstance(ta, T.OptionalType) else b
             has = ir.Field(T.BOOL, opt, "hasValue", loc=loc)
             return ir.Unary(T.BOOL, "!", has, loc=loc) if op == "==" else has
@@ -189,7 +190,6 @@ class OperatorsMixin:
         return any(isinstance(s, FuncSym) for s in ctx.env.lookup(name))
 
     def operator_call(self, name: str, args: list, loc: Loc, ctx) -> ir.Expr:
-        from .checker import OverloadRes
         cands = [s for s in ctx.env.lookup(name) if isinstance(s, FuncSym)]
         # Member operators of the first operand's type.
         if args and isinstance(args[0].type, T.StructType):
@@ -218,9 +218,9 @@ class OperatorsMixin:
         loc = e.loc
         if types_eq(a.type, b.type):
             rt = a.type
-        elif isinstance(a, NoneExpr) and isinstance(b.type, T.OptionalType):
+        elif isinstance(a, ir.NoneExpr) and isinstance(b.type, T.OptionalType):
             rt = b.type
-        elif isinstance(b, NoneExpr) and isinstance(a.type, T.OptionalType):
+        elif isinstance(b, ir.NoneExpr) and isinstance(a.type, T.OptionalType):
             rt = a.type
         elif T.scalar_of(a.type) is not None and T.scalar_of(b.type) is not None:
             rt = self.arith_result(a.type, b.type, "?:", loc)
@@ -236,7 +236,6 @@ class OperatorsMixin:
     # ------------------------------------------------------------------ assignment
 
     def assign(self, e: ast.Assign, ctx) -> ir.Expr:
-        from .checker import PropertyRes
         loc = e.loc
         # An indexed target may be a set-only __subscript: resolve it without reading it.
         lres = self.index(e.lhs, ctx) if isinstance(e.lhs, ast.Index) else self.resolve(e.lhs, ctx)
@@ -260,7 +259,6 @@ class OperatorsMixin:
             syms = ctx.env.lookup("operator" + e.op) or (self.member_syms(lhs.type, "operator" + e.op)
                                                           if isinstance(lhs.type, T.StructType) else [])
             if syms:
-                from .checker import OverloadRes
                 fs = [s for s in syms if isinstance(s, FuncSym)]
                 if fs and fs[0].owner is not None and not fs[0].is_static:
                     return self.resolve_overload(OverloadRes(fs, this=lhs, name="operator" + e.op), [rhs], loc, ctx)
@@ -345,105 +343,6 @@ class OperatorsMixin:
     # ------------------------------------------------------------------ folding
 
     def fold(self, e: ir.Expr) -> Any:
-        """The compile-time value of e, or None."""
-        if isinstance(e, ir.Const):
-            return e.value
-        if isinstance(e, ir.Convert) and isinstance(e.type, T.ScalarType):
-            v = self.fold(e.operand)
-            if v is None:
-                return None
-            return fold_convert(ir.Const(e.operand.type, v), e.type, e.loc).value \
-                if isinstance(fold_convert(ir.Const(e.operand.type, v), e.type, e.loc), ir.Const) else None
-        if isinstance(e, ir.GlobalRef) and e.var.kind == "const" and e.var.init is not None:
-            return self.fold(e.var.init)
-        if isinstance(e, ir.Unary):
-            v = self.fold(e.operand)
-            if v is None:
-                return None
-            if e.op == "-":
-                return wrap(-v, e.type)
-            if e.op == "!":
-                return not v
-            if e.op == "~":
-                return wrap(~int(v), e.type)
-            return v
-        if isinstance(e, ir.Binary):
-            a, b = self.fold(e.lhs), self.fold(e.rhs)
-            if a is None or b is None:
-                return None
-            return fold_binary(e.op, a, b, e.lhs.type, e.type)
-        if isinstance(e, ir.Select):
-            c = self.fold(e.cond)
-            if c is None:
-                return None
-            return self.fold(e.then if c else e.else_)
-        return None
+        """The compile-time value of e, or None (ir/fold.py)."""
+        return fold_value(e)
 
-
-def wrap(v, t: T.Type):
-    s = T.scalar_of(t)
-    if s is None or s.kind not in ("int", "uint") or isinstance(v, float):
-        return v
-    v = int(v) & ((1 << s.bits) - 1)
-    if s.kind == "int" and v >= 1 << (s.bits - 1):
-        v -= 1 << s.bits
-    return v
-
-
-def fold_binary(op: str, a, b, operand_t: T.Type, result_t: T.Type):
-    s = T.scalar_of(operand_t)
-    if s is None or not isinstance(result_t, T.ScalarType):
-        return None
-    is_int = s.kind in ("int", "uint", "bool")
-    try:
-        if op == "+":
-            r = a + b
-        elif op == "-":
-            r = a - b
-        elif op == "*":
-            r = a * b
-        elif op == "/":
-            if is_int:
-                if b == 0:
-                    return None
-                r = int(a / b) if (a < 0) != (b < 0) else a // b
-            else:
-                r = a / b
-        elif op == "%":
-            if is_int:
-                if b == 0:
-                    return None
-                r = int(math.fmod(a, b))
-            else:
-                r = math.fmod(a, b)
-        elif op == "<<":
-            r = a << (b & (s.bits - 1))
-        elif op == ">>":
-            r = a >> (b & (s.bits - 1))
-        elif op == "&":
-            r = a & b
-        elif op == "|":
-            r = a | b
-        elif op == "^":
-            r = a ^ b
-        elif op == "&&":
-            r = bool(a) and bool(b)
-        elif op == "||":
-            r = bool(a) or bool(b)
-        elif op == "==":
-            r = a == b
-        elif op == "!=":
-            r = a != b
-        elif op == "<":
-            r = a < b
-        elif op == ">":
-            r = a > b
-        elif op == "<=":
-            r = a <= b
-        elif op == ">=":
-            r = a >= b
-        else:
-            return None
-    except (ZeroDivisionError, OverflowError, TypeError, ValueError):
-        return None
-    return wrap(r, result_t)

@@ -8,7 +8,8 @@ from ..ir import nodes as ir
 from ..source import CompileError, Loc
 from .. import types as T
 from .calls import types_eq
-from .scope import Env, FuncSym, ValueSym
+from .scope import Env, FuncSym, GlobalSym, PackSym, ValueSym
+from .results import OverloadRes
 
 
 class FuncCtx:
@@ -55,7 +56,6 @@ class StmtsMixin:
         for p in params:
             fenv.add(p.name, ValueSym(p.name, ir.LocalRef(p.type, p, loc=p.loc)))
         if "pack" in fn.attrs:
-            from .scope import PackSym
             pname, pvars = fn.attrs["pack"]
             fenv.add(pname, PackSym(pname, [ir.LocalRef(v.type, v, loc=v.loc) for v in pvars], False))
         stmts: list[ir.Stmt] = []
@@ -76,7 +76,6 @@ class StmtsMixin:
             inits = [s for s in self.member_syms(t, "__init") if isinstance(s, FuncSym)
                      and all(p.default is not None for p in s.decl.params)]
             if inits:
-                from .checker import OverloadRes
                 return self.resolve_overload(OverloadRes(inits, name="__init", static_owner=t), [], loc,
                                              self.ctx_for_env(self.core_env))
         return ir.Construct(t, [], loc=loc)
@@ -120,7 +119,6 @@ class StmtsMixin:
                 if isinstance(d, ast.VarDecl) and not ({"static"} & d.mods and "const" not in d.mods and False):
                     if "static" in d.mods and "const" in d.mods:
                         # function-local static const: a global constant
-                        from .scope import GlobalSym
                         gs = GlobalSym(d, ctx.env)
                         ctx.env.add(d.name, gs)
                         self.global_var(gs, d.loc)

@@ -187,13 +187,12 @@ class CppEmitter:
 
     def with_out_temps(self, args, make_call) -> str:
         """Calls with out-arguments of a different type go through temporaries."""
-        from ..check.calls import OutConvert
-        if not any(isinstance(a, OutConvert) for a in args):
+        if not any(isinstance(a, ir.OutConvert) for a in args):
             call = make_call([self.expr(a) for a in args])
             return call[8:] if call.startswith("sj_void:") else call
         pre, post, parts = [], [], []
         for i, a in enumerate(args):
-            if isinstance(a, OutConvert):
+            if isinstance(a, ir.OutConvert):
                 tmp = f"sj_tmp{i}"
                 ct = self.ctype(a.type)
                 pre.append(f"{ct} {tmp} = {self.convert_str(self.expr(a.lvalue), a.lvalue.type, a.type)};")

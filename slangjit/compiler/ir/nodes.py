@@ -188,6 +188,24 @@ class StmtExpr(Expr):
     result: Optional[Expr]
 
 
+@dataclass(eq=False)
+class OutConvert(Expr):
+    """An out/inout argument whose type differs from the parameter: the emitter passes a
+    temporary of `type` and converts back after the call."""
+    lvalue: Expr
+
+
+@dataclass(eq=False)
+class NoneExpr(Expr):
+    """The `none` literal of Optional<T>."""
+
+
+@dataclass(eq=False)
+class ValueVarExpr(Expr):
+    """A generic value parameter during inference (never reaches the emitter)."""
+    var: Any
+
+
 # ----------------------------------------------------------------------------- statements
 
 @dataclass(eq=False)

@@ -5,7 +5,9 @@ derivative functions it lists; the pass pipeline rewrites function bodies; the e
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
+from typing import Optional
 
 from . import nodes as ir
 
@@ -17,3 +19,13 @@ class Program:
     entries: list = field(default_factory=list)      # (ir.Function, numthreads (x, y, z))
     uses_group_barrier: bool = False
     warnings: list = field(default_factory=list)     # Diagnostic
+    derivatives: Optional[object] = None             # ir/derivatives.py Derivatives (sealed)
+
+
+_name_ids = itertools.count(1)
+
+
+def unique_name(base: str) -> str:
+    """A C identifier made from `base`, unique within the process (functions, globals, derivatives)."""
+    base = "".join(c if c.isalnum() or c == "_" else "_" for c in base)
+    return f"{base}_{next(_name_ids)}"

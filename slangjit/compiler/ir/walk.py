@@ -1,0 +1,89 @@
+"""Walking IR: the one definition of a node's children, of an lvalue's root variable and of a
+pure expression.  Every stage that looks inside IR (autodiff, the passes, the emitters) uses these.
+
+A node's children are the values of its dataclass fields other than `type`, `loc`, `func` and
+`var` (a callee or a variable is referenced, not owned) that are nodes or lists of nodes.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterator, Optional
+
+from .. import types as T
+from . import nodes as ir
+
+_CHILD_FIELDS: dict = {}
+_NOT_CHILDREN = ("type", "loc", "func", "var")
+
+
+def _child_fields(cls) -> Optional[tuple]:
+    """The fields of a node class that may hold child nodes (None: not a node class)."""
+    f = _CHILD_FIELDS.get(cls, False)
+    if f is False:
+        f = (tuple(x.name for x in dataclasses.fields(cls) if x.name not in _NOT_CHILDREN)
+             if dataclasses.is_dataclass(cls) else None)
+        _CHILD_FIELDS[cls] = f
+    return f
+
+
+def walk(node) -> Iterator:
+    """Every IR node (expressions, statements, switch cases) below `node`, `node` included."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, list):
+            stack.extend(n)
+            continue
+        names = _child_fields(type(n))
+        if names is None:
+            continue
+        yield n
+        for name in names:
+            v = getattr(n, name)
+            if isinstance(v, list) or _child_fields(type(v)) is not None:
+                stack.append(v)
+
+
+def expr_children(e: ir.Expr) -> list:
+    """The operand expressions of expression `e`, in field order."""
+    out = []
+    for name in _child_fields(type(e)) or ():
+        v = getattr(e, name)
+        if isinstance(v, list):
+            out.extend(x for x in v if isinstance(x, ir.Expr))
+        elif isinstance(v, ir.Expr):
+            out.append(v)
+    return out
+
+
+def value_type(e: ir.Expr) -> T.Type:
+    """e's type; a local's declared type for a LocalRef (reverse mode sizes its stacks after making
+    references to them)."""
+    return e.var.type if isinstance(e, ir.LocalRef) else e.type
+
+
+def lvalue_root(e: ir.Expr) -> Optional[ir.Var]:
+    """The local variable an lvalue designates (part of), or None when it designates memory
+    (a buffer element, a pointer's target, a global)."""
+    while True:
+        if isinstance(e, ir.LocalRef):
+            return e.var
+        if isinstance(e, ir.Field) and not e.via_pointer:
+            e = e.obj
+        elif isinstance(e, ir.Swizzle):
+            e = e.obj
+        elif isinstance(e, ir.Index) and isinstance(value_type(e.obj), (T.ArrayType, T.VectorType, T.MatrixType)):
+            e = e.obj
+        else:
+            return None
+
+
+def is_pure(e: ir.Expr) -> bool:
+    """No effect: no assignment, call, out-argument, or statement inside."""
+    if isinstance(e, (ir.Const, ir.LocalRef, ir.GlobalRef, ir.SystemValue)):
+        return True
+    if isinstance(e, (ir.Assign, ir.IncDec, ir.Call, ir.MethodCall, ir.StmtExpr, ir.Comma, ir.OutConvert)):
+        return False
+    if isinstance(e, ir.Intrinsic):
+        return not e.out_params and all(is_pure(a) for a in e.args)
+    return all(is_pure(c) for c in expr_children(e))
