@@ -467,7 +467,7 @@ class ModuleReflection:
     @classmethod
     def from_source(cls, text: str, path: str, include_paths) -> "ModuleReflection":
         from ..compiler.parse.parser import parse_module
-        from ..compiler import DEFAULT_DEFINES
+        from ..compiler.parse.preprocessor import DEFAULT_DEFINES
         r = cls()
         seen: set = set()
 

@@ -6,7 +6,7 @@ from typing import Optional
 from ..ir import nodes as ir
 from ..ir.walk import lvalue_root
 from .. import types as T
-from .difftypes import diff_type, is_float_like, is_ptr_kind, zero
+from ..ir.difftypes import diff_type, is_ptr_kind, zero
 from .flatten import Flattener
 from .rules import Jvp, tz
 
@@ -15,7 +15,6 @@ from .rules import Jvp, tz
 class ForwardTransform:
     def __init__(self, ad, fn: ir.Function, out_fn: ir.Function, param_diffs: list, ret_diff):
         self.ad = ad
-        self.chk = ad.chk
         self.fn = fn
         self.out_fn = out_fn
         self.param_diffs = param_diffs
@@ -31,10 +30,10 @@ class ForwardTransform:
         return ir.LocalRef(tv.type, tv) if tv is not None else None
 
     def new_tangent(self, v: ir.Var) -> Optional[ir.Var]:
-        dt = diff_type(self.chk, v.type)
+        dt = diff_type(v.type)
         if dt is None:
             return None
-        if is_ptr_kind(self.chk, v.type) and v.uid not in self.ptr_ok:
+        if is_ptr_kind(v.type) and v.uid not in self.ptr_ok:
             return None          # a pointer with no known gradient storage (ptrs.py)
         tv = ir.Var("d_" + v.name, dt)
         self.tangents[v.uid] = tv
@@ -54,9 +53,9 @@ class ForwardTransform:
         pairs = self.out_fn.params
         body = self.flat.block(self.fn.body)
         from .ptrs import ptr_vars_with_diff
-        ptrs = {p.uid for p in self.fn.params if is_ptr_kind(self.chk, p.type)}
+        ptrs = {p.uid for p in self.fn.params if is_ptr_kind(p.type)}
         ok = {p.uid for p, dt in zip(self.fn.params, self.param_diffs) if dt is not None and p.uid in ptrs}
-        self.ptr_ok = ptr_vars_with_diff(self.chk, ok, ptrs - ok, body)
+        self.ptr_ok = ptr_vars_with_diff(ok, ptrs - ok, body)
         for p, np_, dt in zip(self.fn.params, pairs, self.param_diffs):
             if dt is None:
                 out.append(ir.VarDecl(p, ir.LocalRef(np_.type, np_)))

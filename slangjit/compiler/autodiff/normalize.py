@@ -7,10 +7,11 @@ from __future__ import annotations
 from typing import Optional
 
 from ..ir import nodes as ir
+from ..ir.fold import fold_value
 from ..ir.walk import expr_children
 from .. import types as T
 from ..source import error
-from .difftypes import zero
+from ..ir.difftypes import zero
 
 
 def _not(e):
@@ -37,7 +38,6 @@ class Ctx:
 class Normalizer:
     def __init__(self, rt, fn: ir.Function):
         self.rt = rt
-        self.chk = rt.chk
         self.fn = fn
         self.decls: list = []
         self.done: Optional[ir.Var] = None
@@ -225,17 +225,17 @@ class Normalizer:
         init = {}
         for x in s.init:
             if isinstance(x, ir.VarDecl) and x.init is not None:
-                v = self.chk.fold(x.init)
+                v = fold_value(x.init)
                 if isinstance(v, int) and not isinstance(v, bool):
                     init[x.var.uid] = v
             elif isinstance(x, ir.ExprStmt) and isinstance(x.expr, ir.Assign) and isinstance(x.expr.lhs, ir.LocalRef):
-                v = self.chk.fold(x.expr.rhs)
+                v = fold_value(x.expr.rhs)
                 if isinstance(v, int) and not isinstance(v, bool):
                     init[x.expr.lhs.var.uid] = v
         c = s.cond
         if not isinstance(c, ir.Binary) or not isinstance(c.lhs, ir.LocalRef) or c.lhs.var.uid not in init:
             return None
-        end = self.chk.fold(c.rhs)
+        end = fold_value(c.rhs)
         if not isinstance(end, (int, float)) or isinstance(end, bool):
             return None
         start = init[c.lhs.var.uid]
@@ -244,7 +244,7 @@ class Normalizer:
         for x in sts:
             if isinstance(x, ir.ExprStmt) and isinstance(x.expr, ir.Assign) and isinstance(x.expr.lhs, ir.LocalRef) \
                     and x.expr.lhs.var is c.lhs.var and isinstance(x.expr.rhs, ir.Binary):
-                k = self.chk.fold(x.expr.rhs.rhs)
+                k = fold_value(x.expr.rhs.rhs)
                 if isinstance(k, int):
                     step = k if x.expr.rhs.op == "+" else -k
         if step == 0:

@@ -18,10 +18,10 @@ from typing import Optional
 from ..ir import nodes as ir
 from ..ir.walk import lvalue_root
 from ..source import error
-from .difftypes import is_ptr_kind
+from ..ir.difftypes import is_ptr_kind
 
 
-def ptr_vars_with_diff(chk, params_ok: set, params_other: set, body: ir.Stmt) -> set:
+def ptr_vars_with_diff(params_ok: set, params_other: set, body: ir.Stmt) -> set:
     """The pointer-kind variables of `body` whose differential is known everywhere: parameters
     in params_ok and locals only ever assigned whole from such variables (parameters in
     params_other, e.g. `no_diff` ones, have none)."""
@@ -31,7 +31,7 @@ def ptr_vars_with_diff(chk, params_ok: set, params_other: set, body: ir.Stmt) ->
 
     def target(lhs, rhs):
         v = lvalue_root(lhs)
-        if v is None or not is_ptr_kind(chk, v.type):
+        if v is None or not is_ptr_kind(v.type):
             return
         if isinstance(lhs, ir.LocalRef) and rhs is not None:
             defs.setdefault(v.uid, []).append(rhs)
@@ -56,7 +56,7 @@ def ptr_vars_with_diff(chk, params_ok: set, params_other: set, body: ir.Stmt) ->
             for x in s.stmts:
                 walk(x)
         elif isinstance(s, ir.VarDecl):
-            if is_ptr_kind(chk, s.var.type):
+            if is_ptr_kind(s.var.type):
                 declared.add(s.var.uid)
                 if s.init is not None:
                     defs.setdefault(s.var.uid, []).append(s.init)
@@ -107,12 +107,12 @@ def _known(e, ok: set) -> bool:
     return False
 
 
-def ptr_diff_expr(chk, e: ir.Expr, companion) -> Optional[ir.Expr]:
+def ptr_diff_expr(e: ir.Expr, companion) -> Optional[ir.Expr]:
     """The differential pointer of a pointer-valued expression, from `companion(var)`."""
     if isinstance(e, ir.LocalRef):
         return companion(e.var)
     if isinstance(e, ir.Select):
-        a, b = ptr_diff_expr(chk, e.then, companion), ptr_diff_expr(chk, e.else_, companion)
+        a, b = ptr_diff_expr(e.then, companion), ptr_diff_expr(e.else_, companion)
         if a is None or b is None:
             return None
         return ir.Select(a.type, e.cond, a, b)

@@ -9,13 +9,14 @@ from __future__ import annotations
 from typing import Optional
 
 from ..ir import nodes as ir
+from ..ir.fold import fold_value
 from ..ir.walk import expr_children, lvalue_root
 from .. import types as T
 from ..source import error
-from .difftypes import diff_type, is_ptr_kind, zero
+from ..ir.difftypes import diff_type, is_ptr_kind, zero
 from .flatten import Flattener
 from .normalize import Normalizer
-from .rules import Jvp, tz
+from .rules import Jvp
 from .transpose import Transposer
 
 MAX_STACK = 1 << 16
@@ -31,14 +32,14 @@ class Stack:
 
 class ReverseTransform:
     def __init__(self, ad, fn: ir.Function, g: ir.Function, loc):
-        self.ad, self.chk, self.fn, self.g, self.loc = ad, ad.chk, fn, g, loc
+        self.ad, self.fn, self.g, self.loc = ad, fn, g, loc
         self.adj: dict[int, ir.Var] = {}
         self.stacks: dict = {}
         self.mult = 1
         self.assign_count: dict[int, int] = {}
         self.in_loop_assigned: set = set()
         self.jvp = Jvp(ad, self.adj_ref)
-        self.tp = Transposer(lambda v: getattr(v, "is_adjoint", False), ad.chk)
+        self.tp = Transposer(lambda v: getattr(v, "is_adjoint", False))
         pd, _ = ad.signature(fn)
         self.no_adjoint = {p.uid for p, d in zip(fn.params, pd) if d is None}
         self.n = 0
@@ -49,9 +50,9 @@ class ReverseTransform:
     def adj_var(self, v: ir.Var) -> Optional[ir.Var]:
         a = self.adj.get(v.uid)
         if a is None:
-            if v.uid in self.no_adjoint or is_ptr_kind(self.chk, v.type):
+            if v.uid in self.no_adjoint or is_ptr_kind(v.type):
                 return None          # pointers are not transposed: their gradient goes through them
-            dt = diff_type(self.chk, v.type)
+            dt = diff_type(v.type)
             if dt is None:
                 return None
             a = ir.Var("adj_" + v.name, dt)
@@ -118,12 +119,12 @@ class ReverseTransform:
         body, decls = norm.run(body)
         self.count_assignments(body, False)
         from .ptrs import ptr_vars_with_diff
-        ptrs = {p.uid for p in fn.params if is_ptr_kind(self.chk, p.type)}
+        ptrs = {p.uid for p in fn.params if is_ptr_kind(p.type)}
         ok_params = {p.uid for p, d in zip(fn.params, pd) if d is not None and p.uid in ptrs}
-        ptr_ok = ptr_vars_with_diff(self.chk, ok_params, ptrs - ok_params, body)
+        ptr_ok = ptr_vars_with_diff(ok_params, ptrs - ok_params, body)
         for v in list(fn.params) + list(decls):
             if v.uid in ptr_ok:
-                self.pdiff[v.uid] = ir.Var("dptr_" + v.name, diff_type(self.chk, v.type))
+                self.pdiff[v.uid] = ir.Var("dptr_" + v.name, diff_type(v.type))
         self.value_needed: set = set()
         self.read_sites: dict = {}
         self.stmt_pos: dict = {}
@@ -430,7 +431,7 @@ class ReverseTransform:
         t = e.lhs.type
         if not (isinstance(t, T.ScalarType) and t.kind in ("int", "uint")):
             return None
-        c = self.chk.fold(e.rhs.rhs)
+        c = fold_value(e.rhs.rhs)
         if not isinstance(c, int) or isinstance(c, bool):
             return None
         return ir.Binary(t, "-" if e.rhs.op == "+" else "+", e.lhs, e.rhs.rhs)
@@ -469,7 +470,7 @@ class ReverseTransform:
                 from .ptrs import ptr_diff_expr
                 c = self.ptr_target(e.lhs)
                 out.append(ir.ExprStmt(ir.Assign(c.type, "=", ir.LocalRef(c.type, c),
-                                                 ptr_diff_expr(self.chk, e.rhs, self.companion))))
+                                                 ptr_diff_expr(e.rhs, self.companion))))
             out.append(s)
         elif isinstance(s, ir.If) and self.recomputable(s):
             # The branches do not change what the condition reads: the reverse sweep
@@ -631,7 +632,7 @@ class ReverseTransform:
                 continue
             if self.ad.is_ptr(p.type):
                 from .ptrs import ptr_diff_expr, unknown_ptr_diff
-                c = ptr_diff_expr(self.chk, a, self.companion)
+                c = ptr_diff_expr(a, self.companion)
                 if c is None:
                     raise unknown_ptr_diff(self.fn, f, p, call.loc)
                 args.append(ir.Construct(hp.type, [a, c]))

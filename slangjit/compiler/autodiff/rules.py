@@ -8,7 +8,7 @@ from typing import Callable, Optional
 
 from ..ir import nodes as ir
 from .. import types as T
-from .difftypes import diff_type, is_float_like, zero
+from ..ir.difftypes import diff_type, is_float_like, zero
 
 
 class NoRule(Exception):
@@ -28,7 +28,7 @@ def tz(t, x):
     return x if x is not None else zero(t)
 
 
-def shape_to(chk, x: ir.Expr, t: T.Type) -> ir.Expr:
+def shape_to(x: ir.Expr, t: T.Type) -> ir.Expr:
     """Broadcast a scalar tangent to the vector/matrix type t (for mixed scalar/vector ops)."""
     if x.type == t:
         return x
@@ -46,7 +46,6 @@ class Jvp:
 
     def __init__(self, ad, tangent_of: Callable[[ir.Var], Optional[ir.Expr]]):
         self.ad = ad
-        self.chk = ad.chk
         self.tangent_of = tangent_of
 
     def __call__(self, e: ir.Expr) -> Optional[ir.Expr]:
@@ -74,8 +73,8 @@ class Jvp:
         if isinstance(ot, T.TupleType):
             return ir.Field(t.type.elems[int(e.name[1:])], t, e.name)
         if isinstance(t.type, T.StructType) and isinstance(ot, T.StructType):
-            from .difftypes import diff_field_name
-            fname = diff_field_name(self.chk, ot, e.name)
+            from ..ir.difftypes import diff_field_name
+            fname = diff_field_name(ot, e.name)
             if fname is None:
                 return None
             return ir.Field(t.type.info.field_type(fname), t, fname)
@@ -94,7 +93,7 @@ class Jvp:
         t = self(e.obj)
         if t is None:
             return None
-        et = diff_type(self.chk, e.type)
+        et = diff_type(e.type)
         return ir.Index(et, t, e.index) if et is not None else None
 
     def j_Unary(self, e):
@@ -115,7 +114,7 @@ class Jvp:
 
     def j_Construct(self, e):
         t = e.type
-        dt = diff_type(self.chk, t)
+        dt = diff_type(t)
         if dt is None:
             return None
         if not e.args:
@@ -123,9 +122,9 @@ class Jvp:
         if isinstance(t, T.StructType):
             parts = []
             any_t = False
-            from .difftypes import diff_field_name
+            from ..ir.difftypes import diff_field_name
             for (fname, ft), a in zip(t.info.field_list(), e.args):
-                dname = diff_field_name(self.chk, t, fname)
+                dname = diff_field_name(t, fname)
                 if dname is None:
                     continue
                 ta = self(a)
@@ -147,7 +146,7 @@ class Jvp:
             return ir.Construct(dt, [tz(dt.primal, ts[0]), tz(dt.diff, ts[1] if len(ts) > 1 else None)])
         vals = []
         for a, ta in zip(e.args, ts):
-            at = diff_type(self.chk, a.type) or a.type
+            at = diff_type(a.type) or a.type
             if ta is None and not is_float_like(a.type) and isinstance(t, (T.VectorType, T.MatrixType)):
                 # an integer component of a float vector: zero of the element type
                 at = T.with_scalar(a.type, T.scalar_of(t))
@@ -158,7 +157,7 @@ class Jvp:
         a, b = self(e.then), self(e.else_)
         if a is None and b is None:
             return None
-        dt = diff_type(self.chk, e.type)
+        dt = diff_type(e.type)
         return ir.Select(dt, e.cond, tz(dt, a), tz(dt, b))
 
     def j_Binary(self, e):
@@ -172,10 +171,10 @@ class Jvp:
         rt = e.type
         if op in ("+", "-"):
             if ta is None:
-                r = shape_to(self.chk, tb, rt)
+                r = shape_to(tb, rt)
                 return ir.Unary(rt, "-", r) if op == "-" else r
             if tb is None:
-                return shape_to(self.chk, ta, rt)
+                return shape_to(ta, rt)
             return ir.Binary(rt, op, ta, tb)
         if op == "*":
             terms = []
@@ -197,7 +196,7 @@ class Jvp:
             return terms[0]
         if op == "%":
             # fmod: Slang's derivative w.r.t. the divisor is 0.
-            return shape_to(self.chk, ta, rt) if ta is not None else None
+            return shape_to(ta, rt) if ta is not None else None
         return None
 
     def j_Intrinsic(self, e):

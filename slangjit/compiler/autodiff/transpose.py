@@ -6,21 +6,20 @@ from __future__ import annotations
 from ..ir import nodes as ir
 from ..ir.walk import expr_children
 from .. import types as T
-from .difftypes import zero
+from ..ir.difftypes import zero
 
 
 class Transposer:
-    def __init__(self, is_adj_var, chk=None):
+    def __init__(self, is_adj_var):
         self.is_adj_var = is_adj_var        # Var -> bool
-        self.chk = chk
         self.n = 0
 
     def accumulate(self, path: ir.Expr, value: ir.Expr, out: list):
-        from .difftypes import add, is_float_like
+        from ..ir.difftypes import add, is_float_like
         if is_float_like(path.type):
             out.append(ir.ExprStmt(ir.Assign(path.type, "+=", path, value)))
         else:
-            out.append(ir.ExprStmt(ir.Assign(path.type, "=", path, add(self.chk, path, value))))
+            out.append(ir.ExprStmt(ir.Assign(path.type, "=", path, add(path, value))))
 
     def has_adj(self, e) -> bool:
         if e is None:

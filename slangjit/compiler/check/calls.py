@@ -12,7 +12,7 @@ from ..ir.fold import fold_convert
 from ..source import CompileError, Loc
 from .. import types as T
 from .scope import Env, FuncSym, PackSym, TypeSym, ValueSym
-from .results import BuiltinIfaceRes, const_expr
+from .results import const_expr
 
 _uid = itertools.count(100000)
 

@@ -13,22 +13,23 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any, Optional
+from typing import Optional
 
 from ..parse import ast
 from ..ir import nodes as ir
-from ..source import CompileError, Diagnostic, Loc, NO_LOC, error
+from ..ir.derivatives import Derivatives
+from ..ir.program import unique_name
+from ..source import CompileError, Diagnostic, Loc, error
 from .. import types as T
 from .results import (BUFFER_KINDS, BuiltinIfaceRes, CBufferMemberSym, GenericRes, InterfaceInstance,
-                      NamespaceRes, OverloadRes, PropertyRes, Res, StructInstance, TypeRes, ValueRes,
-                      const_expr, describe, types_equal)
-from .scope import (AliasSym, AssocTypeSym, DeclSym, EnumSym, Env, FieldSym, FuncSym, GlobalSym,
-                    InterfaceSym, NamespaceSym, PropertySym, StructSym, SubscriptSym, Sym, TypeSym,
-                    ValueSym)
+                      NamespaceRes, StructInstance, TypeRes, ValueRes, const_expr, describe, types_equal)
+from .scope import (AliasSym, AssocTypeSym, EnumSym, Env, FieldSym, FuncSym, GlobalSym, InterfaceSym,
+                    NamespaceSym, PropertySym, StructSym, SubscriptSym, TypeSym, ValueSym)
 from .calls import CallsMixin
 from .exprs import ExprsMixin
 from .members import MembersMixin
 from .stmts import FuncCtx, StmtsMixin
+from .derivatives import DerivativeResolver
 from .diffs import DiffsMixin
 from .dynamic import DynamicMixin
 from .operators import OperatorsMixin
@@ -53,14 +54,9 @@ class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, Op
         self.uses_group_barrier = False
         self.deriv_of: list = []          # (FuncSym g, "ForwardDerivativeOf"/..., target expr)
         self.type_conformances: list = []  # (interface name, type name, id or -1), see dynamic.py
-        self._autodiff = None
-
-    @property
-    def autodiff(self):
-        if self._autodiff is None:
-            from ..autodiff import AutoDiff
-            self._autodiff = AutoDiff(self)
-        return self._autodiff
+        resolver = DerivativeResolver(self)
+        self.derivs = Derivatives(self.functions, resolver)   # ir/derivatives.py; facts from check/derivatives.py
+        resolver.derivs = self.derivs
 
     # ------------------------------------------------------------------ diagnostics
 
@@ -71,9 +67,7 @@ class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, Op
         self.warnings.append(Diagnostic(code, msg, loc, "warning"))
 
     def unique(self, base: str) -> str:
-        base = "".join(c if c.isalnum() or c == "_" else "_" for c in base)
-        name = f"{base}_{next(_uid)}"
-        return name
+        return unique_name(base)
 
     # ------------------------------------------------------------------ declarations
 

@@ -18,7 +18,7 @@ from ..ir.derivatives import FACT_KINDS, has_own_facts
 from ..ir.difftypes import diff_type, is_ptr_kind
 from ..ir.walk import walk
 from ..source import CompileError, error
-from .checker_types import BuiltinIfaceRes, OverloadRes, TypeRes
+from .results import BuiltinIfaceRes, OverloadRes, TypeRes
 from .members import TypeLiteral
 from .scope import StructSym
 

@@ -7,6 +7,7 @@ from typing import Optional
 
 from ..parse import ast
 from ..ir import nodes as ir
+from ..ir.difftypes import add, scale
 from ..source import CompileError, Loc
 from .. import types as T
 from .calls import InitListArg
@@ -24,14 +25,12 @@ class DiffStaticRes:
 
 class DiffsMixin:
     def diff_type(self, t: T.Type) -> Optional[T.Type]:
-        from ..autodiff.difftypes import diff_type
-        return diff_type(self, t)
+        return self.derivs.diff_type(t)
 
     def pair_type(self, t: T.Type, loc: Loc) -> T.PairType:
         if T.contains_vars(t):
             return T.PairType(t, t)          # an inference pattern
-        from ..autodiff.difftypes import is_ptr_kind
-        if is_ptr_kind(self, t):
+        if self.derivs.is_ptr(t):
             raise self.err("E6010", f"'{t}' is a differentiable pointer type (IDifferentiablePtrType): "
                                     f"its pair is DifferentialPtrPair<{t}>", loc)
         d = self.diff_type(t)
@@ -42,8 +41,7 @@ class DiffsMixin:
     def ptr_pair_type(self, t: T.Type, loc: Loc) -> T.PtrPairType:
         if T.contains_vars(t):
             return T.PtrPairType(t, t)       # an inference pattern
-        from ..autodiff.difftypes import is_ptr_kind
-        if not is_ptr_kind(self, t):
+        if not self.derivs.is_ptr(t):
             raise self.err("E6010", f"DifferentialPtrPair needs a type conforming to IDifferentiablePtrType, "
                                     f"not '{t}'", loc)
         return T.PtrPairType(t, self.diff_type(t))
@@ -103,10 +101,10 @@ class DiffsMixin:
                     continue
             if fn is None:
                 raise self.err("E3010", f"no overload of '{res.name}' matches these arguments", loc)
-            if not self.autodiff.is_differentiable(fn) and fn.intrinsic is None:
+            if not self.derivs.is_differentiable(fn) and fn.intrinsic is None:
                 raise self.err("E6012", f"'{fn.slang_name}' is not differentiable: mark it [Differentiable] "
                                         f"or give it a custom derivative", inner.loc)
-        return self.autodiff.fwd(fn, loc) if inner_mode == "fwd" else self.autodiff.bwd(fn, loc)
+        return self.derivs.fwd(fn, loc) if inner_mode == "fwd" else self.derivs.bwd(fn, loc)
 
     def diff_call(self, mode: str, fexpr: ast.Expr, args_ast: list, loc: Loc, ctx) -> ir.Expr:
         pre_args = None
@@ -115,7 +113,7 @@ class DiffsMixin:
             views = [ir.LocalRef(a.type.primal, ir.Var("x", a.type.primal)) if isinstance(a.type, T.PairType) else a
                      for a in args]
             inner_fn = self.nested_diff_fn(fexpr, views if mode == "fwd" else views[:-1], loc, ctx)
-            g = self.autodiff.fwd(inner_fn, loc) if mode == "fwd" else self.autodiff.bwd(inner_fn, loc)
+            g = self.derivs.fwd(inner_fn, loc) if mode == "fwd" else self.derivs.bwd(inner_fn, loc)
             if len(args) != len(g.params):
                 raise self.err("E3010", f"{mode}_diff takes {len(g.params)} argument(s), got {len(args)}", loc)
             return ir.Call(g.ret, g, [a if p.direction in ("out", "inout") else self.coerce_arg(a, p.type, ctx)
@@ -142,7 +140,7 @@ class DiffsMixin:
             if isinstance(a.type, T.PairType):
                 return ir.LocalRef(a.type.primal, ir.Var("x", a.type.primal), loc=a.loc)
             return a
-        ad = self.autodiff
+        ad = self.derivs
         attempts = [args]
         if mode == "bwd" and args:
             attempts = [args[:-1], args]
@@ -204,7 +202,6 @@ class DiffsMixin:
         return None
 
     def call_diff_static(self, res: DiffStaticRes, args: list, loc: Loc, ctx) -> ir.Expr:
-        from ..autodiff.difftypes import add, scale
         d = self.diff_type(res.type)
         if res.name == "dzero":
             return ir.Construct(d, [], loc=loc)
@@ -212,8 +209,8 @@ class DiffsMixin:
             if len(args) != 2:
                 raise self.err("E3030", "dadd takes two arguments", loc)
             a, b = (self.coerce_arg(x, d, ctx) for x in args)
-            return add(self, a, b)
+            return add(a, b)
         if len(args) != 2:
             raise self.err("E3030", "dmul takes two arguments", loc)
         s = self.coerce_arg(args[0], T.scalar_of(d) or T.FLOAT, ctx)
-        return scale(self, s, self.coerce_arg(args[1], d, ctx))
+        return scale(s, self.coerce_arg(args[1], d, ctx))

@@ -270,7 +270,7 @@ class DynamicMixin:
                                     f"requires, so it cannot be called on a dynamic value", loc) from None
         if not isinstance(call, ir.Call):
             raise self.err("E3062", f"'{ty}.{req.name}' cannot be called through a dynamic value", loc)
-        if differentiable and not self.autodiff.is_differentiable(call.func):
+        if differentiable and not self.derivs.is_differentiable(call.func):
             raise self.err("E6017", f"'{ty}.{req.name}' implements differentiable requirement '{req.name}' but is "
                                     f"not differentiable: mark it [Differentiable]", call.func.loc or loc)
         if fn.ret == T.VOID:

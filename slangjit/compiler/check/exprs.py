@@ -2,14 +2,12 @@
 (operators and assignment are in operators.py)."""
 from __future__ import annotations
 
-import math
-from typing import Any, Optional
 
 from ..parse import ast
 from ..ir import nodes as ir
 from ..source import CompileError, Loc
 from .. import types as T
-from ..ir.fold import fold_convert, round_float
+from ..ir.fold import round_float
 from .calls import InitListArg, types_eq
 from .members import BuiltinMethodRes, TypeLiteral
 from .scope import AliasSym, FuncSym, InterfaceSym, PackSym, StructSym, SubscriptSym

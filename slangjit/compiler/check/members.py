@@ -10,7 +10,7 @@ from ..parse import ast
 from ..ir import nodes as ir
 from ..source import Loc
 from .. import types as T
-from .scope import AliasSym, AssocTypeSym, DeclSym, EnumSym, Env, FieldSym, FuncSym, GlobalSym, InterfaceSym, NamespaceSym, PackSym, PropertySym, StructSym, SubscriptSym, TypeSym, ValueSym
+from .scope import AliasSym, AssocTypeSym, EnumSym, Env, FieldSym, FuncSym, GlobalSym, InterfaceSym, NamespaceSym, PackSym, PropertySym, StructSym, TypeSym, ValueSym
 from .results import CBufferMemberSym, GenericRes, NamespaceRes, OverloadRes, PropertyRes, TypeRes, ValueRes
 
 SWIZZLE_SETS = ("xyzw", "rgba")

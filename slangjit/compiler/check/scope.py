@@ -61,7 +61,6 @@ class EnumSym(DeclSym):
 
 class GlobalSym(DeclSym):
     """A module-level or static member variable (uniform, static const, groupshared ...)."""
-    pass
 
 
 class FieldSym(Sym):

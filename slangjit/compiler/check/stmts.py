@@ -5,9 +5,8 @@ from typing import Optional
 
 from ..parse import ast
 from ..ir import nodes as ir
-from ..source import CompileError, Loc
+from ..source import Loc
 from .. import types as T
-from .calls import types_eq
 from .scope import Env, FuncSym, GlobalSym, PackSym, ValueSym
 from .results import OverloadRes
 

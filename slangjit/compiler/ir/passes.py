@@ -12,6 +12,7 @@ from typing import Optional
 
 from .. import types as T
 from . import nodes as ir
+from .walk import is_pure
 
 
 def optimize(fn: ir.Function, fold) -> None:
@@ -166,7 +167,6 @@ def _collect_reads_stmt(s, acc: set):
 
 
 def _pure(e) -> bool:
-    from ..autodiff.flatten import is_pure
     return e is None or is_pure(e)
 
 

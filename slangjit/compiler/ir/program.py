@@ -9,7 +9,6 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Optional
 
-from . import nodes as ir
 
 
 @dataclass

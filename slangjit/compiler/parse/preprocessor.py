@@ -19,6 +19,9 @@ import os
 from .lexer import Token, tokenize, eof_token
 from ..source import CompileError, Loc, SourceFile, error
 
+# Predefined macros of every compile (as Slang defines them), before `-D` arguments.
+DEFAULT_DEFINES = {"__SLANG__": "1", "__HLSL__": "1", "SLANG": "1", "__slangjit__": "1"}
+
 _EMPTY = frozenset()
 _MAX_INCLUDE_DEPTH = 64
 _MAX_EXPANSIONS = 200000

@@ -1,0 +1,120 @@
+"""Stage 3 of the compiler, whole: syntax trees -> the checked program (ir/program.py).
+
+`check_program` declares the core library and the user's modules, instantiates the entry points and
+every uniform, checks every body that instantiation reached, records what autodiff will need
+(check/derivatives.py) and seals it.  The fix-point (bodies instantiate structs and functions,
+derivative facts instantiate custom derivatives and Differential structs, ...) is inside this stage.
+"""
+from __future__ import annotations
+
+import os
+from typing import Callable, Sequence
+
+from ..parse import ast
+from ..ir.program import Program
+from ..source import Loc, SourceFile, error
+from .checker import Checker
+from .scope import Env, FuncSym, GlobalSym
+from .stmts import FuncCtx
+
+
+def check_program(core: list, modules: list, entry_points: Sequence[str], *, target: str,
+                  type_conformances: Sequence = (), module_loader: Callable = None) -> Program:
+    """core / modules: parsed ast.Modules.  module_loader(name, is_path, loc) -> (key, ast.Module or
+    None) finds an `import`ed module (the driver's search path)."""
+    checker = Checker()
+    checker.core_env.module = "core"
+    checker.target = target
+    checker.type_conformances = [tuple(tc) for tc in type_conformances or ()]
+    for m in core:
+        checker.declare_module(m, checker.core_env)
+    checker.module_loader = module_loader
+    module_envs = []
+    for mod in modules:
+        env = Env(checker.core_env, "module")
+        env.module = mod.path
+        checker.modules_loaded[os.path.realpath(mod.path)] = env
+        checker.declare_module(mod, env)
+        module_envs.append((mod, env))
+
+    entries = [_entry(checker, name, module_envs, modules) for name in entry_points]
+
+    # Every uniform of the user modules is bindable, used or not.
+    for mod, env in module_envs:
+        _instantiate_uniforms(checker, mod.decls, env)
+
+    _finish(checker)
+    checker.derivs.seal()
+    return Program(functions=checker.functions, globals=checker.globals, entries=entries,
+                   uses_group_barrier=checker.uses_group_barrier, warnings=checker.warnings,
+                   derivatives=checker.derivs)
+
+
+def _entry(checker: Checker, name: str, module_envs: list, modules: list):
+    syms = []
+    for mod, env in module_envs:
+        syms = [s for s in env.lookup_local(name) if isinstance(s, FuncSym)]
+        if syms:
+            break
+    if not syms:
+        raise error("E5001", f"entry point '{name}' not found", Loc(None, 0, 0) if not modules else
+                    Loc(_file_of(modules[0]), 1, 1))
+    sym = syms[0]
+    if sym.decl.generic_params:
+        raise error("E5002", f"entry point '{name}' must not be generic", sym.decl.loc)
+    fn = checker.instantiate_function(sym, [], sym.decl.loc)
+    numthreads = (1, 1, 1)
+    for a in sym.decl.attrs:
+        if a.name == "numthreads":
+            ctx = checker.ctx_for_env(sym.env)
+            vals = [checker.fold(checker.expr(x, ctx)) for x in a.args]
+            if len(vals) < 1 or any(not isinstance(v, int) or v <= 0 for v in vals):
+                raise error("E5004", "[numthreads] needs positive constant integers", a.loc)
+            vals = list(vals) + [1] * (3 - len(vals))
+            numthreads = tuple(vals[:3])
+    return fn, numthreads
+
+
+def _file_of(mod):
+    if os.path.isfile(mod.path):
+        with open(mod.path, encoding="utf-8", errors="replace") as f:
+            return SourceFile(mod.path, f.read())
+    return None
+
+
+def _instantiate_uniforms(checker: Checker, decls, env):
+    for d in decls:
+        if isinstance(d, ast.VarDecl):
+            if not ({"static", "groupshared"} & d.mods) and not ("const" in d.mods and "uniform" not in d.mods):
+                syms = [s for s in env.lookup_local(d.name) if isinstance(s, GlobalSym)]
+                if syms:
+                    checker.global_var(syms[0], d.loc)
+        elif isinstance(d, ast.CBufferDecl):
+            syms = [s for s in env.lookup_local(d.name) if isinstance(s, GlobalSym)]
+            if syms:
+                checker.global_var(syms[0], d.loc)
+
+
+def _finish(checker: Checker):
+    """Check function bodies, struct conformance and field defaults, and record the derivative
+    facts, until nothing new is instantiated."""
+    resolver = checker.derivs.source
+    done_structs = set()
+    while True:
+        checker.check_pending_bodies()
+        new = [s for s in checker.structs if id(s) not in done_structs]
+        for inst in new:
+            done_structs.add(id(inst))
+            checker.check_conformance(inst)
+            defaults = []
+            for name, ft, init, env in inst.fields:
+                if init is None:
+                    defaults.append(None)
+                else:
+                    defaults.append(checker.coerce_init(init, ft, FuncCtx(checker, env, None)))
+            inst.field_defaults = defaults
+        if new:
+            continue
+        if checker.pending_bodies or resolver.prepare():
+            continue
+        break

@@ -1,0 +1,173 @@
+"""The compiler's stages, run in order: Slang source -> CompiledProgram (C++ or CUDA + reflection).
+
+    parse (parse/) -> check (check/: the checked ir.Program) -> autodiff (autodiff/: derivative
+    bodies) -> optimize (IR passes) -> emit (emit/: C++ / CUDA text + reflection)
+
+Each stage takes one data structure and returns the next; nothing here reaches back.  The core
+library is parsed once per process.  `compile_program` (compiler/__init__.py) calls this through
+the front-end cache, so a warm start never imports it.
+"""
+from __future__ import annotations
+
+import os
+import time
+from typing import Optional, Sequence
+
+from . import autodiff
+from . import frontend_cache
+from .check.program import check_program
+from .emit.cpp import EmitError
+from .emit.program import emit_program
+from .ir.fold import fold_value
+from .ir.passes import optimize
+from .parse.parser import parse_module
+from .parse.preprocessor import DEFAULT_DEFINES
+from .source import CompileError, Loc, NO_LOC, SourceFile, error
+from .reflection import CompiledProgram
+
+_CORE_DIR = os.path.join(os.path.dirname(__file__), "core")
+_core_modules: Optional[list] = None
+
+
+
+
+def _parse(text: str, path: str, include_paths, defines):
+    deps = frontend_cache.active_deps()        # front-end cache: record the files this compile reads
+    if deps is not None and os.path.isfile(path):
+        deps.append(path)
+    return parse_module(text, path, list(include_paths), defines, deps=deps)
+
+
+def core_modules() -> list:
+    global _core_modules
+    if _core_modules is None:
+        mods = []
+        for fname in sorted(os.listdir(_CORE_DIR)):
+            if fname.endswith(".slang"):
+                p = os.path.join(_CORE_DIR, fname)
+                with open(p, encoding="utf-8") as f:
+                    mods.append(_parse(f.read(), p, [], {}))
+        _core_modules = mods
+    return _core_modules
+
+
+
+
+def _defines_from_args(compiler_args) -> dict:
+    out = dict(DEFAULT_DEFINES)
+    args = list(compiler_args or [])
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a.startswith("-D"):
+            body = a[2:] or (args[i + 1] if i + 1 < len(args) else "")
+            if not a[2:]:
+                i += 1
+            k, _, v = body.partition("=")
+            out[k] = v or "1"
+        i += 1
+    return out
+
+
+
+
+def compile_uncached(sources: Sequence, entry_points: Sequence[str], *, target: str = "cpp",
+                              include_paths: Sequence[str] = (), compiler_args: Sequence[str] = (),
+                              type_conformances: Sequence = ()) -> CompiledProgram:
+    """The front end proper.  A user never sees a Python traceback from it: an internal failure
+    becomes a CompileError saying "internal compiler error" (a slangjit bug) at the program."""
+    import sys as _sys
+    old_limit = _sys.getrecursionlimit()
+    _sys.setrecursionlimit(max(old_limit, 20000))
+    try:
+        return _compile(sources, entry_points, target=target, include_paths=include_paths,
+                        compiler_args=compiler_args, type_conformances=type_conformances)
+    except (CompileError, OSError):
+        raise
+    except RecursionError:
+        raise error("E9002", "program nested too deeply to compile", _first_loc(sources)) from None
+    except Exception as ex:  # noqa: BLE001 - the safety net for compiler bugs
+        raise error("E9000", f"internal compiler error ({type(ex).__name__}: {ex}); this is a slangjit bug",
+                    _first_loc(sources)) from ex
+    finally:
+        _sys.setrecursionlimit(old_limit)
+
+
+def _first_loc(sources) -> Loc:
+    for spec in sources:
+        text = spec.text
+        if text is None and spec.path and os.path.isfile(spec.path):
+            with open(spec.path, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+        return Loc(SourceFile(spec.path or (spec.name + ".slang"), text or ""), 1, 1)
+    return NO_LOC
+
+
+def _compile(sources: Sequence, entry_points: Sequence[str], *, target: str = "cpp",
+             include_paths: Sequence[str] = (), compiler_args: Sequence[str] = (),
+             type_conformances: Sequence = ()) -> CompiledProgram:
+    """parse -> check -> autodiff -> optimize -> emit, one data structure between each."""
+    timings = {}
+    t0 = time.perf_counter()
+    defines = _defines_from_args(compiler_args)
+    core = core_modules()
+    t1 = time.perf_counter()
+    timings["core"] = t1 - t0
+
+    # `import slangpy;` always resolves to our slangpy.slang (as SlangPy's SHADER_PATH does).
+    search = [str(p) for p in include_paths] + [os.path.join(os.path.dirname(__file__), "slang")]
+    loaded: set = set()
+
+    def load(name: str, is_path: bool, loc: Loc):
+        fname = name if is_path else name.replace(".", os.sep).replace("_", "-") + ".slang"
+        cands = []
+        base_dir = os.path.dirname(loc.file.path) if loc.file is not None and loc.file.path else "."
+        names = [fname]
+        if not is_path:
+            names.append(name.replace(".", os.sep) + ".slang")
+        elif not fname.endswith(".slang"):
+            names.append(fname + ".slang")
+        for d in [base_dir] + search + ["."]:
+            for n in names:
+                cands.append(os.path.join(d, n))
+        for c in cands:
+            if os.path.isfile(c):
+                key = os.path.realpath(c)
+                if key in loaded:
+                    return key, None
+                loaded.add(key)
+                with open(c, encoding="utf-8") as f:
+                    return key, _parse(f.read(), c, search, defines)
+        raise error("E2002", f"cannot find module '{name}' (looked in: {', '.join(sorted(set(os.path.dirname(c) or '.' for c in cands)))})", loc)
+
+    parsed = []
+    for spec in sources:
+        if spec.text is not None:
+            text, path = spec.text, spec.path or (spec.name + ".slang")
+        else:
+            with open(spec.path, encoding="utf-8") as f:
+                text, path = f.read(), spec.path
+        parsed.append(_parse(text, path, search, defines))
+    loaded.update(os.path.realpath(m.path) for m in parsed)
+    t2 = time.perf_counter()
+    timings["parse"] = t2 - t1
+
+    program = check_program(core, parsed, entry_points, target=target, type_conformances=type_conformances,
+                            module_loader=load)
+    program = autodiff.run(program)
+    for fn in program.functions:
+        optimize(fn, fold_value)
+    t3 = time.perf_counter()
+    timings["check"] = t3 - t2
+    entries = program.entries
+    try:
+        src, refl = emit_program(program.functions, program.globals, entries, target,
+                                  group_barrier=program.uses_group_barrier)
+    except EmitError as e:
+        raise error("E9001", f"internal compiler error: {e}", entries[0][0].loc if entries else NO_LOC)
+    timings["emit"] = time.perf_counter() - t3
+    prog = CompiledProgram(src, target, refl, timings)
+    prog.warnings = program.warnings
+    if target == "cuda":
+        prog.source_sha256()            # stored with the front-end cache entry: the cubin cache key's input
+    return prog
