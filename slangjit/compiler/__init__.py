@@ -15,6 +15,7 @@ from .parse import ast
 from . import frontend_cache   # every program load goes through it: imported with the compiler, not by the first load
 from .source import CompileError, Diagnostic, Loc, NO_LOC, error
 from .reflection import CompiledProgram
+from .passes.options import DEFAULT_OPTIONS, PipelineOptions
 
 _CORE_DIR = os.path.join(os.path.dirname(__file__), "core")
 _core_modules: Optional[list] = None
@@ -70,17 +71,19 @@ def _defines_from_args(compiler_args) -> dict:
 
 def compile_program(sources: Sequence[SourceSpec], entry_points: Sequence[str], *, target: str = "cpp",
                     include_paths: Sequence[str] = (), compiler_args: Sequence[str] = (),
-                    type_conformances: Sequence = ()) -> CompiledProgram:
+                    type_conformances: Sequence = (), options: PipelineOptions = DEFAULT_OPTIONS) -> CompiledProgram:
+    """`options`: the pass pipeline's and emitters' options (passes/options.py)."""
     # ---- front-end cache hook (frontend_cache.py): memory + disk, validated against imports/#includes ----
     return frontend_cache.cached_compile(_compile_program_uncached, list(sources), list(entry_points), target=target,
                           include_paths=include_paths, compiler_args=compiler_args,
-                          type_conformances=type_conformances)
+                          type_conformances=type_conformances, options=options)
     # ---- end of front-end cache hook ----
 
 
 def _compile_program_uncached(sources: Sequence[SourceSpec], entry_points: Sequence[str], *, target: str = "cpp",
                               include_paths: Sequence[str] = (), compiler_args: Sequence[str] = (),
-                              type_conformances: Sequence = ()) -> CompiledProgram:
+                              type_conformances: Sequence = (),
+                              options: PipelineOptions = DEFAULT_OPTIONS) -> CompiledProgram:
     """The front end proper.  A user never sees a Python traceback from it: an internal failure
     becomes a CompileError saying "internal compiler error" (a slangjit bug) at the program."""
     import sys as _sys
@@ -88,7 +91,7 @@ def _compile_program_uncached(sources: Sequence[SourceSpec], entry_points: Seque
     _sys.setrecursionlimit(max(old_limit, 20000))
     try:
         return _compile(sources, entry_points, target=target, include_paths=include_paths,
-                        compiler_args=compiler_args, type_conformances=type_conformances)
+                        compiler_args=compiler_args, type_conformances=type_conformances, options=options)
     except (CompileError, OSError):
         raise
     except RecursionError:
@@ -113,11 +116,12 @@ def _first_loc(sources) -> Loc:
 
 def _compile(sources: Sequence[SourceSpec], entry_points: Sequence[str], *, target: str = "cpp",
              include_paths: Sequence[str] = (), compiler_args: Sequence[str] = (),
-             type_conformances: Sequence = ()) -> CompiledProgram:
+             type_conformances: Sequence = (), options: PipelineOptions = DEFAULT_OPTIONS) -> CompiledProgram:
     from .check.checker import Checker
     from .check.scope import Env, FuncSym
-    from .emit.program import emit_program
-    from .emit.cpp import EmitError
+    from .emit import EmitError, emit_program
+    from .ir.program import Program
+    from .passes.pipeline import run_pipeline
     from . import types as T
 
     timings = {}
@@ -211,17 +215,17 @@ def _compile(sources: Sequence[SourceSpec], entry_points: Sequence[str], *, targ
         _instantiate_uniforms(checker, mod.decls, env)
 
     _finish(checker)
-    from .ir.passes import optimize
-    for fn in checker.functions:
-        optimize(fn, checker.fold)
+    program = Program(checker.functions, checker.globals, entries, checker.uses_group_barrier, checker.warnings)
     t3 = time.perf_counter()
     timings["check"] = t3 - t2
+    optimized = run_pipeline(program, target, options, checker.fold)
+    t4 = time.perf_counter()
+    timings["passes"] = t4 - t3
     try:
-        src, refl = emit_program(checker.functions, checker.globals, entries, target,
-                                  group_barrier=checker.uses_group_barrier)
+        src, refl = emit_program(optimized)
     except EmitError as e:
         raise error("E9001", f"internal compiler error: {e}", entries[0][0].loc if entries else NO_LOC)
-    timings["emit"] = time.perf_counter() - t3
+    timings["emit"] = time.perf_counter() - t4
     prog = CompiledProgram(src, target, refl, timings)
     prog.warnings = checker.warnings
     if target == "cuda":

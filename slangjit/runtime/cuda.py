@@ -30,6 +30,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from ..compiler.passes.options import DEFAULT_OPTIONS, PipelineOptions
 from ..compiler.reflection import CUDA_GLOBALS_SYMBOL, CompiledProgram, EntryPointInfo
 from . import cuda_compiler       # the image cache: every kernel load asks it (imports no NVRTC itself)
 from . import layout_pack as _lp
@@ -585,11 +586,11 @@ class CudaDevice(Device):
     _kernel_class = CudaComputeKernel
 
     def __init__(self, include_paths: Sequence = (), compiler_args: Sequence = (), enable_debug_layers: bool = False,
-                 ordinal: Optional[int] = None):
+                 ordinal: Optional[int] = None, compile_options: PipelineOptions = DEFAULT_OPTIONS):
         if ordinal is None:
             ordinal = int(os.environ.get("SLANGJIT_CUDA_DEVICE", "0") or 0)
         self._ctx = _Context.get(ordinal)
-        super().__init__(DeviceType.cuda, include_paths, compiler_args, enable_debug_layers)
+        super().__init__(DeviceType.cuda, include_paths, compiler_args, enable_debug_layers, compile_options)
         self.info = CudaDeviceInfo(self._ctx)
 
     @property

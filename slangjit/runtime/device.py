@@ -26,6 +26,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from ..compiler.passes.options import DEFAULT_OPTIONS, PipelineOptions
 from ..compiler.reflection import CompiledProgram, EntryPointInfo, FieldLayout, ProgramReflection, TypeLayout
 from . import layout_pack as _lp
 
@@ -374,12 +375,13 @@ class SlangModule:
 class ShaderProgram:
     """Modules + entry point names, compiled by the front end to C++ when created."""
 
-    def __init__(self, device: "Device", modules: list[SlangModule], entry_points: list[EntryPoint]):
+    def __init__(self, device: "Device", modules: list[SlangModule], entry_points: list[EntryPoint],
+                 compile_options: Optional[PipelineOptions] = None):
         self.device = device
         self.modules = modules
         self.entry_points = entry_points
         self.entry_point_names = [e.name for e in entry_points]
-        self.compiled: CompiledProgram = device._compile(modules, entry_points)
+        self.compiled: CompiledProgram = device._compile(modules, entry_points, compile_options)
 
     @property
     def reflection(self) -> ProgramReflection:
@@ -517,8 +519,11 @@ class Device:
     _kernel_class = ComputeKernel   # CudaDevice: runtime.cuda.CudaComputeKernel
 
     def __init__(self, type: DeviceType = DeviceType.cpu, include_paths: Sequence = (), compiler_args: Sequence = (),
-                 enable_debug_layers: bool = False):
+                 enable_debug_layers: bool = False, compile_options: PipelineOptions = DEFAULT_OPTIONS):
         self.type = DeviceType(type)
+        # The pass pipeline's options for every program this device compiles (load_program and
+        # link_program may override them per program).
+        self.compile_options = compile_options
         self.include_paths = [str(p) for p in include_paths]
         self.compiler_args = [str(a) for a in compiler_args]
         self.enable_debug_layers = enable_debug_layers
@@ -553,20 +558,21 @@ class Device:
         return SlangModule(self, module_name, os.fspath(path) if path is not None else None, source)
 
     def load_program(self, module_name, entry_point_names: Sequence[str], additional_source: Optional[str] = None,
-                     link_options=None) -> ShaderProgram:
+                     link_options=None, compile_options: Optional[PipelineOptions] = None) -> ShaderProgram:
         if isinstance(entry_point_names, str):
             entry_point_names = [entry_point_names]
         mod = self.load_module(module_name)
         modules = [mod]
         if additional_source:
             modules.append(self.load_module_from_source(mod.name + "_additional", additional_source))
-        return ShaderProgram(self, modules, [mod.entry_point(n) for n in entry_point_names])
+        return ShaderProgram(self, modules, [mod.entry_point(n) for n in entry_point_names], compile_options)
 
     def link_program(self, modules: Sequence[SlangModule], entry_points: Sequence[EntryPoint],
-                     link_options=None) -> ShaderProgram:
-        return ShaderProgram(self, list(modules), list(entry_points))
+                     link_options=None, compile_options: Optional[PipelineOptions] = None) -> ShaderProgram:
+        return ShaderProgram(self, list(modules), list(entry_points), compile_options)
 
-    def _compile(self, modules: list[SlangModule], entry_points: list[EntryPoint]) -> CompiledProgram:
+    def _compile(self, modules: list[SlangModule], entry_points: list[EntryPoint],
+                 compile_options: Optional[PipelineOptions] = None) -> CompiledProgram:
         try:
             from slangjit.compiler import compile_program
         except ImportError as e:
@@ -578,7 +584,8 @@ class Device:
                     tcs.append(tc)
         prog = compile_program([m._source_spec() for m in modules], [e.name for e in entry_points], target=self._target,
                                include_paths=self.include_paths, compiler_args=self.compiler_args,
-                               type_conformances=tcs)
+                               type_conformances=tcs,
+                               options=self.compile_options if compile_options is None else compile_options)
         # Compiler warnings (implicit truncation ...) reach the user as Python warnings, once.
         import warnings
         for w in getattr(prog, "warnings", None) or []:
@@ -677,9 +684,10 @@ def create_device(type: DeviceType = DeviceType.automatic, enable_debug_layers: 
                   compiler_args=(), adapter_luid=None, enable_cuda_interop: bool = False, enable_print: bool = False,
                   enable_hot_reload: bool = True, enable_compilation_reports: bool = False,
                   existing_device_handles=None, bindless_options=None, label: str = "",
-                  compiler_options=None) -> Device:
+                  compiler_options=None, compile_options: PipelineOptions = DEFAULT_OPTIONS) -> Device:
     """Create a device.  `automatic` is CUDA when a usable NVIDIA GPU and cuda-bindings are present
-    (`$SLANGJIT_DEVICE=cpu` forces the CPU), else the CPU backend."""
+    (`$SLANGJIT_DEVICE=cpu` forces the CPU), else the CPU backend.  `compile_options`: the pass
+    pipeline's options (slangjit.compiler.passes.options.PipelineOptions) for the device's programs."""
     t = DeviceType(int(type))
     if t == DeviceType.automatic:
         from . import cuda as _cuda
@@ -690,11 +698,12 @@ def create_device(type: DeviceType = DeviceType.automatic, enable_debug_layers: 
         include_paths = list(include_paths or ())
         if isinstance(compiler_options, dict):
             include_paths += list(compiler_options.get("include_paths", ()))
-        return _cuda.CudaDevice(include_paths, list(compiler_args or ()), enable_debug_layers)
+        return _cuda.CudaDevice(include_paths, list(compiler_args or ()), enable_debug_layers,
+                                compile_options=compile_options)
     if t != DeviceType.cpu:
         raise NotImplementedError(f"slangjit supports only DeviceType.cpu (and later cuda), not {t.name}")
     include_paths = list(include_paths or ())
     compiler_args = list(compiler_args or ())
     if isinstance(compiler_options, dict):
         include_paths += list(compiler_options.get("include_paths", ()))
-    return Device(t, include_paths, compiler_args, enable_debug_layers)
+    return Device(t, include_paths, compiler_args, enable_debug_layers, compile_options)

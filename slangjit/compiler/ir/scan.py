@@ -1,6 +1,5 @@
-"""Read-only questions about IR function bodies: which functions a function reaches, which
-intrinsics it calls.  Used by the emitters to pick per-kernel strategies (e.g. the CUDA block
-cache for gradient atomics); nothing here changes the IR."""
+"""Walking IR: every node below a node (`walk`), an expression's operands (`expr_children`).
+(Which functions an entry reaches and which intrinsics they call: passes/reach.py.)"""
 from __future__ import annotations
 
 import dataclasses
@@ -38,26 +37,6 @@ def walk(node) -> Iterator:
             v = getattr(n, name)
             if isinstance(v, list) or _child_fields(type(v)) is not None:
                 stack.append(v)
-
-
-def reachable(entry: ir.Function) -> list[ir.Function]:
-    """`entry` and every function it calls, directly or not (each once)."""
-    seen: dict[int, ir.Function] = {}
-    todo = [entry]
-    while todo:
-        fn = todo.pop()
-        if id(fn) in seen:
-            continue
-        seen[id(fn)] = fn
-        if fn.body is not None:
-            todo.extend(n.func for n in walk(fn.body) if isinstance(n, ir.Call))
-    return list(seen.values())
-
-
-def intrinsic_calls(functions: list[ir.Function]) -> Iterator[ir.Intrinsic]:
-    for fn in functions:
-        if fn.body is not None:
-            yield from (n for n in walk(fn.body) if isinstance(n, ir.Intrinsic))
 
 
 def expr_children(e) -> Iterator:

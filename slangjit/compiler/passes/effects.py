@@ -1,14 +1,14 @@
 """What IR code does besides computing values: which locals it writes, whether it writes memory, and
 which functions are *readonly* (read memory at most: a call's value depends only on its arguments
 and the memory it reads, so two calls with equal arguments and no memory write between them are
-equal).  Shared by the inliner (ir/inline_calls.py) and common-subexpression reuse
-(ir/value_numbering.py); nothing here changes the IR."""
+equal).  Shared by the inliner (passes/inline_calls.py) and common-subexpression reuse
+(passes/value_numbering.py); nothing here changes the IR."""
 from __future__ import annotations
 
 from typing import Optional
 
-from . import nodes as ir
-from . import scan
+from ..ir import nodes as ir
+from ..ir import scan
 from .. import types as T
 
 # Intrinsics that act on memory, on other lanes or on the thread's progress: never "pure", whatever

@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Optional
 
 from .. import types as T
-from . import nodes as ir
+from ..autodiff.flatten import is_pure
+from ..ir import nodes as ir
 
 
 def optimize(fn: ir.Function, fold) -> None:
@@ -166,7 +167,6 @@ def _collect_reads_stmt(s, acc: set):
 
 
 def _pure(e) -> bool:
-    from ..autodiff.flatten import is_pure
     return e is None or is_pure(e)
 
 
