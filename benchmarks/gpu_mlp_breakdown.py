@@ -16,7 +16,7 @@ pipeline options, passes/options.py CudaOptions):
   block flush    float register slots, one atomic per block and slot (GRID_FLUSH off; the next row drops
                  those atomics)
   per-warp flush float register slots, one atomic per warp and slot (session 4's design)
-  register slots float register slots (MMA_SLOTS off), grid flush
+  register slots float register slots (CudaOptions.mma_slots off), grid flush
   loss sum not deferred
                  the loss monitor's lossSum.add stays an atomic per warp and turn (LOWER_ATOMIC_ADDS off)
   tensor-core slots, stage stores dropped / mma steps dropped

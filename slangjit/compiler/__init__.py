@@ -117,6 +117,7 @@ def _first_loc(sources) -> Loc:
 def _compile(sources: Sequence[SourceSpec], entry_points: Sequence[str], *, target: str = "cpp",
              include_paths: Sequence[str] = (), compiler_args: Sequence[str] = (),
              type_conformances: Sequence = (), options: PipelineOptions = DEFAULT_OPTIONS) -> CompiledProgram:
+    # The compiler proper is imported on the first compile: a warm start (front-end cache hit) imports none of it.
     from .check.checker import Checker
     from .check.scope import Env, FuncSym
     from .emit import EmitError, emit_program

@@ -52,7 +52,7 @@ def _drv():
     global _driver
     if _driver is None:
         try:
-            from cuda.bindings import driver  # noqa: PLC0415
+            from cuda.bindings import driver  # noqa: PLC0415  (optional dependency: `import slangjit` needs no cuda-bindings)
         except ImportError as e:
             raise CudaUnavailableError("CUDA device: the 'cuda-bindings' package is not installed "
                                        "(pip install 'slangjit[cuda]')") from e

@@ -43,7 +43,7 @@ class RedAddPlan:
 def plan_red_adds(entries: list[tuple[ir.Function, tuple[int, int, int]]],
                   functions: list[ir.Function], opts: CudaOptions) -> RedAddPlan:
     """Which kernels accumulate thread-uniform adds per thread (coarsened: one GPU thread runs the
-    entry for many groups in turn, see emit_program_cuda) and which use the block cache.
+    entry for many groups in turn, see emit/cuda.py coarse_kernel) and which use the block cache.
 
     Uniform sites are the unused-result float/half InterlockedAdds whose address is thread-uniform
     in every entry that reaches them (gradients of parameters all threads share; passes/uniformity.py).

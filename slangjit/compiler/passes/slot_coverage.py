@@ -1,6 +1,6 @@
 """Does every logical thread that runs a coarsened kernel's entry to its end write every slot?
 
-Tensor-core slots (emit/cuda.py MMA_SLOTS, prelude SJ_RACC_MMA) keep each half add's value in the
+Tensor-core slots (CudaOptions.mma_slots, prelude SJ_RACC_MMA) keep each half add's value in the
 warp's stage in shared memory, [slot][lane], and sum the stage after every turn.  A slot a lane did
 not write in a turn still holds what it wrote the turn before, so the step clears the whole stage
 after summing it: a fifth of the seed MLP's learnGradient on the H100 (session 7).  The clear is not
