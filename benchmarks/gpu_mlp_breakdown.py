@@ -23,7 +23,7 @@ pipeline options, passes/options.py CudaOptions):
                  (timing only) each half of the tensor-core slots' work without the other
   stage cleared after every step
                  SKIP_COVERED_CLEARS off: the step clears the stage it summed (before session 7; the MLP's
-                 finished logical threads write every slot, ir/slot_coverage.py, so the default skips it)
+                 finished logical threads write every slot, passes/slot_coverage.py, so the default skips it)
   loss max dropped / parameter loads dropped
                  (timing only) the loss monitor's lossBuffer.max; the layers' parameter loads (replaced by
                  arithmetic on the pointer)
