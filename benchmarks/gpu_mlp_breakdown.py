@@ -4,26 +4,26 @@ native-atomic variant) built several ways, timed side by side.
     python benchmarks/gpu_mlp_breakdown.py [--batch-log2 20] [--iters 20]
 
 Variants (the product is unchanged; edits are applied to the generated CUDA just before NVRTC, or to the
-emitter's settings):
+pipeline options, passes/options.py CudaOptions):
   as built       coarsened: groups in turn per block; slot addresses proven invariant
-                 (ir/slot_invariance.py), so each warp claims its slots' addresses once, then only adds;
+                 (passes/slot_invariance.py), so each warp claims its slots' addresses once, then only adds;
                  tensor-core slots (every site is half): each add stores its half value in the warp's
                  stage in shared memory, one mma per 16 slots sums a turn's 32 lanes; at the end the
                  block's warps sum each slot in shared memory, each block writes its sums to the runtime's
                  scratch buffer and the last block adds each slot's total (one atomic per slot)
-  not fused      the kernel's calls not inlined, nothing reused (emit/cuda.py FUSE_COARSE off): reverse mode's
+  not fused      the kernel's calls not inlined, nothing reused (CudaOptions.fuse_coarse off): reverse mode's
                  replays, evalBwd's recomputation and the loss monitor's loss() evaluate the layers again
   block flush    float register slots, one atomic per block and slot (GRID_FLUSH off; the next row drops
                  those atomics)
   per-warp flush float register slots, one atomic per warp and slot (session 4's design)
-  register slots float register slots (MMA_SLOTS off), grid flush
+  register slots float register slots (CudaOptions.mma_slots off), grid flush
   loss sum not deferred
                  the loss monitor's lossSum.add stays an atomic per warp and turn (LOWER_ATOMIC_ADDS off)
   tensor-core slots, stage stores dropped / mma steps dropped
                  (timing only) each half of the tensor-core slots' work without the other
   stage cleared after every step
                  SKIP_COVERED_CLEARS off: the step clears the stage it summed (before session 7; the MLP's
-                 finished logical threads write every slot, ir/slot_coverage.py, so the default skips it)
+                 finished logical threads write every slot, passes/slot_coverage.py, so the default skips it)
   loss max dropped / parameter loads dropped
                  (timing only) the loss monitor's lossBuffer.max; the layers' parameter loads (replaced by
                  arithmetic on the pointer)
@@ -37,9 +37,9 @@ emitter's settings):
   registers, half2
                  two slots per __half2 register (half-precision sums per thread)
   shared-memory slots
-                 the slots in dynamic shared memory, one column per thread (emit/cuda.py SHARED_SLOTS)
+                 the slots in dynamic shared memory, one column per thread (CudaOptions.shared_slots)
   2 blocks/SM    __launch_bounds__(256, 2): at most 128 registers per thread
-  block cache    not coarsened (emit/cuda.py MAX_SLOTS = 0): warp sums into a per-block shared-memory
+  block cache    not coarsened (CudaOptions.max_slots = 0): warp sums into a per-block shared-memory
                  table (prelude red_add_fp with SJ_RED_CACHE)
   one accumulator
                  every gradient add into one register: the arithmetic stays, the slots go (with the loss
@@ -83,7 +83,7 @@ _RACC = "static_assert(sizeof(T) == 2 || sizeof(T) == 4, \"racc_add: half or flo
 _DROP = " if (float(v) == 1.2345e30f) atomicAdd(p, T(v)); return;"   # keeps v live: the arithmetic stays
 
 
-# name -> (edit of the generated CUDA, emit/cuda.py settings)
+# name -> (edit of the generated CUDA, CudaOptions fields in upper case (+ SOURCE: an edit of the shader))
 def _two_blocks(s: str) -> str:
     """__launch_bounds__(N, 2): at most 128 registers per thread, so two 256-thread blocks fit an SM."""
     return re.sub(r"__launch_bounds__\((\d+)\) sj_entry_learnGradient", r"__launch_bounds__(\1, 2) sj_entry_learnGradient", s)
@@ -242,25 +242,20 @@ def main():
     xy = np.random.default_rng(2).uniform(-1, 1, (B, 2)).astype(np.float32)
     real_compile = cuda_compiler.compile_source
     rows, ref = [], None
-    from slangjit.compiler.emit import cuda as emit_cuda
     from slangjit.compiler import frontend_cache
-    defaults = {k: getattr(emit_cuda, k) for k in ("MAX_SLOTS", "PROVE_SLOT_ADDRESSES", "SHARED_SLOTS",
-                                                   "BLOCK_FLUSH_BYTES", "MMA_SLOTS", "GRID_FLUSH",
-                                                   "LOWER_ATOMIC_ADDS", "MMA_STAGES", "MMA_MIN_BLOCKS", "SKIP_COVERED_CLEARS",
-                                                   "FUSE_COARSE")}
+    from slangjit.compiler.passes.options import PipelineOptions
     wanted = [w.strip() for w in args.only.split(";") if w.strip()]
     for name, (edit, settings) in VARIANTS.items():
         if wanted and name not in wanted and name != "as built":
             continue
         cuda_compiler.compile_source = lambda src, arch="compute_90", nm="slangjit.cu", extra_options=(), _e=edit: \
             real_compile(_e(src) if "// slots: " in src else src, arch, nm, extra_options)
-        for k, v in defaults.items():
-            setattr(emit_cuda, k, settings.get(k, v))
+        options = PipelineOptions().with_cuda(**{k.lower(): v for k, v in settings.items() if k != "SOURCE"})
         shader.write_text(settings.get("SOURCE", lambda x: x)(gpu_mlp.patched_source()))
         cuda_compiler._mem_cache.clear()
         frontend_cache._memory.clear()
         os.environ["SLANGJIT_CACHE_DIR"] = tempfile.mkdtemp(prefix="sj-mlpb-cache-")
-        dev = spy.create_device(type=spy.DeviceType.cuda)
+        dev = spy.create_device(type=spy.DeviceType.cuda, compile_options=options)
         dev._ctx.modules.clear()            # loaded modules are cached per context by source hash
         tr = T.MLPTrainer(dev, params, B, max_steps=args.iters + 4)
         tr.set_inputs(xy)
@@ -294,8 +289,6 @@ def main():
             att[key.split("_")[0].lower() if key != "NUM_REGS" else "regs"] = _ck(d.cuFuncGetAttribute(enum, tr.learn._fn), key)
         print(f"{name:24s} learnGradient {ms:.3f} ms   grads vs as-built: rel diff {rel:.2e}   {att}", flush=True)
     cuda_compiler.compile_source = real_compile
-    for k, v in defaults.items():
-        setattr(emit_cuda, k, v)
     print()
     print(f"| variant (batch 2^{args.batch_log2}) | learnGradient ms |")
     print("|---|---:|")

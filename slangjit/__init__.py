@@ -1,7 +1,7 @@
 """slangjit: a Slang compiler and runtime in Python, with a SlangPy-compatible API."""
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from .version import __version__
 
 from .runtime.device import (Buffer, BufferUsage, ComputeKernel, Device, DeviceType, MemoryType, ResourceState,
                              ShaderProgram, SlangModule, create_device)

@@ -19,14 +19,15 @@ import numpy as np
 import pytest
 
 from slangjit.compiler import SourceSpec, compile_program
+from slangjit.compiler.passes.options import DEFAULT_OPTIONS, PipelineOptions
 
 import mlp_reference
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _cuda(text: str, entry: str = "computeMain"):
-    return compile_program([SourceSpec(text=text, name="coarse.slang")], [entry], target="cuda")
+def _cuda(text: str, entry: str = "computeMain", options: PipelineOptions = DEFAULT_OPTIONS):
+    return compile_program([SourceSpec(text=text, name="coarse.slang")], [entry], target="cuda", options=options)
 
 
 def _slots(prog, entry: str = "computeMain"):
@@ -164,37 +165,24 @@ def test_slot_address_invariance_proof(case):
 
 
 @pytest.fixture
-def shared_slots(monkeypatch, tmp_path):
-    """emit/cuda.py SHARED_SLOTS on (off by default) and MMA_SLOTS off, with empty front-end caches."""
-    from slangjit.compiler import frontend_cache
-    from slangjit.compiler.emit import cuda as emit_cuda
-    monkeypatch.setattr(emit_cuda, "SHARED_SLOTS", True)
-    monkeypatch.setattr(emit_cuda, "MMA_SLOTS", False)
-    monkeypatch.setenv("SLANGJIT_CACHE_DIR", str(tmp_path))
-    frontend_cache._memory.clear()
-    yield
-    frontend_cache._memory.clear()
+def shared_slots():
+    """Options: CudaOptions.shared_slots on (off by default) and mma_slots off."""
+    return PipelineOptions().with_cuda(shared_slots=True, mma_slots=False)
 
 
 @pytest.fixture
-def mma_slots(monkeypatch, tmp_path):
-    """emit/cuda.py MMA_SLOTS on (the default; tests that need it say so), with empty front-end caches."""
-    from slangjit.compiler import frontend_cache
-    from slangjit.compiler.emit import cuda as emit_cuda
-    monkeypatch.setattr(emit_cuda, "MMA_SLOTS", True)
-    monkeypatch.setenv("SLANGJIT_CACHE_DIR", str(tmp_path))
-    frontend_cache._memory.clear()
-    yield
-    frontend_cache._memory.clear()
+def mma_slots():
+    """Options: CudaOptions.mma_slots on (the default; tests that need it say so)."""
+    return PipelineOptions().with_cuda(mma_slots=True)
 
 
 @pytest.mark.parametrize("n,threads,shared", [(4, 64, 4 * 4 * 64), (160, 256, 0), (90, 256, 90 * 4 * 256)])
 def test_slots_in_shared_memory_when_they_fit(shared_slots, n, threads, shared):
-    """With SHARED_SLOTS, float slots go to shared memory when slots and address tables fit 99 KB per
+    """With shared_slots, float slots go to shared memory when slots and address tables fit 99 KB per
     group, else registers."""
     prog = _cuda(f"""[numthreads({threads}, 1, 1)]
 void computeMain(uint3 t : SV_DispatchThreadID, uniform float* g)
-{{ for (int i = 0; i < {n}; i++) InterlockedAdd(g[i], 1.0); }}""")
+{{ for (int i = 0; i < {n}; i++) InterlockedAdd(g[i], 1.0); }}""", options=shared_slots)
     assert _slots(prog) == n
     assert prog.reflection.entry_points["computeMain"].dynamic_shared == shared
     assert ("#define SJ_RACC_SHARED 1" in prog.source) == bool(shared)
@@ -203,7 +191,7 @@ void computeMain(uint3 t : SV_DispatchThreadID, uniform float* g)
 
 
 def test_half_slots_in_shared_memory(shared_slots):
-    prog = _cuda(HALF_SLOTS_KERNEL)
+    prog = _cuda(HALF_SLOTS_KERNEL, options=shared_slots)
     assert "#define SJ_RACC_SHARED_HALF 1" in prog.source     # every site is half: half slots
     assert prog.reflection.entry_points["computeMain"].dynamic_shared == 21 * 2 * 64
     assert b".entry sj_entry_computeMain" in _nvrtc_ptx(prog.source)
@@ -242,13 +230,13 @@ def test_mlp_learn_gradient_is_coarsened_with_one_slot_per_parameter():
 
 
 def test_mlp_tensor_core_slots(mma_slots):
-    """With MMA_SLOTS every site is half: MMA_STAGES stages of 10 tiles x 16 slots x 64 bytes per warp."""
-    prog = compile_program([SourceSpec(text=_mlp_native_add(), name="mlp.slang")], ["learnGradient"], target="cuda")
+    """With mma_slots every site is half: mma_stages stages of 10 tiles x 16 slots x 64 bytes per warp."""
+    prog = compile_program([SourceSpec(text=_mlp_native_add(), name="mlp.slang")], ["learnGradient"], target="cuda",
+                           options=mma_slots)
     assert "#define SJ_RACC_MMA 1" in prog.source and "#define SJ_RACC_MMA_NT 10" in prog.source
     assert "#define SJ_RACC_MMA_NS 149" in prog.source
     ep = prog.reflection.entry_points["learnGradient"]
-    from slangjit.compiler.emit import cuda as emit_cuda
-    assert (ep.dynamic_shared, ep.dynamic_shared_arch) == (8 * 10 * emit_cuda.MMA_STAGES * 16 * 64, 90)
+    assert (ep.dynamic_shared, ep.dynamic_shared_arch) == (8 * 10 * mma_slots.cuda.mma_stages * 16 * 64, 90)
     ptx = _nvrtc_ptx(prog.source)
     assert b".entry sj_entry_learnGradient" in ptx and b"mma.sync.aligned.m16n8k16" in ptx and b"ldmatrix" in ptx
 
@@ -278,15 +266,14 @@ MIXED_SLOTS_KERNEL = HALF_SLOTS_KERNEL.replace(
 
 def test_tensor_core_slots_take_the_half_sites(mma_slots):
     """Half sites get tensor-core slots; a float site in the same kernel keeps a float register."""
-    from slangjit.compiler.emit import cuda as emit_cuda
-    prog = _cuda(HALF_SLOTS_KERNEL)
+    prog = _cuda(HALF_SLOTS_KERNEL, options=mma_slots)
     assert _slots(prog) == 21 and "#define SJ_RACC_MMA_NT 2" in prog.source
-    assert prog.reflection.entry_points["computeMain"].dynamic_shared == 2 * 2 * emit_cuda.MMA_STAGES * 16 * 64
-    prog = _cuda(MIXED_SLOTS_KERNEL)
+    assert prog.reflection.entry_points["computeMain"].dynamic_shared == 2 * 2 * mma_slots.cuda.mma_stages * 16 * 64
+    prog = _cuda(MIXED_SLOTS_KERNEL, options=mma_slots)
     assert _slots(prog) == 22 and "#define SJ_RACC_MMA_NS 22" in prog.source
     assert b"mma.sync.aligned.m16n8k16" in _nvrtc_ptx(prog.source)
     floats = "[numthreads(64, 1, 1)] void computeMain(uint3 t : SV_DispatchThreadID, uniform float* f) { InterlockedAdd(f[0], 1.0); }"
-    prog = _cuda(floats)
+    prog = _cuda(floats, options=mma_slots)
     assert _slots(prog) == 1 and "#define SJ_RACC_MMA 1" not in prog.source     # no half site: float registers
     assert prog.reflection.entry_points["computeMain"].dynamic_shared == 0
 
@@ -326,7 +313,7 @@ NOT_COVERED = {
 def test_covered_kernel_skips_the_stage_clear(mma_slots):
     """Every finished logical thread writes every half slot: no clear after the step, and the early
     return zeros the lane's column; kernels where a slot may be skipped keep the clear."""
-    prog = _cuda(COVERED_KERNEL)
+    prog = _cuda(COVERED_KERNEL, options=mma_slots)
     assert _slots(prog) == 22
     assert "::sj_cuda::racc_step(sj_acc, 22, false);" in prog.source
     assert prog.source.count("::sj_cuda::racc_abandon(sj_acc, 22);") == 1
@@ -340,7 +327,7 @@ def test_covered_kernel_skips_the_stage_clear(mma_slots):
 
 @pytest.mark.parametrize("case", list(NOT_COVERED))
 def test_kernels_that_may_skip_a_slot_clear_the_stage(mma_slots, case):
-    prog = _cuda(NOT_COVERED[case])
+    prog = _cuda(NOT_COVERED[case], options=mma_slots)
     assert _slots(prog) and "#define SJ_RACC_MMA 1" in prog.source
     assert re.search(r"::sj_cuda::racc_step\(sj_acc, \d+\);", prog.source)
     assert "racc_abandon(sj_acc" not in prog.source
@@ -436,11 +423,8 @@ def test_mlp_gradients_match_float64_reference(dev, B, mma, monkeypatch, tmp_pat
     at the same half parameters (at 2^15, each thread sums several samples in its slots), with float
     register slots and with tensor-core slots."""
     import sys
-    from slangjit.compiler import frontend_cache
-    from slangjit.compiler.emit import cuda as emit_cuda
-    monkeypatch.setattr(emit_cuda, "MMA_SLOTS", mma)
-    monkeypatch.setenv("SLANGJIT_CACHE_DIR", str(tmp_path))
-    frontend_cache._memory.clear()
+    import slangjit as spy
+    dev = spy.create_device(type=spy.DeviceType.cuda, compile_options=PipelineOptions().with_cuda(mma_slots=mma))
     sys.path.insert(0, os.path.join(ROOT, "examples", "mlp_training"))
     try:
         import train as T

@@ -221,21 +221,23 @@ def test_key_covers_args_entry_points_and_text(proj):
     assert len(keys) == 4
 
 
-def test_key_covers_cuda_emitter_switches(proj, monkeypatch):
-    """A CUDA program built with an emitter switch changed (benchmarks, tests) is cached apart from the
+def test_key_covers_pipeline_options(proj):
+    """A CUDA program built with a pipeline option changed (benchmarks, tests) is cached apart from the
     default build; back at the defaults the first entry is found again."""
-    from slangjit.compiler.emit import cuda as emit_cuda
+    from slangjit.compiler.passes.options import PipelineOptions
     text = ("[numthreads(64,1,1)] void computeMain(uint3 t : SV_DispatchThreadID, uniform half* g) "
             "{ InterlockedAdd(g[0], half(1.0)); }\n")
     spec = [SourceSpec(text=text, name="m")]
     base = compile_program(spec, ["computeMain"], target="cuda")
     assert _where(base) == "compiled" and "#define SJ_RACC_MMA 1" in base.source
-    monkeypatch.setattr(emit_cuda, "MMA_SLOTS", False)
-    regs = compile_program(spec, ["computeMain"], target="cuda")
+    regs = compile_program(spec, ["computeMain"], target="cuda", options=PipelineOptions().with_cuda(mma_slots=False))
     assert _where(regs) == "compiled" and "#define SJ_RACC_MMA 1" not in regs.source
-    monkeypatch.setattr(emit_cuda, "MMA_SLOTS", True)
-    again = compile_program(spec, ["computeMain"], target="cuda")
+    again = compile_program(spec, ["computeMain"], target="cuda", options=PipelineOptions().with_cuda(mma_slots=True))
     assert _where(again) == "memory" and again.source == base.source
+    fused = compile_program(spec, ["computeMain"], target="cpp", options=PipelineOptions(fuse_entries=True))
+    assert _where(fused) == "compiled"
+    assert fc.make_key(spec, ["computeMain"], "cpp", [], [], [], PipelineOptions(fuse_entries=True)) != \
+        fc.make_key(spec, ["computeMain"], "cpp", [], [], [])
 
 
 def test_errors_are_not_cached(proj):

@@ -1,13 +1,13 @@
-"""Inlining, value reuse and dead-code removal (ir/inline_calls.py, ir/value_numbering.py,
-ir/dead_code.py): what emit/cuda.py FUSE_COARSE does to coarsened CUDA kernels.
+"""Inlining, value reuse and dead-code removal (passes/inline_calls.py, passes/value_numbering.py,
+passes/dead_code.py): what CudaOptions.fuse_coarse does to coarsened CUDA kernels.
 
 Without a GPU: the seed MLP's learnGradient, fused, evaluates each layer once (the replays of
 reverse mode, evalBwd's recomputation and the loss monitor's second loss() all reuse the first
 evaluation) and keeps no reverse-mode iteration stack; without the switch it evaluates them several
-times.  The passes' semantics are checked on the CPU (emit/program.py FUSE_ENTRIES applies them to
+times.  The passes' semantics are checked on the CPU (PipelineOptions.fuse_entries applies them to
 every entry point): memory writes stop reuse of loads and readonly calls, out/inout parameters,
 loops with exits, dead loops, and the MLP's gradients bit for bit.  (The whole CPU suite and the
-conformance suites also pass with SLANGJIT_FUSE_ENTRIES=1.)  With a GPU: the fused MLP's gradients
+conformance suites also passed with every entry fused, RESULTS.md session 6.)  With a GPU: the fused MLP's gradients
 equal the unfused kernel's bit for bit."""
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from slangjit.compiler import SourceSpec, compile_program
+from slangjit.compiler.passes.options import PipelineOptions
 
 from test_cuda_coarse import _mlp_native_add, _nvrtc_ptx, _slots
 
@@ -41,9 +42,8 @@ def fresh_caches(monkeypatch, tmp_path):
 
 @pytest.mark.parametrize("fuse", [True, False])
 def test_mlp_learn_gradient_evaluates_each_layer_once(fuse, monkeypatch, fresh_caches):
-    from slangjit.compiler.emit import cuda as emit_cuda
-    monkeypatch.setattr(emit_cuda, "FUSE_COARSE", fuse)
-    prog = compile_program([SourceSpec(text=_mlp_native_add(), name="mlp.slang")], ["learnGradient"], target="cuda")
+    prog = compile_program([SourceSpec(text=_mlp_native_add(), name="mlp.slang")], ["learnGradient"], target="cuda",
+                           options=PipelineOptions().with_cuda(fuse_coarse=fuse))
     assert _slots(prog, "learnGradient") == 149               # the same slots either way
     body = _entry_body(prog.source, "learnGradient")
     layer1 = len(re.findall(r"FeedForwardLayer_4_16__eval_\d+\(", body))
@@ -60,11 +60,9 @@ def test_mlp_learn_gradient_evaluates_each_layer_once(fuse, monkeypatch, fresh_c
 
 @pytest.fixture
 def fused_cpu(monkeypatch, fresh_caches):
-    """Every CPU entry point inlined, value-reused and dead-code-pruned (emit/program.py FUSE_ENTRIES)."""
-    from slangjit.compiler.emit import program
-    monkeypatch.setattr(program, "FUSE_ENTRIES", True)
+    """Every CPU entry point inlined, value-reused and dead-code-pruned (PipelineOptions.fuse_entries)."""
     import slangjit as spy
-    return spy.create_device(type=spy.DeviceType.cpu)
+    return spy.create_device(type=spy.DeviceType.cpu, compile_options=PipelineOptions(fuse_entries=True))
 
 
 def _run_cpu(dev, tmp_path, text, n, **bufs):
@@ -148,9 +146,8 @@ def test_out_params_exits_and_dead_loops(fused_cpu, tmp_path):
 
 
 def test_fused_cpu_source_drops_the_dead_loop(monkeypatch, fresh_caches):
-    from slangjit.compiler.emit import program
-    monkeypatch.setattr(program, "FUSE_ENTRIES", True)
-    prog = compile_program([SourceSpec(text=OUT_PARAMS_KERNEL, name="k.slang")], ["computeMain"], target="cpp")
+    prog = compile_program([SourceSpec(text=OUT_PARAMS_KERNEL, name="k.slang")], ["computeMain"], target="cpp",
+                           options=PipelineOptions(fuse_entries=True))
     assert "unused_" not in prog.source
     assert re.search(r"p_\d+\.a = ", prog.source) or "swapIn" not in prog.source   # swapIn inlined
 
@@ -158,16 +155,16 @@ def test_fused_cpu_source_drops_the_dead_loop(monkeypatch, fresh_caches):
 def test_wave_and_atomic_intrinsics_are_never_reused():
     from slangjit.compiler import types as T
     from slangjit.compiler.ir import nodes as ir
-    from slangjit.compiler.ir.effects import effect_intrinsic
+    from slangjit.compiler.passes.effects import effect_intrinsic
     x = ir.Const(T.FLOAT, 1.0)
     for name in ("sj::WaveActiveSum", "sj::WaveReadLaneFirst", "sj::InterlockedAdd", "sj::GroupMemoryBarrier"):
         assert effect_intrinsic(ir.Intrinsic(T.FLOAT, name, [x]))
     assert not effect_intrinsic(ir.Intrinsic(T.FLOAT, "sj::sin", [x]))
 
 
-def _mlp_grads_fused_and_not(monkeypatch, tmp_path, module, switch: str, device_type: str, B: int, seed: int):
-    """The MLP's gradient buffer (half bits) after one learnGradient over B samples, with `module.switch`
-    off and on (fresh caches for each)."""
+def _mlp_grads_fused_and_not(monkeypatch, tmp_path, options, device_type: str, B: int, seed: int):
+    """The MLP's gradient buffer (half bits) after one learnGradient over B samples, with the fusion
+    option off and on (`options(fuse)`: the device's PipelineOptions; fresh caches for each)."""
     import sys
     import slangjit as spy
     from slangjit.compiler import frontend_cache
@@ -183,10 +180,9 @@ def _mlp_grads_fused_and_not(monkeypatch, tmp_path, module, switch: str, device_
     results = []
     try:
         for fuse in (False, True):
-            monkeypatch.setattr(module, switch, fuse)
             monkeypatch.setenv("SLANGJIT_CACHE_DIR", str(tmp_path / f"cache{fuse}"))
             frontend_cache._memory.clear()
-            dev = spy.create_device(type=getattr(spy.DeviceType, device_type))
+            dev = spy.create_device(type=getattr(spy.DeviceType, device_type), compile_options=options(fuse))
             if device_type == "cuda":
                 dev._ctx.modules.clear()        # loaded modules are cached per context by source hash
             tr = T.MLPTrainer(dev, T.init_parameters(seed), B, max_steps=1)
@@ -202,8 +198,7 @@ def _mlp_grads_fused_and_not(monkeypatch, tmp_path, module, switch: str, device_
 def test_mlp_gradients_bitwise_equal_fused_on_cpu(monkeypatch, tmp_path):
     """The MLP's learnGradient on the CPU, fused and not: the same gradients bit for bit (the same
     operations in the same order, only not repeated)."""
-    from slangjit.compiler.emit import program
-    off, on = _mlp_grads_fused_and_not(monkeypatch, tmp_path, program, "FUSE_ENTRIES", "cpu", 256, 5)
+    off, on = _mlp_grads_fused_and_not(monkeypatch, tmp_path, lambda f: PipelineOptions(fuse_entries=f), "cpu", 256, 5)
     np.testing.assert_array_equal(off, on)
     assert np.any(off != 0)
 
@@ -214,7 +209,7 @@ def test_fused_mlp_gradients_equal_unfused_on_gpu(monkeypatch, tmp_path):
     from slangjit.runtime import cuda as sj_cuda
     if not sj_cuda.is_available():
         pytest.skip("no usable CUDA GPU")
-    from slangjit.compiler.emit import cuda as emit_cuda
-    off, on = _mlp_grads_fused_and_not(monkeypatch, tmp_path, emit_cuda, "FUSE_COARSE", "cuda", 1 << 15, 7)
+    off, on = _mlp_grads_fused_and_not(monkeypatch, tmp_path, lambda f: PipelineOptions().with_cuda(fuse_coarse=f),
+                                       "cuda", 1 << 15, 7)
     np.testing.assert_array_equal(off, on)
     assert np.any(off != 0)

@@ -665,7 +665,8 @@ def test_harness_project_dispatch(tmp_path, monkeypatch):
     import slangjit.compiler
     calls = []
 
-    def fake_compile(sources, entry_points, *, target="cpp", include_paths=(), compiler_args=(), type_conformances=()):
+    def fake_compile(sources, entry_points, *, target="cpp", include_paths=(), compiler_args=(), type_conformances=(),
+                     options=None):
         calls.append((sources, list(entry_points), list(include_paths), list(compiler_args), list(type_conformances)))
         return saxpy_program()
     monkeypatch.setattr(slangjit.compiler, "compile_program", fake_compile)

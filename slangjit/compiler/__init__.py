@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from . import frontend_cache
+from .passes.options import DEFAULT_OPTIONS, PipelineOptions
 from .reflection import CompiledProgram
 
 
@@ -23,10 +24,11 @@ class SourceSpec:
 
 def compile_program(sources: Sequence[SourceSpec], entry_points: Sequence[str], *, target: str = "cpp",
                     include_paths: Sequence[str] = (), compiler_args: Sequence[str] = (),
-                    type_conformances: Sequence = ()) -> CompiledProgram:
+                    type_conformances: Sequence = (), options: PipelineOptions = DEFAULT_OPTIONS) -> CompiledProgram:
+    """`options`: the pass pipeline's and the emitters' options (passes/options.py)."""
     return frontend_cache.cached_compile(_compile_uncached, list(sources), list(entry_points), target=target,
                                          include_paths=include_paths, compiler_args=compiler_args,
-                                         type_conformances=type_conformances)
+                                         type_conformances=type_conformances, options=options)
 
 
 def _compile_uncached(*args, **kwargs) -> CompiledProgram:

@@ -16,10 +16,10 @@ from typing import Optional, Sequence
 from . import autodiff
 from . import frontend_cache
 from .check.program import check_program
-from .emit.cpp import EmitError
-from .emit.program import emit_program
+from .emit import EmitError, emit_program
 from .ir.fold import fold_value
-from .ir.passes import optimize
+from .passes.options import DEFAULT_OPTIONS, PipelineOptions
+from .passes.pipeline import run_pipeline
 from .parse.parser import parse_module
 from .parse.preprocessor import DEFAULT_DEFINES
 from .source import CompileError, Loc, NO_LOC, SourceFile, error
@@ -73,7 +73,7 @@ def _defines_from_args(compiler_args) -> dict:
 
 def compile_uncached(sources: Sequence, entry_points: Sequence[str], *, target: str = "cpp",
                               include_paths: Sequence[str] = (), compiler_args: Sequence[str] = (),
-                              type_conformances: Sequence = ()) -> CompiledProgram:
+                              type_conformances: Sequence = (), options: PipelineOptions = DEFAULT_OPTIONS) -> CompiledProgram:
     """The front end proper.  A user never sees a Python traceback from it: an internal failure
     becomes a CompileError saying "internal compiler error" (a slangjit bug) at the program."""
     import sys as _sys
@@ -81,7 +81,7 @@ def compile_uncached(sources: Sequence, entry_points: Sequence[str], *, target: 
     _sys.setrecursionlimit(max(old_limit, 20000))
     try:
         return _compile(sources, entry_points, target=target, include_paths=include_paths,
-                        compiler_args=compiler_args, type_conformances=type_conformances)
+                        compiler_args=compiler_args, type_conformances=type_conformances, options=options)
     except (CompileError, OSError):
         raise
     except RecursionError:
@@ -105,7 +105,7 @@ def _first_loc(sources) -> Loc:
 
 def _compile(sources: Sequence, entry_points: Sequence[str], *, target: str = "cpp",
              include_paths: Sequence[str] = (), compiler_args: Sequence[str] = (),
-             type_conformances: Sequence = ()) -> CompiledProgram:
+             type_conformances: Sequence = (), options: PipelineOptions = DEFAULT_OPTIONS) -> CompiledProgram:
     """parse -> check -> autodiff -> optimize -> emit, one data structure between each."""
     timings = {}
     t0 = time.perf_counter()
@@ -154,18 +154,20 @@ def _compile(sources: Sequence, entry_points: Sequence[str], *, target: str = "c
 
     program = check_program(core, parsed, entry_points, target=target, type_conformances=type_conformances,
                             module_loader=load)
-    program = autodiff.run(program)
-    for fn in program.functions:
-        optimize(fn, fold_value)
     t3 = time.perf_counter()
     timings["check"] = t3 - t2
+    program = autodiff.run(program)
+    t4 = time.perf_counter()
+    timings["autodiff"] = t4 - t3
+    optimized = run_pipeline(program, target, options, fold_value)
+    t5 = time.perf_counter()
+    timings["passes"] = t5 - t4
     entries = program.entries
     try:
-        src, refl = emit_program(program.functions, program.globals, entries, target,
-                                  group_barrier=program.uses_group_barrier)
+        src, refl = emit_program(optimized)
     except EmitError as e:
         raise error("E9001", f"internal compiler error: {e}", entries[0][0].loc if entries else NO_LOC)
-    timings["emit"] = time.perf_counter() - t3
+    timings["emit"] = time.perf_counter() - t5
     prog = CompiledProgram(src, target, refl, timings)
     prog.warnings = program.warnings
     if target == "cuda":

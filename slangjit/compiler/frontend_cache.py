@@ -6,13 +6,13 @@ runtime's library cache, no C++ compiler): `load_program` -> first dispatch in a
 * Key = sha256 over: the slangjit version, a hash of the compiler itself (every
   `slangjit/compiler/**/*.py`, `core/*.slang`, `emit/prelude.h`; computed once per process),
   the target, entry points, include paths (absolute), the working directory (module lookup
-  falls back to it), compiler args, type conformances, the CUDA emitter's switches that differ
-  from their defaults (emit/cuda.py SETTINGS), and the path and text of each source.
+  falls back to it), compiler args, type conformances, the pipeline options that differ from
+  their defaults (passes/options.py PipelineOptions.changed), and the path and text of each source.
 * Value = the pickled `CompiledProgram` + the files the compile read besides its sources
   (imported modules, `#include`d files) with their sha256.  On load every dependency is
   re-hashed; any change (or a vanished file) is a miss and the entry is rebuilt.
-* Disk: `<runtime cache dir>/frontend/<key>.pkl` (`slangjit.runtime.cpu_compiler.cache_dir()`,
-  i.e. under `$SLANGJIT_CACHE_DIR`).  Entries are written atomically (temp file + os.replace) and
+* Disk: `<cache dir>/frontend/<key>.pkl` (`slangjit.cache_paths.cache_dir()`, i.e. under
+  `$SLANGJIT_CACHE_DIR`).  Entries are written atomically (temp file + os.replace) and
   carry a header (magic, payload length, CRC-32 of the payload: it guards against truncation and
   disk corruption, not tampering, and costs a third of a sha256); a truncated or corrupt entry
   is ignored and rewritten.
@@ -24,15 +24,21 @@ runtime's library cache, no C++ compiler): `load_program` -> first dispatch in a
 from __future__ import annotations
 
 import contextvars
+import copy
 import hashlib
 import os
+import pickle
 import struct
-import sys
 import threading
 import time
 import zlib
 from pathlib import Path
 from typing import Callable, Optional, Sequence
+
+from ..atomic_file import write_atomic
+from ..cache_paths import cache_dir
+from ..version import __version__
+from .passes.options import DEFAULT_OPTIONS, PipelineOptions
 
 _FORMAT = b"slangjit-frontend-v2"
 _MAGIC = b"SJFE\x02\x00\x00\x00"
@@ -134,7 +140,6 @@ def _tree_hash(root: str, memo_dir: Optional[Path]) -> bytes:
         d.update(len(data).to_bytes(8, "little") + data)
     digest = d.digest()
     if memo is not None:
-        from ..atomic_file import write_atomic
         try:
             write_atomic(str(memo), (digest,))
         except OSError:                 # a read-only cache only costs the hashing next time
@@ -143,11 +148,7 @@ def _tree_hash(root: str, memo_dir: Optional[Path]) -> bytes:
 
 
 def _version() -> str:
-    try:
-        from slangjit import __version__
-        return __version__
-    except Exception:  # noqa: BLE001
-        return "?"
+    return __version__
 
 
 def _source_parts(sources) -> Optional[list]:
@@ -166,15 +167,15 @@ def _source_parts(sources) -> Optional[list]:
     return out
 
 
-def _emitter_settings() -> str:
-    """The CUDA emitter's switches that differ from their defaults ("" when none, or when the emitter
-    is not imported yet - then they are the defaults, which the compiler hash covers)."""
-    m = sys.modules.get("slangjit.compiler.emit.cuda")
-    changed = m.changed_settings() if m is not None else None
-    return repr(changed) if changed else ""
+def _options_key(options: PipelineOptions) -> str:
+    """The pipeline options that differ from their defaults ("" when none: the defaults are covered by
+    the compiler hash)."""
+    changed = options.changed()
+    return repr(list(changed)) if changed else ""
 
 
-def make_key(sources, entry_points, target, include_paths, compiler_args, type_conformances) -> Optional[str]:
+def make_key(sources, entry_points, target, include_paths, compiler_args, type_conformances,
+             options: PipelineOptions = DEFAULT_OPTIONS) -> Optional[str]:
     parts = _source_parts(sources)
     if parts is None:
         return None
@@ -200,7 +201,7 @@ def make_key(sources, entry_points, target, include_paths, compiler_args, type_c
     put(os.getcwd())
     put("\0".join(str(a) for a in compiler_args or ()))
     put(tcs)
-    put(_emitter_settings())
+    put(_options_key(options))
     put(len(parts))
     for kind, name, path, text in parts:
         put(kind)
@@ -214,7 +215,6 @@ def make_key(sources, entry_points, target, include_paths, compiler_args, type_c
 
 
 def cache_folder() -> Path:
-    from slangjit.runtime.cpu_compiler import cache_dir
     return cache_dir() / "frontend"
 
 
@@ -251,7 +251,6 @@ def _read_disk(key: str):
         payload = memoryview(data)[_HEADER.size:]
         if magic != _MAGIC or n != len(payload) or zlib.crc32(payload) != digest:
             raise ValueError("bad header")
-        import pickle
         entry = pickle.loads(payload)
         if not isinstance(entry, dict) or entry.get("key") != key:
             raise ValueError("bad entry")
@@ -267,8 +266,6 @@ def _read_disk(key: str):
 
 
 def _write_disk(key: str, entry: dict) -> None:
-    import pickle
-    from ..atomic_file import write_atomic
     payload = pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL)
     data = _HEADER.pack(_MAGIC, len(payload), zlib.crc32(payload)) + payload
     write_atomic(str(_entry_path(key)), (data,))
@@ -282,7 +279,6 @@ def _remember(key: str, entry: dict) -> None:
 
 
 def _hit(entry: dict, seconds: float, where: str):
-    import copy
     prog = copy.copy(entry["program"])
     prog.timings = {"frontend_cache": seconds}
     prog.cached_timings = dict(entry["program"].timings)   # the stages of the compile that filled the entry
@@ -315,14 +311,14 @@ def _normalize_deps(raw: Sequence[str], key_paths: set) -> Optional[list]:
 
 
 def cached_compile(compile_fn: Callable, sources, entry_points, *, target, include_paths, compiler_args,
-                   type_conformances):
+                   type_conformances, options: PipelineOptions = DEFAULT_OPTIONS):
     """Run `compile_fn(sources, entry_points, target=..., ...)` through the cache."""
     kwargs = dict(target=target, include_paths=include_paths, compiler_args=compiler_args,
-                  type_conformances=type_conformances)
+                  type_conformances=type_conformances, options=options)
     if not enabled():
         return compile_fn(sources, entry_points, **kwargs)
     t0 = time.perf_counter()
-    key = make_key(sources, list(entry_points), target, include_paths, compiler_args, type_conformances)
+    key = make_key(sources, list(entry_points), target, include_paths, compiler_args, type_conformances, options)
     if key is None:
         return compile_fn(sources, entry_points, **kwargs)
     entry = _memory.get(key)

@@ -34,6 +34,8 @@ import time
 from pathlib import Path
 from typing import Optional
 
+from ..cache_paths import cache_dir   # the per-user cache folder (shared with the front-end cache)
+
 BASE_FLAGS = ("-std=c++17", "-O2", "-fwrapv", "-fPIC", "-shared", "-fno-strict-aliasing",
               "-ffp-contract=off", "-fno-math-errno")
 
@@ -135,39 +137,6 @@ def compile_flags() -> tuple[str, ...]:
 
 
 # ------------------------------------------------------------------------------------------ cache dir
-
-
-_cache_dirs: dict = {}
-
-
-def cache_dir() -> Path:
-    """The on-disk cache folder for CPU libraries (created on demand).  Remembered per environment: a
-    warm start asks for it several times, and creating and probing it costs more than the check that it
-    still exists."""
-    env = (os.environ.get("SLANGJIT_CACHE_DIR"), os.environ.get("XDG_CACHE_HOME"), os.environ.get("HOME"))
-    p = _cache_dirs.get(env)
-    if p is not None and os.path.isdir(p):
-        return p
-    p = _cache_dirs[env] = _make_cache_dir()
-    return p
-
-
-def _make_cache_dir() -> Path:
-    d = os.environ.get("SLANGJIT_CACHE_DIR")
-    if d:
-        base = Path(d)
-    else:
-        xdg = os.environ.get("XDG_CACHE_HOME")
-        base = Path(xdg) / "slangjit" if xdg else Path.home() / ".cache" / "slangjit"
-    p = base / "cpu"
-    try:
-        p.mkdir(parents=True, exist_ok=True)
-        if not os.access(p, os.W_OK):
-            raise PermissionError(str(p))
-    except OSError:
-        p = Path(tempfile.gettempdir()) / f"slangjit-{os.getuid() if hasattr(os, 'getuid') else 'user'}" / "cpu"
-        p.mkdir(parents=True, exist_ok=True)
-    return p
 
 
 def _atomic_write(path: Path, data: bytes) -> None:

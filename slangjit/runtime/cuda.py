@@ -30,11 +30,11 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from ..compiler.passes.options import DEFAULT_OPTIONS, PipelineOptions
 from ..compiler.reflection import CUDA_GLOBALS_SYMBOL, CompiledProgram, EntryPointInfo
 from . import cuda_compiler       # the image cache: every kernel load asks it (imports no NVRTC itself)
 from . import layout_pack as _lp
-from .device import (Buffer, BufferDesc, Device, DeviceInfo, DeviceType, ReflectionCursor, ShaderProgram,
-                     _EXTRA_DISPATCH_KWARGS, _thread_count3)
+from .base import (Buffer, BufferDesc, Device, DeviceInfo, DeviceType, KernelBase, ShaderProgram)
 
 
 class CudaError(RuntimeError):
@@ -52,7 +52,7 @@ def _drv():
     global _driver
     if _driver is None:
         try:
-            from cuda.bindings import driver  # noqa: PLC0415
+            from cuda.bindings import driver  # noqa: PLC0415  (optional dependency: `import slangjit` needs no cuda-bindings)
         except ImportError as e:
             raise CudaUnavailableError("CUDA device: the 'cuda-bindings' package is not installed "
                                        "(pip install 'slangjit[cuda]')") from e
@@ -366,22 +366,13 @@ def _stream_handle(s: Any):
     return d.CUstream(int(s))
 
 
-class CudaComputeKernel:
+class CudaComputeKernel(KernelBase):
     """A compiled, loaded entry point on the GPU. `dispatch` launches it on the device's stream."""
+    _target = "cuda"
 
     def __init__(self, device: "CudaDevice", program: Optional[ShaderProgram], compiled: CompiledProgram,
                  entry_name: str):
-        refl = compiled.reflection
-        if entry_name not in refl.entry_points:
-            raise ValueError(f"entry point '{entry_name}' is not in the compiled program "
-                             f"(entry points: {', '.join(refl.entry_points) or 'none'})")
-        if compiled.target != "cuda":
-            raise ValueError(f"the CUDA device needs a program compiled for target 'cuda', got {compiled.target!r}")
-        self.device = device
-        self.program = program
-        self.compiled = compiled
-        self.entry: EntryPointInfo = refl.entry_points[entry_name]
-        self.entry_name = entry_name
+        self._init_entry(device, program, compiled, entry_name, "CUDA")
         ctx = device._ctx
         self._ctx = ctx
         t0 = time.perf_counter()
@@ -407,27 +398,11 @@ class CudaComputeKernel:
         self.timings["cubin_lookup"] = (t1 - t0) - img.compile_seconds
         self.timings["cache_hit"] = float(img.cached)
         self.timings["load"] = time.perf_counter() - t1
-        self._globals = _lp.field_map(refl.globals)
-        self._globals_size = refl.globals_size
-        self._globals_required = _lp.required_bindings(refl.globals)
-        self._params = _lp.field_map(self.entry.params)
-        self._params_size = self.entry.params_size
-        self._params_required = _lp.required_bindings(self.entry.params)
-        self._numthreads = tuple(int(n) for n in self.entry.numthreads)
+        self._init_layouts()
         self._resident: Optional[int] = None
         nt = self._numthreads[0] * self._numthreads[1] * self._numthreads[2]
         if nt > 1024:
             raise ValueError(f"[numthreads{self._numthreads}] has {nt} threads per group; CUDA allows at most 1024")
-        self._reflection = ReflectionCursor(None, list(refl.globals) + [p for p in self.entry.params
-                                                                         if p.name not in self._globals])
-
-    @property
-    def reflection(self) -> ReflectionCursor:
-        return self._reflection
-
-    @property
-    def thread_group_size(self) -> tuple[int, int, int]:
-        return self._numthreads
 
     def _check_buffers(self, values: dict) -> None:
         for k, v in values.items():
@@ -437,27 +412,7 @@ class CudaComputeKernel:
 
     def dispatch(self, thread_count, vars: Optional[dict] = None, command_encoder=None, **kwargs) -> None:
         stream = kwargs.pop("cuda_stream", None) if "cuda_stream" not in self._params else None
-        for k in _EXTRA_DISPATCH_KWARGS:
-            if k in kwargs and k not in self._params:
-                del kwargs[k]
-        tx, ty, tz = _thread_count3(thread_count)
-        nx, ny, nz = self._numthreads
-        gx, gy, gz = -(-tx // nx), -(-ty // ny), -(-tz // nz)
-        if vars is None:
-            vars = {}
-        elif not isinstance(vars, dict):
-            raise TypeError(f"dispatch: vars must be a dict of global names to values, got {type(vars).__name__}")
-        if vars and self._params:
-            moved = [k for k in vars if k not in self._globals and k in self._params and k not in kwargs]
-            if moved:
-                vars = dict(vars)
-                for k in moved:
-                    kwargs[k] = vars.pop(k)
-        self._check_buffers(vars)
-        self._check_buffers(kwargs)
-        ctx = _lp.PackContext("dispatch")
-        gblock = _lp.pack_block(self._globals, self._globals_size, vars, ctx, self._globals_required)
-        pblock = _lp.pack_block(self._params, self._params_size, kwargs, ctx, self._params_required)
+        (gx, gy, gz), gblock, pblock = self._bind(thread_count, vars, kwargs)
         if gx * gy * gz == 0:
             return
         if gx >= 1 << 31 or gy > 65535 or gz > 65535:
@@ -585,12 +540,14 @@ class CudaDevice(Device):
     _kernel_class = CudaComputeKernel
 
     def __init__(self, include_paths: Sequence = (), compiler_args: Sequence = (), enable_debug_layers: bool = False,
-                 ordinal: Optional[int] = None):
+                 ordinal: Optional[int] = None, compile_options: PipelineOptions = DEFAULT_OPTIONS):
         if ordinal is None:
             ordinal = int(os.environ.get("SLANGJIT_CUDA_DEVICE", "0") or 0)
         self._ctx = _Context.get(ordinal)
-        super().__init__(DeviceType.cuda, include_paths, compiler_args, enable_debug_layers)
-        self.info = CudaDeviceInfo(self._ctx)
+        super().__init__(DeviceType.cuda, include_paths, compiler_args, enable_debug_layers, compile_options)
+
+    def _make_info(self) -> DeviceInfo:
+        return CudaDeviceInfo(self._ctx)
 
     @property
     def cuda_stream(self) -> int:

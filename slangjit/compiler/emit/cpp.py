@@ -40,8 +40,6 @@ def prelude_text() -> str:
 CPP_SCALARS = {"void": "void", "bool": "bool", "int8_t": "int8_t", "int16_t": "int16_t", "int": "int32_t",
                "int64_t": "int64_t", "uint8_t": "uint8_t", "uint16_t": "uint16_t", "uint": "uint32_t",
                "uint64_t": "uint64_t", "half": "sj::half", "float": "float", "double": "double"}
-SV_NAMES = {"sv_dispatchthreadid": "dtid", "sv_groupid": "gid", "sv_groupthreadid": "gtid",
-            "sv_groupindex": "gindex"}
 
 
 class EmitError(Exception):

@@ -1,11 +1,20 @@
-"""Assembles one translation unit: prelude, types, globals, functions and entry launchers."""
+"""The translation-unit assembler, shared by the C++ and CUDA targets, and the C++ target.
+
+    assemble(program, target) -> (source, ProgramReflection)
+
+lays out one translation unit: the target's header lines, the prelude, the struct definitions (in
+dependency order, as the emitter meets them), the globals block, the statics, the prototypes, the
+function bodies and one launcher per entry point.  A target (`CppTarget` here, `emit/cuda.py
+CudaTarget`) supplies its emitter and what differs: header lines, how the globals block is stored, how
+statics are declared, the layout checks and the launcher.  `emit/__init__.py emit_program` picks the
+target for a pipeline result (passes/pipeline.py Optimized).
+"""
 from __future__ import annotations
 
-import os
-
 from ..ir import nodes as ir
+from ..ir.program import Program
 from .. import types as T
-from ..reflection import EntryPointInfo, ProgramReflection
+from ..reflection import EntryPointInfo, FieldLayout, ProgramReflection
 from ..source import error
 from .cpp import CppEmitter, block_layout, prelude_text
 
@@ -13,70 +22,107 @@ SYSTEM_VALUES = {"sv_dispatchthreadid": "dtid", "sv_groupid": "gid", "sv_groupth
                  "sv_groupindex": "gindex"}
 
 
-# Test switch (SLANGJIT_FUSE_ENTRIES=1, with a fresh SLANGJIT_CACHE_DIR): run the CUDA coarsened kernels'
-# inlining, value reuse and dead-code removal (emit/cuda.py FUSE_COARSE) on every CPU entry point, with
-# no adds deferred, so that the whole CPU suite exercises those passes.
-FUSE_ENTRIES = os.environ.get("SLANGJIT_FUSE_ENTRIES") == "1"
+class Target:
+    """What a target supplies to the assembler (the C++ target's choices are the defaults)."""
+    access = "sj_P->"          # how a launcher reads a field of the entry's parameter block
+
+    def __init__(self, em: CppEmitter):
+        self.em = em
+
+    def header(self) -> list[str]:
+        """Parts before the prelude."""
+        return []
+
+    def after_prelude(self) -> list[str]:
+        """Parts between the prelude and the struct definitions."""
+        return []
+
+    def check_offset(self, struct: str, member: str, offset: int, what: str) -> str:
+        return f"static_assert(offsetof({struct}, {member}) == {offset}, \"layout of {what}\");"
+
+    def check_size(self, struct: str, size: int, what: str) -> list[str]:
+        return []
+
+    def globals_block(self, uniforms: list[ir.GlobalVar], fields: list[FieldLayout], size: int) -> list[str]:
+        lines = struct_lines(self.em, "sj_Globals", [(g.name, g.type) for g in uniforms])
+        lines += [self.check_offset("sj_Globals", g.name, fl.offset, g.slang_name) for g, fl in zip(uniforms, fields)]
+        lines.append("static thread_local sj_Globals* sj_g;")
+        return lines
+
+    def statics(self, others: list[ir.GlobalVar]) -> list[str]:
+        """Static globals (constants, groupshared, per-thread statics)."""
+        em, out = self.em, []
+        for g in others:
+            ct = em.ctype(g.type)
+            init = f" = {em.expr(g.init)}" if g.init is not None else " = {}"
+            if g.kind == "const":
+                out.append(f"static const {ct} {g.name}{init};")
+            else:
+                out.append(f"static thread_local {ct} {g.name}{init};")
+        return out
+
+    def launcher(self, fn: ir.Function, numthreads, symbol: str, sname: str, call_args: list[str]) -> list[str]:
+        raise NotImplementedError
+
+    def entry_info(self, fn: ir.Function, numthreads, symbol: str, fields: list[FieldLayout],
+                   size: int) -> EntryPointInfo:
+        return EntryPointInfo(fn.slang_name, symbol, numthreads, fields, size)
 
 
-def fuse_entries(entries: list[ir.Function]) -> None:
-    from ..ir.fusion import inline_copy, reuse_and_prune
-    for fn in entries:
-        inline_copy(fn)
-        reuse_and_prune(fn)
-
-
-def emit_program(functions: list[ir.Function], globals_: list[ir.GlobalVar],
-                 entries: list[tuple[ir.Function, tuple[int, int, int]]], target: str = "cpp",
-                 group_barrier: bool = False):
-    if target == "cuda":
-        from .cuda import emit_program_cuda     # the CUDA flavour (kernel ABI documented there)
-        return emit_program_cuda(functions, globals_, entries)
-    if FUSE_ENTRIES:
-        fuse_entries([fn for fn, _ in entries])
-    em = CppEmitter(target)
-    uniforms = [g for g in globals_ if g.kind == "uniform"]
-    others = [g for g in globals_ if g.kind != "uniform"]
-
-    # Globals block.
+def assemble(program: Program, target: Target) -> tuple[str, ProgramReflection]:
+    em = target.em
+    uniforms = [g for g in program.globals if g.kind == "uniform"]
+    others = [g for g in program.globals if g.kind != "uniform"]
     g_fields, g_size = block_layout([(g.slang_name, g.type) for g in uniforms])
-    g_lines = ["struct sj_Globals {"]
-    for g, fl in zip(uniforms, g_fields):
-        g_lines.append(f"    {em.ctype(g.type)} {g.name};")
-    if not uniforms:
-        g_lines.append("    char sj_unused;")
-    g_lines.append("};")
-    for g, fl in zip(uniforms, g_fields):
-        g_lines.append(f"static_assert(offsetof(sj_Globals, {g.name}) == {fl.offset}, \"layout of {g.slang_name}\");")
-    g_lines.append("static thread_local sj_Globals* sj_g;")
-
-    # Static globals (constants, groupshared, per-thread statics).
-    s_lines = []
-    for g in others:
-        ct = em.ctype(g.type)
-        init = f" = {em.expr(g.init)}" if g.init is not None else " = {}"
-        if g.kind == "const":
-            s_lines.append(f"static const {ct} {g.name}{init};")
-        else:
-            s_lines.append(f"static thread_local {ct} {g.name}{init};")
-
-    protos = [em.prototype(fn) + ";" for fn in functions]
-    for fn in functions:
+    g_lines = target.globals_block(uniforms, g_fields, g_size)
+    s_lines = target.statics(others)
+    protos = [em.prototype(fn) + ";" for fn in program.functions]
+    for fn in program.functions:
         em.function(fn)
     body_lines = em.lines
 
-    # Entry launchers.
     refl = ProgramReflection(globals=g_fields, globals_size=g_size)
     launchers = []
-    for fn, numthreads in entries:
-        sname, call_args, p_fields, p_size, lines = entry_params(em, fn, numthreads, "sj_P->")
-        for fl in p_fields:
-            lines.append(f"static_assert(offsetof({sname}, {fl.name}) == {fl.offset}, \"layout of {fl.name}\");")
-        nx, ny, nz = numthreads
+    for fn, numthreads in program.entries:
+        sname, call_args, p_fields, p_size, lines = entry_params(em, fn, numthreads, target.access)
+        lines += [target.check_offset(sname, fl.name, fl.offset, fl.name) for fl in p_fields]
+        lines += target.check_size(sname, p_size, "parameter block size")
         symbol = f"sj_entry_{fn.slang_name}"
-        if group_barrier:
+        lines += target.launcher(fn, numthreads, symbol, sname, call_args)
+        launchers.append("\n".join(lines))
+        refl.entry_points[fn.slang_name] = target.entry_info(fn, numthreads, symbol, p_fields, p_size)
+
+    parts = [
+        *target.header(),
+        prelude_text(),
+        *target.after_prelude(),
+        "\n".join(em.struct_out),
+        "\n".join(g_lines),
+        "\n".join(s_lines),
+        "\n".join(protos),
+        "\n".join(body_lines),
+        "\n\n".join(launchers),
+    ]
+    return "\n\n".join(parts) + "\n", refl
+
+
+class CppTarget(Target):
+    """C++ for the CPU: one `extern "C"` launcher per entry point that runs a range of thread groups
+    (the ABI: reflection.py); threads of a group run as fibers when the program uses group barriers."""
+
+    def __init__(self, group_barrier: bool = False):
+        super().__init__(CppEmitter("cpp"))
+        self.group_barrier = group_barrier
+
+    def after_prelude(self) -> list[str]:
+        return ["#include <cstddef>",
+                "#ifndef SJ_EXPORT\n#define SJ_EXPORT __attribute__((visibility(\"default\")))\n#endif"]
+
+    def launcher(self, fn: ir.Function, numthreads, symbol: str, sname: str, call_args: list[str]) -> list[str]:
+        nx, ny, nz = numthreads
+        if self.group_barrier:
             # Threads of a group run as fibers so group barriers hold (prelude: sj::fiber).
-            lines += [
+            return [
                 f"struct sj_Group_{fn.slang_name} {{ const {sname}* sj_P; uint32_t sj_gx, sj_gy, sj_gz; }};",
                 f"static void sj_thread_{fn.slang_name}(void* sj_arg, uint32_t sj_t)",
                 "{",
@@ -100,10 +146,7 @@ def emit_program(functions: list[ir.Function], globals_: list[ir.GlobalVar],
                 "    }",
                 "}",
             ]
-            launchers.append("\n".join(lines))
-            refl.entry_points[fn.slang_name] = EntryPointInfo(fn.slang_name, symbol, numthreads, p_fields, p_size)
-            continue
-        lines += [
+        return [
             f'extern "C" SJ_EXPORT void {symbol}(void* sj_gp, void* sj_pp, const uint32_t* sj_gc, uint32_t sj_begin, uint32_t sj_end)',
             "{",
             "    sj_g = (sj_Globals*)sj_gp;",
@@ -122,21 +165,6 @@ def emit_program(functions: list[ir.Function], globals_: list[ir.GlobalVar],
             "    }",
             "}",
         ]
-        launchers.append("\n".join(lines))
-        refl.entry_points[fn.slang_name] = EntryPointInfo(fn.slang_name, symbol, numthreads, p_fields, p_size)
-
-    parts = [
-        prelude_text(),
-        "#include <cstddef>",
-        "#ifndef SJ_EXPORT\n#define SJ_EXPORT __attribute__((visibility(\"default\")))\n#endif",
-        "\n".join(em.struct_out),
-        "\n".join(g_lines),
-        "\n".join(s_lines),
-        "\n".join(protos),
-        "\n".join(body_lines),
-        "\n\n".join(launchers),
-    ]
-    return "\n\n".join(parts) + "\n", refl
 
 
 def entry_params(em: CppEmitter, fn: ir.Function, numthreads, access: str):
@@ -157,21 +185,16 @@ def entry_params(em: CppEmitter, fn: ir.Function, numthreads, access: str):
             call_args.append(f"{access}{p.name}")
     p_fields, p_size = block_layout(params_items)
     sname = f"sj_Params_{fn.slang_name}"
-    lines = [f"struct {sname} {{"] + [f"    {em.ctype(t)} {name};" for name, t in params_items]
-    if not params_items:
+    return sname, call_args, p_fields, p_size, struct_lines(em, sname, params_items)
+
+
+def struct_lines(em: CppEmitter, name: str, items: list[tuple[str, T.Type]]) -> list[str]:
+    """A block struct (globals, entry parameters): the fields in order, `char sj_unused` when empty."""
+    lines = [f"struct {name} {{"] + [f"    {em.ctype(t)} {n};" for n, t in items]
+    if not items:
         lines.append("    char sj_unused;")
     lines.append("};")
-    return sname, call_args, p_fields, p_size, lines
-
-
-def system_value_params(fn: ir.Function) -> set[int]:
-    """Indices of an entry point's parameters that are bound to system values (thread ids)."""
-    decl = fn.attrs.get("decl")
-    out = set()
-    for i, ap in enumerate(decl.params if decl is not None else ()):
-        if (ap.semantic or "").lower().startswith("sv_"):
-            out.add(i)
-    return out
+    return lines
 
 
 def system_value_arg(em: CppEmitter, which: str, t: T.Type, numthreads) -> str:

@@ -1,10 +1,10 @@
 """The fusion pipeline over one entry point, in two steps because the CUDA emitter plans the
-inlined kernel's gradient slots between them (emit/cuda.py fuse_coarse_entries): a copy of the body
-with its calls inlined (ir/inline_calls.py), then value reuse (ir/value_numbering.py) and dead-code
-removal (ir/dead_code.py)."""
+inlined kernel's gradient slots between them (passes/red_plan.py fuse_coarse_entries): a copy of the body
+with its calls inlined (passes/inline_calls.py), then value reuse (passes/value_numbering.py) and dead-code
+removal (passes/dead_code.py)."""
 from __future__ import annotations
 
-from . import nodes as ir
+from ..ir import nodes as ir
 from .dead_code import remove_dead_code
 from .effects import Effects
 from .inline_calls import clone_body, inline_entry

@@ -1,5 +1,5 @@
 """Inlining calls into one function body (the entry of a coarsened CUDA kernel, emit/cuda.py), so
-that ir/value_numbering.py sees the whole thread's work at once.
+that passes/value_numbering.py sees the whole thread's work at once.
 
 Reverse mode replays primal code at every level (docs/autodiff.md) and user derivatives recompute
 (`let Z = eval(x.p)` in the seed MLP's evalBwd); NVRTC cannot merge the repeats, because
@@ -23,9 +23,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
-from . import nodes as ir
-from . import scan
-from .effects import Effects, lvalue_root
+from ..ir import nodes as ir
+from ..ir import walk as scan
+from ..ir.walk import lvalue_root
+from .effects import Effects
 from .. import types as T
 
 MAX_DEPTH = 24                 # nesting of inlined calls

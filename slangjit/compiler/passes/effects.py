@@ -1,14 +1,14 @@
 """What IR code does besides computing values: which locals it writes, whether it writes memory, and
 which functions are *readonly* (read memory at most: a call's value depends only on its arguments
 and the memory it reads, so two calls with equal arguments and no memory write between them are
-equal).  Shared by the inliner (ir/inline_calls.py) and common-subexpression reuse
-(ir/value_numbering.py); nothing here changes the IR."""
+equal).  Shared by the inliner (passes/inline_calls.py) and common-subexpression reuse
+(passes/value_numbering.py); nothing here changes the IR."""
 from __future__ import annotations
 
-from typing import Optional
 
-from . import nodes as ir
-from . import scan
+from ..ir import nodes as ir
+from ..ir import walk as scan
+from ..ir.walk import lvalue_root
 from .. import types as T
 
 # Intrinsics that act on memory, on other lanes or on the thread's progress: never "pure", whatever
@@ -22,27 +22,6 @@ def effect_intrinsic(e: ir.Intrinsic) -> bool:
     """An intrinsic that must run where it is written (and may write memory)."""
     return (e.type == T.VOID or bool(e.out_params)
             or any(w in e.name for w in _EFFECT_WORDS))
-
-
-def value_type(e: ir.Expr):
-    """e's type; a local's declared type for a LocalRef (reverse mode sizes its stacks after making
-    references to them)."""
-    return e.var.type if isinstance(e, ir.LocalRef) else e.type
-
-
-def lvalue_root(e: ir.Expr) -> Optional[ir.Var]:
-    """The local variable an lvalue designates (part of), or None when it designates memory."""
-    while True:
-        if isinstance(e, ir.LocalRef):
-            return e.var
-        if isinstance(e, ir.Field) and not e.via_pointer:
-            e = e.obj
-        elif isinstance(e, ir.Swizzle):
-            e = e.obj
-        elif isinstance(e, ir.Index) and isinstance(value_type(e.obj), (T.ArrayType, T.VectorType, T.MatrixType)):
-            e = e.obj
-        else:
-            return None
 
 
 class Effects:

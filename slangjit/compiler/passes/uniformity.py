@@ -15,8 +15,9 @@ thread-uniform addresses?" (emit/cuda.py: the block cache for gradient atomics).
 """
 from __future__ import annotations
 
-from . import nodes as ir
-from . import scan
+from ..ir import nodes as ir
+from ..ir import walk as scan
+from . import reach
 from .. import types as T
 
 _VARYING_INTRINSIC_PREFIXES = ("sj::Wave", "sj::Interlocked", "sj::atomic", "sj::Quad")
@@ -25,7 +26,7 @@ _VARYING_INTRINSIC_PREFIXES = ("sj::Wave", "sj::Interlocked", "sj::atomic", "sj:
 class Uniformity:
     def __init__(self, entry: ir.Function, system_value_params: set[int]):
         """`system_value_params`: indices of the entry's parameters bound to system values."""
-        self.functions = scan.reachable(entry)
+        self.functions = reach.reachable(entry)
         self.varying: set[int] = {entry.params[i].uid for i in system_value_params}
         self.varying_result: set[int] = set()          # id(Function) whose return value may vary
         changed = True

@@ -1,4 +1,4 @@
-"""Removal of code whose results nothing uses (after ir/inline_calls.py and ir/value_numbering.py).
+"""Removal of code whose results nothing uses (after passes/inline_calls.py and passes/value_numbering.py).
 
 Reverse mode computes every adjoint, also those of inputs nobody asked for (the seed MLP's
 `no_diff` inputs still get `d(encoding)` through `MLVec.fromArray`'s replayed loop and its iteration
@@ -13,8 +13,8 @@ live statements are dropped.
 """
 from __future__ import annotations
 
-from . import nodes as ir
-from . import scan
+from ..ir import nodes as ir
+from ..ir import walk as scan
 from .effects import Effects
 
 

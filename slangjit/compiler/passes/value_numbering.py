@@ -1,4 +1,4 @@
-"""Reuse of values a function body already computed (after ir/inline_calls.py: the whole thread's
+"""Reuse of values a function body already computed (after passes/inline_calls.py: the whole thread's
 work in one body).
 
 Each local gets a *value number*: a structural key of the expression it holds, in terms of the value
@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from typing import Optional
 
-from . import nodes as ir
-from . import scan
-from .effects import Effects, effect_intrinsic, lvalue_root, value_type
+from ..ir import nodes as ir
+from ..ir import walk as scan
+from ..ir.walk import lvalue_root, value_type
+from .effects import Effects, effect_intrinsic
 from .. import types as T
 
 _VALUE_TYPES = (T.ArrayType, T.VectorType, T.MatrixType)

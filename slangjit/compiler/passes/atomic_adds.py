@@ -2,7 +2,7 @@
 
 The two are the same operation (Atomic<T> is a struct holding one T named `value`, prelude
 09_atomics.h).  Spelled as the intrinsic, such an add is a gradient-add site like any other: where its
-address is thread-uniform a coarsened CUDA kernel sums it per thread and adds it once (ir/red_slots.py,
+address is thread-uniform a coarsened CUDA kernel sums it per thread and adds it once (passes/red_slots.py,
 emit/cuda.py).  The seed 002 MLP's loss monitor adds every warp's loss into one float that way; done
 as an atomic per warp and turn.  Used by the CUDA emitter only.  Not for Atomic<half>: there the
 per-add rounding shows at small totals (2048 + 1 == 2048 in half; tests/test_cuda_device.py), and
@@ -10,8 +10,8 @@ programs see it; float atomics are combined per warp like InterlockedAdd already
 """
 from __future__ import annotations
 
-from . import nodes as ir
-from . import scan
+from ..ir import nodes as ir
+from ..ir import walk as scan
 from .. import types as T
 
 

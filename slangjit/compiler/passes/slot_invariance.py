@@ -1,6 +1,6 @@
 """Are a coarsened kernel's slot addresses the same in every logical thread?  (emit/cuda.py)
 
-A coarsened kernel keeps each thread-uniform gradient add in a register slot (ir/red_slots.py) and
+A coarsened kernel keeps each thread-uniform gradient add in a register slot (passes/red_slots.py) and
 adds the slot's sum into the slot's address at the end.  By default every add checks, at run time,
 that its address is the one its slot holds: "uniform" only says an address is computed the same
 way in every thread, and a load from memory that a thread has written may differ between threads.
@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from . import nodes as ir
-from . import scan
+from ..ir import nodes as ir
+from ..ir import walk as scan
 from .red_slots import RedSlots
 from .. import types as T
 

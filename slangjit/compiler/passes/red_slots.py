@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from . import nodes as ir
-from . import scan
+from ..ir import nodes as ir
+from ..ir import walk as scan
 from .. import types as T
 
 MAX_LOOP_TRIPS = 1024

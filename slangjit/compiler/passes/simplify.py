@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Optional
 
 from .. import types as T
-from . import nodes as ir
-from .walk import is_pure
+from ..ir import nodes as ir
+from ..ir.walk import is_pure
 
 
 def optimize(fn: ir.Function, fold) -> None:

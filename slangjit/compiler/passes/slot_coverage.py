@@ -1,11 +1,11 @@
 """Does every logical thread that runs a coarsened kernel's entry to its end write every slot?
 
-Tensor-core slots (emit/cuda.py MMA_SLOTS, prelude SJ_RACC_MMA) keep each half add's value in the
+Tensor-core slots (CudaOptions.mma_slots, prelude SJ_RACC_MMA) keep each half add's value in the
 warp's stage in shared memory, [slot][lane], and sum the stage after every turn.  A slot a lane did
 not write in a turn still holds what it wrote the turn before, so the step clears the whole stage
 after summing it: a fifth of the seed MLP's learnGradient on the H100 (session 7).  The clear is not
 needed when every slot is written in every turn: when each site and slotted call of the entry's slot
-space (ir/red_slots.py) lies on every path from the entry's start to its end - not under an `if`, a
+space (passes/red_slots.py) lies on every path from the entry's start to its end - not under an `if`, a
 `switch`, a conditional operator or a loop that is not counted, and with no `break`, `continue` or
 `return` that could skip it - so that a lane that finishes the entry has overwritten its whole
 column.  The entry may return early before its first slot is written (the usual `if (tid >= count)
@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from . import nodes as ir
-from . import scan
+from ..ir import nodes as ir
+from ..ir import walk as scan
+from . import reach
 from .red_slots import RedSlots
 
 
@@ -67,7 +68,7 @@ class _Walk:
         k = ("stages", id(fn))
         if k not in self.memo:
             self.memo[k] = any(isinstance(x, ir.Intrinsic) and id(x) in self.slots.offset and x.args[0].type.bits == 16
-                               for f in scan.reachable(fn) if f.body is not None for x in scan.walk(f.body))
+                               for f in reach.reachable(fn) if f.body is not None for x in scan.walk(f.body))
         return self.memo[k]
 
     def _slotted(self, node) -> bool:

@@ -1,0 +1,20 @@
+"""Stage 7: the emitters, IR -> C++ / CUDA C++ text + reflection.  `program.py` assembles a translation
+unit for either target; `cpp.py` prints IR; `cuda.py` holds what the CUDA target does differently."""
+from __future__ import annotations
+
+from ..passes.pipeline import Optimized
+from .cpp import EmitError
+from .cuda import CudaTarget
+from .program import CppTarget, assemble
+
+__all__ = ["EmitError", "emit_program"]
+
+
+def emit_program(optimized: Optimized):
+    """The translation unit of a pipeline result (passes/pipeline.py): (source text, ProgramReflection)."""
+    program = optimized.program
+    if optimized.target == "cuda":
+        target = CudaTarget(optimized.plan, optimized.options.cuda)
+    else:
+        target = CppTarget(program.uses_group_barrier)
+    return assemble(program, target)

@@ -1,0 +1,94 @@
+"""The options of the pass pipeline and the emitters: one immutable value per compile.
+
+`compile_program(..., options=PipelineOptions(...))` passes it to the pass pipeline (pipeline.py) and
+the emitter; the front-end cache keys a program by the options that differ from the defaults
+(`PipelineOptions.changed`).  Experiments (benchmarks/gpu_mlp_breakdown.py, tests) build their own
+options instead of changing module state:
+
+    PipelineOptions(fuse_entries=True)
+    PipelineOptions().with_cuda(mma_slots=False, shared_slots=True)
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class CudaOptions:
+    """How the CUDA target combines float/half gradient adds (prelude racc_add, red_add_fp) and
+    which IR rewrites it runs first (passes/red_plan.py, emit/cuda.py)."""
+    # Most slots (float registers per thread) a coarsened kernel may use.
+    max_slots: int = 192
+    # Drop the per-add address check where passes/slot_invariance.py proves slot addresses invariant
+    # (benchmarks/gpu_mlp_breakdown.py turns it off to measure the check).
+    prove_slot_addresses: bool = True
+    # Keep a coarsened kernel's slots in shared memory (one column per thread) instead of registers,
+    # when every coarsened kernel of the translation unit fits shared_slot_bytes per group (slots and
+    # the warps' address tables; 99 KB: what sm_86/89 allow a block).  Half sites get half slots when
+    # all sites are half.  Off by default: on the H100 the seed MLP ran no faster than with float
+    # register slots (benchmarks/gpu_mlp_breakdown.py, RESULTS.md session 4), and float sums are exact-er.
+    shared_slots: bool = False
+    shared_slot_bytes: int = 99 * 1024
+    # Sum a coarsened kernel's half slots with tensor cores (prelude SJ_RACC_MMA, sm_90+; other GPUs get
+    # float register slots from the same source; float sites keep a float register each): each half add
+    # stores its value in the warp's stage in shared memory and one mma per 16 slots sums the warp's 32
+    # logical threads, so a lane keeps 2 floats per 16 slots instead of one per slot (no spills: the seed
+    # MLP's learnGradient 0.149 against 0.182 ms with register slots on the H100, RESULTS.md session 5).
+    # The stages (mma_stages x 64 bytes per slot and warp) must fit mma_slot_bytes of dynamic shared
+    # memory per group.
+    mma_slots: bool = True
+    mma_slot_bytes: int = 200 * 1024   # sm_90 allows 227 KB per block; the prelude uses these slots on sm_90+
+    mma_stages: int = 1                # 2: a turn's stores land in one stage while the step sums the other
+    mma_stage_bytes: int = 16 * 64     # per tile of 16 slots, warp and stage: 16 rows of 64 bytes
+    # Tensor-core-slot kernels ask for this many resident blocks per SM (__launch_bounds__'s second
+    # argument; 1: no request).
+    mma_min_blocks: int = 1
+    # A coarsened kernel combines its warps' slot sums in shared memory before the atomics (one per block
+    # and slot, prelude racc_flush_block) when the warps' address tables and sums fit this many bytes of
+    # static shared memory (48 KB is the static limit); otherwise every warp adds its own sums.
+    block_flush_bytes: int = 48 * 1024
+    # Where slot addresses are proven invariant, the blocks' sums meet in a scratch buffer the runtime
+    # provides (EntryPointInfo.grid_slots) and the last block adds each slot once (prelude racc_flush_grid).
+    grid_flush: bool = True
+    # Tensor-core slots of a kernel whose finished logical threads write every slot
+    # (passes/slot_coverage.py) skip the clear of the stage after each step: a lane whose logical thread
+    # returns before its first slot zeros its column instead (prelude racc_abandon).
+    skip_covered_clears: bool = True
+    # Unused-result float Atomic<T>.add calls become InterlockedAdd sites (passes/atomic_adds.py), so
+    # coarsened kernels defer them like gradient adds.
+    lower_atomic_adds: bool = True
+    # Inline each coarsened kernel's calls (proven slot addresses only) and reuse the values it computes
+    # twice (passes/inline_calls.py, passes/value_numbering.py): reverse mode's replays and user
+    # derivatives' recomputation, which NVRTC cannot merge (half arithmetic is inline asm).
+    fuse_coarse: bool = True
+
+
+@dataclass(frozen=True)
+class PipelineOptions:
+    """Options of one compile (pass pipeline + emitter)."""
+    # Run the CUDA coarsened kernels' inlining, value reuse and dead-code removal (passes/fusion.py) on
+    # every CPU entry point, with no adds deferred, so that the CPU tests exercise those passes.
+    fuse_entries: bool = False
+    cuda: CudaOptions = field(default_factory=CudaOptions)
+
+    def with_cuda(self, **changes) -> "PipelineOptions":
+        """A copy with some CUDA options changed (field names of CudaOptions)."""
+        return dataclasses.replace(self, cuda=dataclasses.replace(self.cuda, **changes))
+
+    def changed(self) -> tuple:
+        """((dotted name, value), ...) of the options that differ from the defaults, in field order:
+        what the front-end cache keys a program by (the defaults are covered by the compiler's hash)."""
+        return tuple(_changed(self, PipelineOptions(), ""))
+
+
+DEFAULT_OPTIONS = PipelineOptions()
+
+
+def _changed(value, default, prefix: str):
+    for f in dataclasses.fields(value):
+        v, d = getattr(value, f.name), getattr(default, f.name)
+        if dataclasses.is_dataclass(v):
+            yield from _changed(v, d, prefix + f.name + ".")
+        elif v != d:
+            yield prefix + f.name, v

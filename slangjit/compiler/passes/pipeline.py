@@ -1,0 +1,103 @@
+"""The pass pipeline: the checked (and differentiated) program -> the program the emitter prints.
+
+Each pass is named and runs on the whole program; which passes run depends on the target and the
+options (options.py), never on module state:
+
+    cpp:   simplify, [fuse_entries]
+    cuda:  simplify, [lower_atomic_adds], plan_red_adds, [fuse_coarse], cover_slots
+
+* simplify (simplify.py): constant folding, branch folding, unreachable statements, unused locals.
+* fuse_entries (fusion.py; PipelineOptions.fuse_entries): inline, value reuse and dead code on every
+  CPU entry point (a test switch: the CPU suite exercises the CUDA coarsened kernels' fusion).
+* lower_atomic_adds (atomic_adds.py; CudaOptions.lower_atomic_adds): unused-result float
+  `Atomic<T>.add` calls become InterlockedAdd sites.
+* plan_red_adds (red_plan.py): how gradient adds are combined (coarsened kernels, slots, block cache).
+* fuse_coarse (red_plan.py; CudaOptions.fuse_coarse): inline + value reuse in coarsened kernels with
+  proven slot addresses, kept only if the plan stands.
+* cover_slots (red_plan.py; CudaOptions.skip_covered_clears): tensor-core-slot kernels whose logical
+  threads write every slot skip the stage clears.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from ..ir.program import Program
+from .atomic_adds import lower_atomic_adds
+from .fusion import inline_copy, reuse_and_prune
+from .options import DEFAULT_OPTIONS, PipelineOptions
+from .red_plan import RedAddPlan, covered_kernels, fuse_coarse_entries, plan_red_adds
+from .simplify import optimize
+
+
+@dataclass
+class Optimized:
+    """What the pipeline hands the emitter."""
+    program: Program
+    target: str
+    options: PipelineOptions
+    plan: Optional[RedAddPlan] = None          # CUDA: how gradient adds are combined
+    ran: list = field(default_factory=list)    # names of the passes that ran, in order
+
+
+@dataclass(frozen=True)
+class Pass:
+    name: str
+    run: Callable[[Optimized], None]
+    enabled: Callable[[PipelineOptions], bool] = lambda options: True
+
+
+def _simplify(fold) -> Callable[[Optimized], None]:
+    def run(state: Optimized) -> None:
+        for fn in state.program.functions:
+            optimize(fn, fold)
+    return run
+
+
+def _fuse_entries(state: Optimized) -> None:
+    for fn, _ in state.program.entries:
+        inline_copy(fn)
+        reuse_and_prune(fn)
+
+
+def _lower_atomic_adds(state: Optimized) -> None:
+    lower_atomic_adds(state.program.functions)
+
+
+def _plan_red_adds(state: Optimized) -> None:
+    state.plan = plan_red_adds(state.program.entries, state.program.functions, state.options.cuda)
+
+
+def _fuse_coarse(state: Optimized) -> None:
+    state.plan = fuse_coarse_entries(state.program.entries, state.program.functions, state.plan,
+                                     state.options.cuda)
+
+
+def _cover_slots(state: Optimized) -> None:
+    state.plan.covered = covered_kernels(state.program.entries, state.program.functions, state.plan,
+                                         state.options.cuda)
+
+
+def pipeline(target: str, fold) -> list[Pass]:
+    """The passes for `target`, in order (each runs where its `enabled(options)` holds).
+    `fold`: the constant evaluator simplify uses (expr -> value or None)."""
+    passes = [Pass("simplify", _simplify(fold))]
+    if target == "cuda":
+        passes += [Pass("lower_atomic_adds", _lower_atomic_adds, lambda o: o.cuda.lower_atomic_adds),
+                   Pass("plan_red_adds", _plan_red_adds),
+                   Pass("fuse_coarse", _fuse_coarse, lambda o: o.cuda.fuse_coarse),
+                   Pass("cover_slots", _cover_slots)]
+    else:
+        passes.append(Pass("fuse_entries", _fuse_entries, lambda o: o.fuse_entries))
+    return passes
+
+
+def run_pipeline(program: Program, target: str, options: PipelineOptions = DEFAULT_OPTIONS,
+                 fold=lambda e: None) -> Optimized:
+    """Run `target`'s passes over `program` (its function bodies are rewritten in place)."""
+    state = Optimized(program, target, options)
+    for p in pipeline(target, fold):
+        if p.enabled(options):
+            p.run(state)
+            state.ran.append(p.name)
+    return state

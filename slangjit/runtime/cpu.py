@@ -1,0 +1,188 @@
+"""The CPU device: generated C++ built by the system compiler (cpu_compiler.py) and run on a persistent
+pool of worker threads (`os.cpu_count()`, or `$SLANGJIT_NUM_THREADS`), each taking a contiguous range of
+linear group indices (ctypes releases the GIL during the call).  Dispatch packs `vars` into the globals
+block and keyword arguments into the entry point's parameter block (base.py KernelBase._bind)."""
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import queue
+import threading
+import time
+from typing import Optional, Sequence
+
+from ..compiler.passes.options import DEFAULT_OPTIONS, PipelineOptions
+from ..compiler.reflection import CompiledProgram
+from .base import Buffer, BufferDesc, Device, DeviceInfo, DeviceType, KernelBase, ShaderProgram
+from .cpu_compiler import load_library
+
+
+# ------------------------------------------------------------------------------------------ thread pool
+
+
+class _Pool:
+    """Persistent worker threads; `run` splits [0, total) into one contiguous range per thread."""
+
+    def __init__(self, nthreads: int):
+        self.nthreads = max(1, nthreads)
+        self._lock = threading.Lock()
+        self._done: "queue.SimpleQueue" = queue.SimpleQueue()
+        self._queues: list[queue.SimpleQueue] = []
+        for i in range(self.nthreads - 1):
+            q: queue.SimpleQueue = queue.SimpleQueue()
+            t = threading.Thread(target=self._worker, args=(q,), name=f"slangjit-cpu-{i}", daemon=True)
+            t.start()
+            self._queues.append(q)
+
+    def _worker(self, q: "queue.SimpleQueue") -> None:
+        while True:
+            job = q.get()
+            if job is None:
+                return
+            fn, args, b, e = job
+            try:
+                fn(*args, b, e)
+                self._done.put(None)
+            except BaseException as ex:  # noqa: BLE001
+                self._done.put(ex)
+
+    def run(self, fn, args: tuple, total: int) -> None:
+        n = min(self.nthreads, total)
+        if n <= 1 or total < 4:
+            fn(*args, 0, total)
+            return
+        if not self._lock.acquire(blocking=False):      # another Python thread is dispatching: go inline
+            fn(*args, 0, total)
+            return
+        try:
+            bounds = [total * i // n for i in range(n + 1)]
+            for i in range(1, n):
+                self._queues[i - 1].put((fn, args, bounds[i], bounds[i + 1]))
+            err = None
+            try:
+                fn(*args, bounds[0], bounds[1])
+            except BaseException as ex:  # noqa: BLE001
+                err = ex
+            pending = n - 1
+            while pending:          # always collect every worker (they write into memory we own)
+                try:
+                    r = self._done.get()
+                except BaseException as ex:  # noqa: BLE001  (KeyboardInterrupt: keep waiting, re-raise after)
+                    err = err or ex
+                    continue
+                pending -= 1
+                if r is not None and err is None:
+                    err = r
+            if err is not None:
+                raise err
+        finally:
+            self._lock.release()
+
+    def shutdown(self) -> None:
+        for q in self._queues:
+            q.put(None)
+        self._queues = []
+
+
+_pool: Optional[_Pool] = None
+_pool_env: Optional[str] = None
+_pool_lock = threading.Lock()
+
+
+def _after_fork_in_child() -> None:      # worker threads do not survive fork()
+    global _pool, _pool_env, _pool_lock
+    _pool, _pool_env, _pool_lock = None, None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def num_threads() -> int:
+    env = os.environ.get("SLANGJIT_NUM_THREADS", "").strip()
+    if env:
+        try:
+            return max(1, int(env))
+        except ValueError:
+            pass
+    return max(1, os.cpu_count() or 1)
+
+
+def _get_pool() -> _Pool:
+    global _pool, _pool_env
+    env = os.environ.get("SLANGJIT_NUM_THREADS")
+    p = _pool
+    if p is not None and env == _pool_env:
+        return p
+    with _pool_lock:
+        if _pool is None or env != _pool_env:
+            old = _pool
+            _pool = _Pool(num_threads())
+            _pool_env = env
+            if old is not None:
+                old.shutdown()
+        return _pool
+
+
+# ------------------------------------------------------------------------------------------ kernels
+
+
+_ENTRY_ARGTYPES = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32)
+
+
+class ComputeKernel(KernelBase):
+    """A compiled, loaded entry point on the CPU. `dispatch` runs it over a grid of threads."""
+    _target = "cpp"
+
+    def __init__(self, device: "CpuDevice", program: Optional[ShaderProgram], compiled: CompiledProgram,
+                 entry_name: str):
+        self._init_entry(device, program, compiled, entry_name, "CPU")
+        t0 = time.perf_counter()
+        self.library = load_library(compiled.source)
+        self.timings = dict(compiled.timings)
+        self.timings["cxx"] = self.library.compile_seconds
+        self.timings["load"] = time.perf_counter() - t0 - self.library.compile_seconds
+        fn = self.library.symbol(self.entry.symbol)
+        fn.argtypes = _ENTRY_ARGTYPES
+        fn.restype = None
+        self._fn = fn
+        self._init_layouts()
+
+    def dispatch(self, thread_count, vars: Optional[dict] = None, command_encoder=None, **kwargs) -> None:
+        (gx, gy, gz), gblock, pblock = self._bind(thread_count, vars, kwargs)
+        total = gx * gy * gz
+        if total == 0:
+            return
+        if total >= 1 << 32:
+            raise ValueError(f"dispatch: too many thread groups ({gx} x {gy} x {gz})")
+        gc = (ctypes.c_uint32 * 3)(gx, gy, gz)
+        args = (gblock.ctypes.data, pblock.ctypes.data, ctypes.addressof(gc))
+        _get_pool().run(self._fn, args, total)
+        # keep the blocks, the group counts and the bound buffers alive until here
+        del gblock, pblock, gc, vars, kwargs
+
+    def __repr__(self) -> str:
+        return f"ComputeKernel({self.entry_name!r}, numthreads={self._numthreads})"
+
+
+# ------------------------------------------------------------------------------------------ device
+
+
+class CpuDevice(Device):
+    """The CPU backend (the default without a GPU)."""
+    _target = "cpp"
+    _kernel_class = ComputeKernel
+
+    def __init__(self, type: DeviceType = DeviceType.cpu, include_paths: Sequence = (), compiler_args: Sequence = (),
+                 enable_debug_layers: bool = False, compile_options: PipelineOptions = DEFAULT_OPTIONS):
+        super().__init__(type, include_paths, compiler_args, enable_debug_layers, compile_options)
+
+    def _make_info(self) -> DeviceInfo:
+        return DeviceInfo(self.type, "cpu", platform.processor() or platform.machine() or "cpu", num_threads())
+
+    def _new_buffer(self, desc: BufferDesc, raw) -> Buffer:
+        b = Buffer(self, desc)
+        if raw is not None:
+            b._mem[: raw.size] = raw
+        return b
