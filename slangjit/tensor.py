@@ -12,7 +12,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from .functional import stypes as S
+from .functional import typeview as S
 from .runtime.device import Buffer, BufferUsage, MemoryType
 from .runtime.layout_pack import aligned_zeros as _aligned_zeros
 

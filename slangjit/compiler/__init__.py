@@ -111,22 +111,12 @@ def _first_loc(sources) -> Loc:
     return NO_LOC
 
 
-def _compile(sources: Sequence[SourceSpec], entry_points: Sequence[str], *, target: str = "cpp",
-             include_paths: Sequence[str] = (), compiler_args: Sequence[str] = (),
-             type_conformances: Sequence = ()) -> CompiledProgram:
+def new_checker(target: str, include_paths: Sequence[str], defines: dict, type_conformances: Sequence = ()):
+    """A Checker with the core library declared and the module loader set (imports resolve next to the
+    importing file, then the include paths, then our slang/ folder, so `import slangpy;` finds slangpy.slang).
+    Returns (checker, search path).  Used by compile_program and by reflect_decls (declaration reflection)."""
     from .check.checker import Checker
-    from .check.scope import Env, FuncSym
-    from .emit.program import emit_program
-    from .emit.cpp import EmitError
-    from . import types as T
-
-    timings = {}
-    t0 = time.perf_counter()
-    defines = _defines_from_args(compiler_args)
     core = core_modules()
-    t1 = time.perf_counter()
-    timings["core"] = t1 - t0
-
     checker = Checker()
     checker.core_env.module = "core"
     checker.target = target
@@ -162,6 +152,26 @@ def _compile(sources: Sequence[SourceSpec], entry_points: Sequence[str], *, targ
         raise error("E2002", f"cannot find module '{name}' (looked in: {', '.join(sorted(set(os.path.dirname(c) or '.' for c in cands)))})", loc)
 
     checker.module_loader = load
+    return checker, search
+
+
+def _compile(sources: Sequence[SourceSpec], entry_points: Sequence[str], *, target: str = "cpp",
+             include_paths: Sequence[str] = (), compiler_args: Sequence[str] = (),
+             type_conformances: Sequence = ()) -> CompiledProgram:
+    from .check.checker import Checker
+    from .check.scope import Env, FuncSym
+    from .emit.program import emit_program
+    from .emit.cpp import EmitError
+    from . import types as T
+
+    timings = {}
+    t0 = time.perf_counter()
+    defines = _defines_from_args(compiler_args)
+    core = core_modules()
+    t1 = time.perf_counter()
+    timings["core"] = t1 - t0
+
+    checker, search = new_checker(target, include_paths, defines, type_conformances)
     module_envs = []
     parsed = []
     for spec in sources:

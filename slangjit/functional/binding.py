@@ -10,11 +10,12 @@ from typing import Any, Optional
 
 import numpy as np
 
-from . import stypes as S
+from . import typeview as S
 from . import values as V
 from .calldata import (NUMTHREADS, NUMTHREADS_GPU, ContainerLeaf, staging_for, GeneratorLeaf, KernelBuilder, Leaf, RefLeaf, StructLeaf,
                        TensorParamLeaf, ValueLeaf, _FAST_FMT, _py_type_name, _scalar_to_slang, _zero_expr,
                        generic_names, unify)
+from ..compiler.source import CompileError
 from .errors import BoundVariableException, KernelGenException, ResolveException
 from .generators import Generator, GridArg
 
@@ -65,7 +66,7 @@ class CallData:
         self._finish(args, kwargs)
 
     def _sig_str(self, c: S.FuncInfo) -> str:
-        ps = ", ".join(f"{p.direction + ' ' if p.direction != 'in' else ''}{S._expr_name(p.type_expr)} {p.name}"
+        ps = ", ".join(f"{p.direction + ' ' if p.direction != 'in' else ''}{p.type.name} {p.name}"
                        for p in c.params)
         return f"{c.name}({ps})"
 
@@ -76,22 +77,17 @@ class CallData:
         refl = self.refl
         params = list(cand.params)
         this_p = None
+        owner = cand.owner
         if cand.has_this:
-            this_p = S.ParamInfo("this", None, "inout" if cand.mutating else "in", True, False)
+            this_p = S.ParamInfo("this", "inout" if cand.mutating else "in", True, False, owner)
             params = [this_p] + params
         args = list(args)
         has_result_kw = "_result" in kwargs
-        owner = cand.owner
-        bindings = dict(node.function.explicit_generics.get(id(cand.decl), {}))
-        for gp in cand.generic_params:
-            if gp.name not in bindings:
-                bindings.setdefault(gp.name, S.GenericT(gp.name) if gp.kind != "value" else S.ValueParam(gp.name))
-        if owner is not None:
-            bindings.update(owner.bindings)
-        ret_t = refl.resolve(cand.decl.return_type, bindings, owner) if cand.decl.return_type is not None \
-            else S.VoidT()
-        if cand.is_ctor:
-            ret_t = owner
+        bindings = dict(node.function.explicit_generics.get(cand.key, {}))
+        if all(_bound(bindings.get(gp.name)) for gp in cand.generic_params):
+            decl_ptypes, ret_t = cand.signature(bindings)
+        else:                                   # patterns: generic parameters are GenericT / ValueParam
+            decl_ptypes, ret_t = [p.type for p in cand.params], cand.return_type
         has_ret = not isinstance(ret_t, S.VoidT)
         result_from_pos = False
         if len(args) > len(params):
@@ -140,12 +136,8 @@ class CallData:
             return kw_maps.get(src[1])
 
         # parameter types, with generic inference
-        ptypes = []
-        for i, p in enumerate(params):
-            if p is this_p:
-                ptypes.append(owner)
-            else:
-                ptypes.append(refl.resolve(p.type_expr, bindings, owner))
+        ptypes = ([owner] if this_p is not None else []) + list(decl_ptypes)
+        ptypes = ptypes[:len(params)]
         open_names = set()
         for t in ptypes:
             open_names |= generic_names(t)
@@ -159,7 +151,7 @@ class CallData:
                 v = value_of(sources[i])
                 m = map_of(sources[i])
                 override = _type_override(m, refl)
-                nat = self._binder().natural(v, t, override) if True else None
+                nat = self._binder().natural(v, t, override)
                 if nat is None:
                     continue
                 if not unify(t, nat, b2):
@@ -169,11 +161,11 @@ class CallData:
                 if n not in b2 or not _bound(b2[n]):
                     raise _Fail(f"Ambiguous call: could not infer generic parameter '{n}' from the arguments")
             bindings.update(b2)
-            ptypes = [owner if p is this_p else refl.resolve(p.type_expr, bindings, owner) for p in params]
-            ret_t = refl.resolve(cand.decl.return_type, bindings, owner) if cand.decl.return_type is not None \
-                else S.VoidT()
-            if cand.is_ctor:
-                ret_t = owner
+            try:
+                decl_ptypes, ret_t = cand.signature(bindings)
+            except CompileError as e:
+                raise _Fail(f"the arguments do not satisfy the generic parameters' constraints ({e.diagnostic.message if hasattr(e, 'diagnostic') else e})") from None
+            ptypes = (([owner] if this_p is not None else []) + list(decl_ptypes))[:len(params)]
         binder = self._binder()
         bound = []
         score = 0

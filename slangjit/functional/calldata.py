@@ -24,7 +24,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from . import stypes as S
+from . import typeview as S
 from . import values as V
 from .errors import BoundVariableException, KernelGenException, ResolveException
 from .generators import Generator, GridArg
@@ -166,10 +166,13 @@ def _scalar_to_slang(v) -> S.SType:
 
 
 def _zero_expr(t: S.SType) -> str:
+    """Slang text of the zero of differential type t."""
     if isinstance(t, (S.ScalarT, S.VectorT, S.MatrixT)):
         return f"{t.name}(0)"
     if isinstance(t, S.ArrayT):
         return "{" + ", ".join(_zero_expr(t.elem) for _ in range(t.n)) + "}"
+    if isinstance(t, S.StructT):
+        return f"{t.name}.dzero()"          # a Differential is its own Differential
     raise KernelGenException(f"Exception in kernel generation: no zero value for differential type {t.name}")
 
 
@@ -202,7 +205,7 @@ def unify(pattern: S.SType, actual: S.SType, b: dict) -> bool:
     if isinstance(pattern, S.StructT):
         if not isinstance(actual, S.StructT):
             return False
-        if pattern.decl is not actual.decl:
+        if pattern.decl_key != actual.decl_key:
             return False
         return all(unify(p, a, b) if isinstance(p, S.SType) else _unify_n(p, a, b)
                    for p, a in zip(pattern.args, actual.args))

@@ -214,7 +214,7 @@ def from_dlpack(obj, device=None):
     """A Tensor over the memory of a DLPack producer (an object with __dlpack__, or a capsule)."""
     from ..runtime.device import BufferDesc, BufferUsage, MemoryType
     from ..tensor import DEFAULT_USAGE, Tensor
-    from . import stypes as S
+    from . import typeview as S
     if hasattr(obj, "__dlpack__"):
         kind, dev_id = obj.__dlpack_device__() if hasattr(obj, "__dlpack_device__") else (kDLCPU, 0)
         kind, dev_id = int(kind), int(dev_id)

@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from . import stypes as S
+from . import typeview as S
 from .binding import CallData
 from .calldata import signature
 

@@ -10,7 +10,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from . import stypes as S
+from . import typeview as S
 from . import values as V
 from .errors import BoundVariableException, KernelGenException, ResolveException
 from .generators import Generator, GridArg

@@ -6,7 +6,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from . import stypes as S
+from . import typeview as S
 
 
 class VectorValue:
