@@ -11,9 +11,10 @@ import numpy as np
 
 from . import typeview as S
 from . import values as V
-from .calldata import (NUMTHREADS, NUMTHREADS_GPU, ContainerLeaf, staging_for, GeneratorLeaf, KernelBuilder, Leaf, RefLeaf, StructLeaf,
-                       TensorParamLeaf, ValueLeaf, _FAST_FMT, _py_type_name, _scalar_to_slang, _zero_expr,
+from .calldata import (NUMTHREADS, NUMTHREADS_GPU, staging_for, _py_type_name, _scalar_to_slang, _zero_expr,
                        generic_names, unify)
+from .leaves import (ContainerLeaf, GeneratorLeaf, KernelBuilder, Leaf, RefLeaf, StructLeaf, TensorParamLeaf,
+                     ValueLeaf, _FAST_FMT)
 from .errors import BoundVariableException, KernelGenException, ResolveException
 from .generators import Generator, GridArg
 

@@ -10,28 +10,30 @@ from typing import Any, Optional
 
 import numpy as np
 
+from ..compiler import SourceSpec, compile_program
+from ..compiler.source import CompileError
+from ..runtime.device import _get_pool
+from ..runtime.layout_pack import aligned_zeros
+from ..tensor import Tensor, resolve_dtype
 from . import typeview as S
 from . import values as V
-from .calldata import (NUMTHREADS, NUMTHREADS_GPU, ContainerLeaf, staging_for, GeneratorLeaf, KernelBuilder, Leaf, RefLeaf, StructLeaf,
-                       TensorParamLeaf, ValueLeaf, _FAST_FMT, _py_type_name, _scalar_to_slang, _zero_expr,
+from .calldata import (NUMTHREADS, NUMTHREADS_GPU, staging_for, _py_type_name, _scalar_to_slang, _zero_expr,
                        generic_names, unify)
-from ..compiler.source import CompileError
+from .leaves import (ContainerLeaf, GeneratorLeaf, KernelBuilder, Leaf, RefLeaf, StructLeaf, TensorParamLeaf,
+                     ValueLeaf, _FAST_FMT)
 from .errors import BoundVariableException, KernelGenException, ResolveException
 from .generators import Generator, GridArg
 
 _RESERVED_KW = ("_result", "_thread_count", "_append_to", "_this")
 _U64 = struct.Struct("<Q")
 _I32 = struct.Struct("<i")
-
-
-from .binder import _Fail, _is_tensor, Bound, _all_leaves, Binder, BufferLeaf, _plain_list  # noqa: F401
+from .binder import _Fail, _is_tensor, Bound, _all_leaves, Binder
 
 # ----------------------------------------------------------------------------------------- call data
 
 
 class CallData:
     def __init__(self, node, args: tuple, kwargs: dict):
-        from .function import FunctionNode  # noqa
         self.node = node
         fn = node.function
         self.fn = fn
@@ -466,8 +468,6 @@ class CallData:
             b.leaf.emit_grad_out(kb, f"{pv}.d", pre)
 
     def _build(self, code: str):
-        from ..compiler import SourceSpec, compile_program
-        from ..compiler.source import CompileError
         mod = self.module
         text = mod._source_text + "\n" + code
         spec = SourceSpec(path=mod._source_path, text=text, name=mod.name)
@@ -502,6 +502,8 @@ class CallData:
                     lf.layout = f.layout
                 elif isinstance(lf, RefLeaf) and uname.endswith("_d"):
                     lf.layout = f.layout.element
+                elif isinstance(lf, RefLeaf) and uname.endswith("_g"):
+                    lf.grad_layout = f.layout.element
             lf.finalize()
         # The linear variant (multi-dimensional calls only: with one call dimension the general kernel already
         # addresses every view as offset + flat * stride), compiled on first use.
@@ -510,7 +512,6 @@ class CallData:
         self._lin_kern = None
         self.last_linear = False
         self.global_fields = {f.name: f for f in compiled.reflection.globals}
-        from ..runtime.layout_pack import aligned_zeros
         self._zero_g_arr = aligned_zeros(self.gsize)
         self._zero_g = self._zero_g_arr.ctypes.data
         self._zero_globals_arr = self._zero_g_arr
@@ -584,7 +585,7 @@ class CallData:
                                      "dimensionality but different sizes.")
         auto = None
         if self.auto_result == "tensor":
-            auto = _tensor_cls()._alloc(self.device, self.ret_t, tuple(cs))
+            auto = Tensor._alloc(self.device, self.ret_t, tuple(cs))
             vals[-1] = auto
         if self.tc_mode:
             n = int(kwargs["_thread_count"])
@@ -641,7 +642,6 @@ class CallData:
                 if groups < 4:
                     fn(gblk, blk, gc, 0, groups)
                 else:
-                    from ..runtime.device import _get_pool
                     _get_pool().run(fn, (gblk, blk, gc), groups)
         finally:
             self._blk = blk
@@ -656,7 +656,7 @@ class CallData:
                     continue
                 mem = stage.read(mem, max(lf.ptype.size, 8))
                 if g is not None:
-                    g = stage.read(g, max(lf.ptype.size, 8))
+                    g = stage.read(g, max((lf.ptype.derivative or lf.ptype).size, 8))
             if lf.kind == "ref":
                 v.value = V.python_value_of(lf.ptype, mem)
             elif lf.kind == "pair":
@@ -681,8 +681,6 @@ class CallData:
         return node._convert_return(ret, self)
 
 
-_TENSOR = None
-
 
 def _constant_decl(name: str, v) -> str:
     if isinstance(v, bool):
@@ -696,14 +694,6 @@ def _constant_decl(name: str, v) -> str:
         return f"export static const {t.name} {name} = {t.name}({', '.join(repr(x) for x in v)});\n"
     raise ValueError(f"constants: unsupported value for '{name}': {v!r}")
 _GC: dict = {}
-
-
-def _tensor_cls():
-    global _TENSOR
-    if _TENSOR is None:
-        from ..tensor import Tensor
-        _TENSOR = Tensor
-    return _TENSOR
 
 
 def _uniform_decl(utype: str, uname: str) -> str:
@@ -743,7 +733,6 @@ def _exact(v, t) -> bool:
 def _type_override(m, refl):
     if m is None or isinstance(m, tuple):
         return None
-    from ..tensor import resolve_dtype
     try:
         return resolve_dtype(m, None) if not isinstance(m, str) else (refl.find_type(m) or S.parse_type_string(m, refl))
     except Exception:

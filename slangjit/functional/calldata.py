@@ -24,6 +24,8 @@ from typing import Any, Optional
 
 import numpy as np
 
+from ..runtime.device import BufferUsage
+from ..tensor import Tensor, staged
 from . import typeview as S
 from . import values as V
 from .errors import BoundVariableException, KernelGenException, ResolveException
@@ -38,10 +40,10 @@ _U64 = struct.Struct("<Q")
 class Staging:
     """How host data (numpy arguments, ValueRef / DiffPair scratch) reaches the kernels of a device whose
     memory is not host-visible (CUDA): temporary device buffers, uploaded before the launch and read back
-    after it.  `SLANGJIT_FUNCTIONAL_STAGED=1` takes this path on the CPU device too (tests)."""
+    after it.  A CPU device takes this path too when its `functional_staged` option is set (tests of the GPU
+    path without a GPU; see tensor.staged)."""
 
     def __init__(self, device):
-        from ..runtime.device import BufferUsage
         self.device = device
         self.usage = BufferUsage.shader_resource | BufferUsage.unordered_access
         self.gpu = not getattr(device, "_host_memory", True)
@@ -62,10 +64,7 @@ class Staging:
 
 
 def staging_for(device) -> Optional[Staging]:
-    import os
-    if getattr(device, "_host_memory", True) and os.environ.get("SLANGJIT_FUNCTIONAL_STAGED", "") in ("", "0"):
-        return None
-    return Staging(device)
+    return Staging(device) if staged(device) else None
 
 
 def _contig(shape) -> tuple:
@@ -109,7 +108,6 @@ def signature(v) -> Any:
 
 
 def _sig_slow(v):
-    from ..tensor import Tensor
     if isinstance(v, Tensor):
         return _sig_tensor(v)
     if isinstance(v, (V.VectorValue, V.MatrixValue)):
@@ -139,17 +137,12 @@ def _sig_slow(v):
 
 
 _PLAIN: set = {int, float, bool, type(None), str}
-_SIG: dict = {np.ndarray: _sig_numpy, list: _sig_list, dict: _sig_dict}
-
-
-def register_tensor_sig(cls):
-    _SIG[cls] = _sig_tensor
+_SIG: dict = {np.ndarray: _sig_numpy, list: _sig_list, dict: _sig_dict, Tensor: _sig_tensor}
 
 
 # ----------------------------------------------------------------------------------------- helpers
 
 def _py_type_name(v) -> str:
-    from ..tensor import Tensor
     if isinstance(v, Tensor):
         return f"Tensor[{v.dtype.name},{len(v.shape)}]"
     if isinstance(v, np.ndarray):
@@ -249,7 +242,3 @@ def generic_names(t) -> set:
     walk(t)
     return out
 
-
-# The leaf classes and the kernel builder live in leaves.py (re-exported here).
-from .leaves import *  # noqa: E402,F401,F403
-from .leaves import _FAST_FMT, _np_view, _plain, _w_i32  # noqa: E402,F401
