@@ -158,7 +158,6 @@ def new_checker(target: str, include_paths: Sequence[str], defines: dict, type_c
 def _compile(sources: Sequence[SourceSpec], entry_points: Sequence[str], *, target: str = "cpp",
              include_paths: Sequence[str] = (), compiler_args: Sequence[str] = (),
              type_conformances: Sequence = ()) -> CompiledProgram:
-    from .check.checker import Checker
     from .check.scope import Env, FuncSym
     from .emit.program import emit_program
     from .emit.cpp import EmitError
