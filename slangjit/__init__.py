@@ -14,16 +14,17 @@ __all__ = ["__version__", "create_device", "DeviceType", "BufferUsage", "MemoryT
 
 # ---- functional API (SlangPy's Module / Function / Tensor; slangjit/functional, slangjit/tensor.py) ----
 from .tensor import Tensor, Shape                                                   # noqa: E402
-from .functional import (Module, Function, FunctionNode, Struct, InstanceList, InstanceTensor,  # noqa: E402
-                         ResolveException, BoundVariableException, KernelGenException, SHADER_PATH,
-                         call_id, thread_id, grid, wang_hash, rand_float, CallIdArg, ThreadIdArg, GridArg,
-                         WangHashArg, RandFloatArg, ValueRef, DiffPair, diffPair, floatDiffPair, floatRef, intRef)
-from .functional.values import (float32, float64, float16, int8, int16, int32, int64, uint8, uint16,  # noqa: E402
+from .functional.errors import BoundVariableException, KernelGenException, ResolveException  # noqa: E402
+from .functional.function import Function, FunctionNode                             # noqa: E402
+from .functional.generators import (CallIdArg, GridArg, RandFloatArg, ThreadIdArg, WangHashArg, call_id,  # noqa: E402
+                                    grid, rand_float, thread_id, wang_hash)
+from .functional.instances import InstanceList, InstanceTensor                      # noqa: E402
+from .functional.module import SHADER_PATH, Module, Struct                          # noqa: E402
+from .functional.values import (DiffPair, ValueRef, diffPair, floatDiffPair, floatRef, intRef,  # noqa: E402
+                                float32, float64, float16, int8, int16, int32, int64, uint8, uint16,
                                 uint32, uint64, VECTOR_EXPORTS as _VECTOR_EXPORTS)
 from .functional import values as _values                                            # noqa: E402
 globals().update({_n: getattr(_values, _n) for _n in _VECTOR_EXPORTS})
-from .functional.calldata import register_tensor_sig as _rts                        # noqa: E402
-_rts(Tensor)
 __all__ += ["Tensor", "Shape", "Module", "Function", "FunctionNode", "Struct", "InstanceList", "InstanceTensor",
             "ResolveException", "BoundVariableException", "KernelGenException", "SHADER_PATH", "call_id",
             "thread_id", "grid", "wang_hash", "rand_float", "ValueRef", "DiffPair", "diffPair", "floatDiffPair",

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from .compiler import SourceSpec, compile_program
+from .compiler.source import CompileError
 
 
 def main(argv=None) -> int:
@@ -18,8 +20,6 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     if args.cmd == "compile":
-        from .compiler import SourceSpec, compile_program
-        from .compiler.source import CompileError
         try:
             prog = compile_program([SourceSpec(path=args.file)], args.entry or ["computeMain"], target=args.target,
                                    include_paths=args.include, compiler_args=["-D" + d for d in args.defines])

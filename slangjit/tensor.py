@@ -12,9 +12,10 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from .functional import stypes as S
-from .runtime.device import Buffer, BufferUsage, MemoryType
-from .runtime.layout_pack import aligned_zeros as _aligned_zeros
+from .functional import dlpack as _dlpack
+from .functional import typeview as S
+from .functional import values as V
+from .runtime.device import Buffer, BufferDesc, BufferUsage, MemoryType
 
 DEFAULT_USAGE = BufferUsage.shader_resource | BufferUsage.unordered_access      # 24
 
@@ -50,7 +51,6 @@ def resolve_dtype(dtype: Any, module=None) -> S.SType:
         return S.scalar("int")
     if dtype is bool:
         return S.scalar("bool")
-    from .functional import values as V
     if isinstance(dtype, type) and issubclass(dtype, (V.VectorValue, V.MatrixValue)):
         return V.slang_type_of_vector(dtype())
     if isinstance(dtype, str):
@@ -87,9 +87,17 @@ class _SmallBuffer(Buffer):
         return m
 
 
+def staged(device) -> bool:
+    """Whether the functional layer moves host data through device buffers for this device: always for a device
+    whose memory is not host-visible (CUDA); on the CPU when the device's `functional_staged` option is set
+    (`device.functional_staged = True`: tests of the GPU path without a GPU)."""
+    return not getattr(device, "_host_memory", True) or bool(getattr(device, "functional_staged", False))
+
+
 def _host(buf) -> bool:
-    """True when the buffer's bytes are a host numpy array (`buf._mem`); False for device memory (CUDA)."""
-    return getattr(buf.device, "_host_memory", True) and not _FORCE_STAGED
+    """True when the buffer's bytes are read as a host numpy array (`buf._mem`); False for device memory (CUDA)
+    and for staged CPU devices."""
+    return not staged(buf.device)
 
 
 def _read_bytes(buf, start: int, n: int) -> np.ndarray:
@@ -109,15 +117,11 @@ def _write_bytes(buf, start: int, raw: np.ndarray) -> None:
         buf.set_data(raw, start)
 
 
-import os as _os
-_FORCE_STAGED = _os.environ.get("SLANGJIT_FUNCTIONAL_STAGED", "") not in ("", "0")
-
 _DESCS: dict = {}
 _CTYPES: dict = {}
 
 
 def _small_buffer(device, nbytes: int, sz: int) -> Buffer:
-    from .runtime.device import BufferDesc
     key = (nbytes, sz)
     desc = _DESCS.get(key)
     if desc is None:
@@ -462,12 +466,10 @@ class Tensor:
 
     def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
         """A DLPack capsule viewing this tensor (numpy / torch / cupy `from_dlpack(tensor)`)."""
-        from .functional.dlpack import to_dlpack
-        return to_dlpack(self, stream, max_version, dl_device, copy)
+        return _dlpack.to_dlpack(self, stream, max_version, dl_device, copy)
 
     def __dlpack_device__(self) -> tuple:
-        from .functional.dlpack import dlpack_device
-        return dlpack_device(self)
+        return _dlpack.dlpack_device(self)
 
     @staticmethod
     def from_dlpack(obj, device=None) -> "Tensor":
@@ -475,8 +477,8 @@ class Tensor:
         torch / cupy CUDA tensors on a CUDA device), or is a DLPack capsule (then `device` is required)."""
         if device is not None and not hasattr(device, "create_buffer") and hasattr(obj, "create_buffer"):
             obj, device = device, obj           # from_dlpack(device, obj) order
-        from .functional.dlpack import from_dlpack
-        return from_dlpack(obj, device)
+        b, dt, shape, strides = _dlpack.from_dlpack(obj, device, DEFAULT_USAGE)
+        return Tensor(b, dt, shape, strides, 0)
 
     def __str__(self) -> str:
         return str(self.to_numpy())

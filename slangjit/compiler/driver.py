@@ -15,7 +15,7 @@ from typing import Optional, Sequence
 
 from . import autodiff
 from . import frontend_cache
-from .check.program import check_program
+from .check.program import check_program, make_checker
 from .emit import EmitError, emit_program
 from .ir.fold import fold_value
 from .passes.options import DEFAULT_OPTIONS, PipelineOptions
@@ -24,6 +24,7 @@ from .parse.parser import parse_module
 from .parse.preprocessor import DEFAULT_DEFINES
 from .source import CompileError, Loc, NO_LOC, SourceFile, error
 from .reflection import CompiledProgram
+import sys as _sys
 
 _CORE_DIR = os.path.join(os.path.dirname(__file__), "core")
 _core_modules: Optional[list] = None
@@ -76,7 +77,6 @@ def compile_uncached(sources: Sequence, entry_points: Sequence[str], *, target: 
                               type_conformances: Sequence = (), options: PipelineOptions = DEFAULT_OPTIONS) -> CompiledProgram:
     """The front end proper.  A user never sees a Python traceback from it: an internal failure
     becomes a CompileError saying "internal compiler error" (a slangjit bug) at the program."""
-    import sys as _sys
     old_limit = _sys.getrecursionlimit()
     _sys.setrecursionlimit(max(old_limit, 20000))
     try:
@@ -110,11 +110,50 @@ def _compile(sources: Sequence, entry_points: Sequence[str], *, target: str = "c
     timings = {}
     t0 = time.perf_counter()
     defines = _defines_from_args(compiler_args)
-    core = core_modules()
+    core_modules()
     t1 = time.perf_counter()
     timings["core"] = t1 - t0
 
-    # `import slangpy;` always resolves to our slangpy.slang (as SlangPy's SHADER_PATH does).
+    checker, search = new_checker(target, include_paths, defines, type_conformances)
+    parsed = []
+    for spec in sources:
+        if spec.text is not None:
+            text, path = spec.text, spec.path or (spec.name + ".slang")
+        else:
+            with open(spec.path, encoding="utf-8") as f:
+                text, path = f.read(), spec.path
+        parsed.append(_parse(text, path, search, defines))
+    checker.loaded_paths.update(os.path.realpath(m.path) for m in parsed)
+    t2 = time.perf_counter()
+    timings["parse"] = t2 - t1
+
+    program = check_program(checker, parsed, entry_points)
+    t3 = time.perf_counter()
+    timings["check"] = t3 - t2
+    program = autodiff.run(program)
+    t4 = time.perf_counter()
+    timings["autodiff"] = t4 - t3
+    optimized = run_pipeline(program, target, options, fold_value)
+    t5 = time.perf_counter()
+    timings["passes"] = t5 - t4
+    entries = program.entries
+    try:
+        src, refl = emit_program(optimized)
+    except EmitError as e:
+        raise error("E9001", f"internal compiler error: {e}", entries[0][0].loc if entries else NO_LOC)
+    timings["emit"] = time.perf_counter() - t5
+    prog = CompiledProgram(src, target, refl, timings)
+    prog.warnings = program.warnings
+    if target == "cuda":
+        prog.source_sha256()            # stored with the front-end cache entry: the cubin cache key's input
+    return prog
+
+
+def new_checker(target: str, include_paths: Sequence[str], defines: dict, type_conformances: Sequence = ()):
+    """A checker with the core library declared and the module loader set: an `import` resolves next to
+    the importing file, then on the include paths, then in our slang/ folder (so `import slangpy;` finds
+    slangpy.slang, as SlangPy's SHADER_PATH does).  Returns (checker, search path).  Used by
+    compile_uncached and by declaration reflection (reflect_decls.py), so both resolve alike."""
     search = [str(p) for p in include_paths] + [os.path.join(os.path.dirname(__file__), "slang")]
     loaded: set = set()
 
@@ -140,36 +179,6 @@ def _compile(sources: Sequence, entry_points: Sequence[str], *, target: str = "c
                     return key, _parse(f.read(), c, search, defines)
         raise error("E2002", f"cannot find module '{name}' (looked in: {', '.join(sorted(set(os.path.dirname(c) or '.' for c in cands)))})", loc)
 
-    parsed = []
-    for spec in sources:
-        if spec.text is not None:
-            text, path = spec.text, spec.path or (spec.name + ".slang")
-        else:
-            with open(spec.path, encoding="utf-8") as f:
-                text, path = f.read(), spec.path
-        parsed.append(_parse(text, path, search, defines))
-    loaded.update(os.path.realpath(m.path) for m in parsed)
-    t2 = time.perf_counter()
-    timings["parse"] = t2 - t1
-
-    program = check_program(core, parsed, entry_points, target=target, type_conformances=type_conformances,
-                            module_loader=load)
-    t3 = time.perf_counter()
-    timings["check"] = t3 - t2
-    program = autodiff.run(program)
-    t4 = time.perf_counter()
-    timings["autodiff"] = t4 - t3
-    optimized = run_pipeline(program, target, options, fold_value)
-    t5 = time.perf_counter()
-    timings["passes"] = t5 - t4
-    entries = program.entries
-    try:
-        src, refl = emit_program(optimized)
-    except EmitError as e:
-        raise error("E9001", f"internal compiler error: {e}", entries[0][0].loc if entries else NO_LOC)
-    timings["emit"] = time.perf_counter() - t5
-    prog = CompiledProgram(src, target, refl, timings)
-    prog.warnings = program.warnings
-    if target == "cuda":
-        prog.source_sha256()            # stored with the front-end cache entry: the cubin cache key's input
-    return prog
+    checker = make_checker(core_modules(), target=target, type_conformances=type_conformances, module_loader=load)
+    checker.loaded_paths = loaded          # modules given as sources count as loaded
+    return checker, search

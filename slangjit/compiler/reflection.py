@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Optional
+import hashlib
 
 # CUDA: the module symbol of the `__constant__` globals block (emit/cuda.py documents the kernel ABI).
 # Here rather than in emit/cuda.py so the runtime can load a cached cubin without importing the emitter.
@@ -100,6 +101,5 @@ class CompiledProgram:
         a warm start finds its cubin without hashing the ~170 KB of CUDA again."""
         d = self.__dict__.get("_source_sha256")
         if d is None:
-            import hashlib
             d = self._source_sha256 = hashlib.sha256(self.source.encode("utf-8", "surrogatepass")).digest()
         return d

@@ -6,11 +6,8 @@
 
 Each call generates (once per argument signature) a compute kernel in Slang that loads the arguments at
 the thread's call index, calls the function (or `bwd_diff` of it) and stores the results; see binding.py.
+The package root (`slangjit/__init__.py`) exports the public names from the modules here; this package
+imports nothing itself, so that its modules and slangjit.tensor import each other in one direction:
+typeview, values, errors, generators, dlpack -> slangjit.tensor -> calldata, leaves, binder, binding,
+rawdispatch, function, instances, module.
 """
-from .errors import BoundVariableException, KernelGenException, ResolveException
-from .function import Function, FunctionNode
-from .generators import (CallIdArg, GridArg, RandFloatArg, ThreadIdArg, WangHashArg, call_id, grid, rand_float,
-                         thread_id, wang_hash)
-from .instances import InstanceList, InstanceTensor
-from .module import SHADER_PATH, Module, Struct
-from .values import (DiffPair, ValueRef, diffPair, floatDiffPair, floatRef, intRef)

@@ -2,20 +2,18 @@
 vectorisation and the leaf that carries each argument.  Used by CallData in binding.py."""
 from __future__ import annotations
 
-import ctypes
-import math
 import struct
-from typing import Any, Optional
+from typing import Optional
 
 import numpy as np
 
-from . import stypes as S
+from . import typeview as S
 from . import values as V
-from .calldata import (NUMTHREADS, NUMTHREADS_GPU, ContainerLeaf, staging_for, GeneratorLeaf, KernelBuilder, Leaf, RefLeaf, StructLeaf,
-                       TensorParamLeaf, ValueLeaf, _FAST_FMT, _py_type_name, _scalar_to_slang, _zero_expr,
-                       generic_names, unify)
-from .errors import BoundVariableException, KernelGenException, ResolveException
-from .generators import Generator, GridArg
+from .calldata import (_py_type_name, _scalar_to_slang)
+from .leaves import (ContainerLeaf, GeneratorLeaf, Leaf, RefLeaf, StructLeaf, TensorParamLeaf, ValueLeaf,
+                     _FAST_FMT)
+from .errors import BoundVariableException
+from .generators import Generator
 
 _RESERVED_KW = ("_result", "_thread_count", "_append_to", "_this")
 _U64 = struct.Struct("<Q")
@@ -51,7 +49,7 @@ def _all_leaves(leaf):
 
 
 class Binder:
-    def __init__(self, fn_name: str, refl: S.ModuleReflection, bwds: bool):
+    def __init__(self, fn_name: str, refl: S.ModuleTypes, bwds: bool):
         self.fn_name = fn_name
         self.refl = refl
         self.bwds = bwds
@@ -69,7 +67,7 @@ class Binder:
             nd = len(v.shape)
             if isinstance(pattern, S.TensorT):
                 d = pattern.dims if isinstance(pattern.dims, int) else nd
-                return S.TensorT(pattern.tkind, dt, d)
+                return S.TensorT(pattern.tkind, dt, d, pattern.decls)
             if isinstance(pattern, S.GenericT):
                 raise _Fail("Ambiguous call: a tensor to the generic parameter type "
                             f"'{pattern.name}' (use .map to give the element type)")
@@ -146,8 +144,8 @@ class Binder:
             return ValueLeaf(name, P, getter, fmt)
         # vectorise a vector / matrix / list over a parameter of its element (row) type
         arr_dt = None
-        if isinstance(v, V.VectorValue) and isinstance(P, S.ScalarT) and P.name == S.builtin_type(
-                v._elem if v._elem != "float16_t" else "half").name:
+        if isinstance(v, V.VectorValue) and isinstance(P, S.ScalarT) and P.name == (
+                v._elem if v._elem != "float16_t" else "half"):
             arr_dt = P
             conv = lambda x, dt=P.np: np.array(x._v, dtype=dt)
             ne = 0
@@ -159,7 +157,7 @@ class Binder:
         elif isinstance(v, (list, tuple)) and v and P.is_concrete() and P.scalar is not None and \
                 P.kind in ("scalar", "vector", "matrix", "array"):
             try:
-                a = np.asarray(_plain_list(v), dtype=np.dtype(S._SCALARS[P.scalar][0]))
+                a = np.asarray(_plain_list(v), dtype=S.scalar(P.scalar).np)
             except (TypeError, ValueError):
                 a = None
             if a is not None and a.ndim > len(P.shape) and tuple(a.shape[a.ndim - len(P.shape):]) == tuple(P.shape):

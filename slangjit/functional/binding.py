@@ -4,33 +4,33 @@ from __future__ import annotations
 
 import ctypes
 import os
-import math
 import struct
-from typing import Any, Optional
+from typing import Optional
 
 import numpy as np
 
-from . import stypes as S
+from ..compiler import SourceSpec, compile_program
+from ..compiler.source import CompileError
+from ..runtime.device import _get_pool
+from ..runtime.layout_pack import aligned_zeros
+from ..tensor import Tensor, resolve_dtype
+from . import typeview as S
 from . import values as V
-from .calldata import (NUMTHREADS, NUMTHREADS_GPU, ContainerLeaf, staging_for, GeneratorLeaf, KernelBuilder, Leaf, RefLeaf, StructLeaf,
-                       TensorParamLeaf, ValueLeaf, _FAST_FMT, _py_type_name, _scalar_to_slang, _zero_expr,
-                       generic_names, unify)
-from .errors import BoundVariableException, KernelGenException, ResolveException
-from .generators import Generator, GridArg
+from .calldata import (NUMTHREADS, NUMTHREADS_GPU, staging_for, _py_type_name, _zero_expr, generic_names,
+                       unify)
+from .leaves import (ContainerLeaf, GeneratorLeaf, KernelBuilder, RefLeaf, TensorParamLeaf, ValueLeaf)
+from .errors import KernelGenException, ResolveException
 
 _RESERVED_KW = ("_result", "_thread_count", "_append_to", "_this")
 _U64 = struct.Struct("<Q")
 _I32 = struct.Struct("<i")
-
-
-from .binder import _Fail, _is_tensor, Bound, _all_leaves, Binder, BufferLeaf, _plain_list  # noqa: F401
+from .binder import _Fail, _is_tensor, Bound, _all_leaves, Binder
 
 # ----------------------------------------------------------------------------------------- call data
 
 
 class CallData:
     def __init__(self, node, args: tuple, kwargs: dict):
-        from .function import FunctionNode  # noqa
         self.node = node
         fn = node.function
         self.fn = fn
@@ -65,7 +65,7 @@ class CallData:
         self._finish(args, kwargs)
 
     def _sig_str(self, c: S.FuncInfo) -> str:
-        ps = ", ".join(f"{p.direction + ' ' if p.direction != 'in' else ''}{S._expr_name(p.type_expr)} {p.name}"
+        ps = ", ".join(f"{p.direction + ' ' if p.direction != 'in' else ''}{p.type.name} {p.name}"
                        for p in c.params)
         return f"{c.name}({ps})"
 
@@ -76,22 +76,17 @@ class CallData:
         refl = self.refl
         params = list(cand.params)
         this_p = None
+        owner = cand.owner
         if cand.has_this:
-            this_p = S.ParamInfo("this", None, "inout" if cand.mutating else "in", True, False)
+            this_p = S.ParamInfo("this", "inout" if cand.mutating else "in", True, False, owner)
             params = [this_p] + params
         args = list(args)
         has_result_kw = "_result" in kwargs
-        owner = cand.owner
-        bindings = dict(node.function.explicit_generics.get(id(cand.decl), {}))
-        for gp in cand.generic_params:
-            if gp.name not in bindings:
-                bindings.setdefault(gp.name, S.GenericT(gp.name) if gp.kind != "value" else S.ValueParam(gp.name))
-        if owner is not None:
-            bindings.update(owner.bindings)
-        ret_t = refl.resolve(cand.decl.return_type, bindings, owner) if cand.decl.return_type is not None \
-            else S.VoidT()
-        if cand.is_ctor:
-            ret_t = owner
+        bindings = dict(node.function.explicit_generics.get(cand.key, {}))
+        if all(_bound(bindings.get(gp.name)) for gp in cand.generic_params):
+            decl_ptypes, ret_t = cand.signature(bindings)
+        else:                                   # patterns: generic parameters are GenericT / ValueParam
+            decl_ptypes, ret_t = [p.type for p in cand.params], cand.return_type
         has_ret = not isinstance(ret_t, S.VoidT)
         result_from_pos = False
         if len(args) > len(params):
@@ -140,12 +135,8 @@ class CallData:
             return kw_maps.get(src[1])
 
         # parameter types, with generic inference
-        ptypes = []
-        for i, p in enumerate(params):
-            if p is this_p:
-                ptypes.append(owner)
-            else:
-                ptypes.append(refl.resolve(p.type_expr, bindings, owner))
+        ptypes = ([owner] if this_p is not None else []) + list(decl_ptypes)
+        ptypes = ptypes[:len(params)]
         open_names = set()
         for t in ptypes:
             open_names |= generic_names(t)
@@ -159,7 +150,7 @@ class CallData:
                 v = value_of(sources[i])
                 m = map_of(sources[i])
                 override = _type_override(m, refl)
-                nat = self._binder().natural(v, t, override) if True else None
+                nat = self._binder().natural(v, t, override)
                 if nat is None:
                     continue
                 if not unify(t, nat, b2):
@@ -169,11 +160,11 @@ class CallData:
                 if n not in b2 or not _bound(b2[n]):
                     raise _Fail(f"Ambiguous call: could not infer generic parameter '{n}' from the arguments")
             bindings.update(b2)
-            ptypes = [owner if p is this_p else refl.resolve(p.type_expr, bindings, owner) for p in params]
-            ret_t = refl.resolve(cand.decl.return_type, bindings, owner) if cand.decl.return_type is not None \
-                else S.VoidT()
-            if cand.is_ctor:
-                ret_t = owner
+            try:
+                decl_ptypes, ret_t = cand.signature(bindings)
+            except CompileError as e:
+                raise _Fail(f"the arguments do not satisfy the generic parameters' constraints ({e.diagnostic.message if hasattr(e, 'diagnostic') else e})") from None
+            ptypes = (([owner] if this_p is not None else []) + list(decl_ptypes))[:len(params)]
         binder = self._binder()
         bound = []
         score = 0
@@ -474,8 +465,6 @@ class CallData:
             b.leaf.emit_grad_out(kb, f"{pv}.d", pre)
 
     def _build(self, code: str):
-        from ..compiler import SourceSpec, compile_program
-        from ..compiler.source import CompileError
         mod = self.module
         text = mod._source_text + "\n" + code
         spec = SourceSpec(path=mod._source_path, text=text, name=mod.name)
@@ -510,6 +499,8 @@ class CallData:
                     lf.layout = f.layout
                 elif isinstance(lf, RefLeaf) and uname.endswith("_d"):
                     lf.layout = f.layout.element
+                elif isinstance(lf, RefLeaf) and uname.endswith("_g"):
+                    lf.grad_layout = f.layout.element
             lf.finalize()
         # The linear variant (multi-dimensional calls only: with one call dimension the general kernel already
         # addresses every view as offset + flat * stride), compiled on first use.
@@ -518,7 +509,6 @@ class CallData:
         self._lin_kern = None
         self.last_linear = False
         self.global_fields = {f.name: f for f in compiled.reflection.globals}
-        from ..runtime.layout_pack import aligned_zeros
         self._zero_g_arr = aligned_zeros(self.gsize)
         self._zero_g = self._zero_g_arr.ctypes.data
         self._zero_globals_arr = self._zero_g_arr
@@ -592,7 +582,7 @@ class CallData:
                                      "dimensionality but different sizes.")
         auto = None
         if self.auto_result == "tensor":
-            auto = _tensor_cls()._alloc(self.device, self.ret_t, tuple(cs))
+            auto = Tensor._alloc(self.device, self.ret_t, tuple(cs))
             vals[-1] = auto
         if self.tc_mode:
             n = int(kwargs["_thread_count"])
@@ -649,7 +639,6 @@ class CallData:
                 if groups < 4:
                     fn(gblk, blk, gc, 0, groups)
                 else:
-                    from ..runtime.device import _get_pool
                     _get_pool().run(fn, (gblk, blk, gc), groups)
         finally:
             self._blk = blk
@@ -664,7 +653,7 @@ class CallData:
                     continue
                 mem = stage.read(mem, max(lf.ptype.size, 8))
                 if g is not None:
-                    g = stage.read(g, max(lf.ptype.size, 8))
+                    g = stage.read(g, max((lf.ptype.derivative or lf.ptype).size, 8))
             if lf.kind == "ref":
                 v.value = V.python_value_of(lf.ptype, mem)
             elif lf.kind == "pair":
@@ -689,8 +678,6 @@ class CallData:
         return node._convert_return(ret, self)
 
 
-_TENSOR = None
-
 
 def _constant_decl(name: str, v) -> str:
     if isinstance(v, bool):
@@ -704,14 +691,6 @@ def _constant_decl(name: str, v) -> str:
         return f"export static const {t.name} {name} = {t.name}({', '.join(repr(x) for x in v)});\n"
     raise ValueError(f"constants: unsupported value for '{name}': {v!r}")
 _GC: dict = {}
-
-
-def _tensor_cls():
-    global _TENSOR
-    if _TENSOR is None:
-        from ..tensor import Tensor
-        _TENSOR = Tensor
-    return _TENSOR
 
 
 def _uniform_decl(utype: str, uname: str) -> str:
@@ -751,7 +730,6 @@ def _exact(v, t) -> bool:
 def _type_override(m, refl):
     if m is None or isinstance(m, tuple):
         return None
-    from ..tensor import resolve_dtype
     try:
         return resolve_dtype(m, None) if not isinstance(m, str) else (refl.find_type(m) or S.parse_type_string(m, refl))
     except Exception:

@@ -17,17 +17,17 @@ broadcast) runs a second kernel that skips the per-dimension indices: offset = _
 """
 from __future__ import annotations
 
-import ctypes
-import math
 import struct
 from typing import Any, Optional
 
 import numpy as np
 
-from . import stypes as S
+from ..runtime.device import BufferUsage
+from ..tensor import Tensor, staged
+from . import typeview as S
 from . import values as V
-from .errors import BoundVariableException, KernelGenException, ResolveException
-from .generators import Generator, GridArg
+from .errors import KernelGenException
+from .generators import Generator
 
 NUMTHREADS = 32          # group size of generated kernels on the CPU device
 NUMTHREADS_GPU = 256     # ... and on a GPU device
@@ -38,10 +38,10 @@ _U64 = struct.Struct("<Q")
 class Staging:
     """How host data (numpy arguments, ValueRef / DiffPair scratch) reaches the kernels of a device whose
     memory is not host-visible (CUDA): temporary device buffers, uploaded before the launch and read back
-    after it.  `SLANGJIT_FUNCTIONAL_STAGED=1` takes this path on the CPU device too (tests)."""
+    after it.  A CPU device takes this path too when its `functional_staged` option is set (tests of the GPU
+    path without a GPU; see tensor.staged)."""
 
     def __init__(self, device):
-        from ..runtime.device import BufferUsage
         self.device = device
         self.usage = BufferUsage.shader_resource | BufferUsage.unordered_access
         self.gpu = not getattr(device, "_host_memory", True)
@@ -62,10 +62,7 @@ class Staging:
 
 
 def staging_for(device) -> Optional[Staging]:
-    import os
-    if getattr(device, "_host_memory", True) and os.environ.get("SLANGJIT_FUNCTIONAL_STAGED", "") in ("", "0"):
-        return None
-    return Staging(device)
+    return Staging(device) if staged(device) else None
 
 
 def _contig(shape) -> tuple:
@@ -109,7 +106,6 @@ def signature(v) -> Any:
 
 
 def _sig_slow(v):
-    from ..tensor import Tensor
     if isinstance(v, Tensor):
         return _sig_tensor(v)
     if isinstance(v, (V.VectorValue, V.MatrixValue)):
@@ -139,17 +135,12 @@ def _sig_slow(v):
 
 
 _PLAIN: set = {int, float, bool, type(None), str}
-_SIG: dict = {np.ndarray: _sig_numpy, list: _sig_list, dict: _sig_dict}
-
-
-def register_tensor_sig(cls):
-    _SIG[cls] = _sig_tensor
+_SIG: dict = {np.ndarray: _sig_numpy, list: _sig_list, dict: _sig_dict, Tensor: _sig_tensor}
 
 
 # ----------------------------------------------------------------------------------------- helpers
 
 def _py_type_name(v) -> str:
-    from ..tensor import Tensor
     if isinstance(v, Tensor):
         return f"Tensor[{v.dtype.name},{len(v.shape)}]"
     if isinstance(v, np.ndarray):
@@ -166,10 +157,13 @@ def _scalar_to_slang(v) -> S.SType:
 
 
 def _zero_expr(t: S.SType) -> str:
+    """Slang text of the zero of differential type t."""
     if isinstance(t, (S.ScalarT, S.VectorT, S.MatrixT)):
         return f"{t.name}(0)"
     if isinstance(t, S.ArrayT):
         return "{" + ", ".join(_zero_expr(t.elem) for _ in range(t.n)) + "}"
+    if isinstance(t, S.StructT):
+        return f"{t.name}.dzero()"          # a Differential is its own Differential
     raise KernelGenException(f"Exception in kernel generation: no zero value for differential type {t.name}")
 
 
@@ -202,7 +196,7 @@ def unify(pattern: S.SType, actual: S.SType, b: dict) -> bool:
     if isinstance(pattern, S.StructT):
         if not isinstance(actual, S.StructT):
             return False
-        if pattern.decl is not actual.decl:
+        if pattern.decl_key != actual.decl_key:
             return False
         return all(unify(p, a, b) if isinstance(p, S.SType) else _unify_n(p, a, b)
                    for p, a in zip(pattern.args, actual.args))
@@ -246,7 +240,3 @@ def generic_names(t) -> set:
     walk(t)
     return out
 
-
-# The leaf classes and the kernel builder live in leaves.py (re-exported here).
-from .leaves import *  # noqa: E402,F401,F403
-from .leaves import _FAST_FMT, _np_view, _plain, _w_i32  # noqa: E402,F401

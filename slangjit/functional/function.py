@@ -3,13 +3,15 @@
 `CallData` (binding.py) and runs it; a miss resolves, generates and compiles a kernel."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 import numpy as np
 
-from . import stypes as S
+from ..runtime import layout_pack as lp
+from ..tensor import Tensor
 from .binding import CallData
 from .calldata import signature
+from .rawdispatch import raw_dispatch
 
 _RETURN_MODES = {"numpy": "numpy", "tensor": "tensor"}
 
@@ -17,7 +19,6 @@ _RETURN_MODES = {"numpy": "numpy", "tensor": "tensor"}
 def _return_mode(t) -> Optional[str]:
     if t is None:
         return None
-    from ..tensor import Tensor
     if t is np.ndarray or t == "numpy":
         return "numpy"
     if t is Tensor or t == "tensor":
@@ -120,7 +121,6 @@ class FunctionNode:
         return CallData(self, args, kwargs)
 
     def dispatch(self, thread_count, vars: dict = None, command_encoder=None, **kwargs):
-        from .rawdispatch import raw_dispatch
         return raw_dispatch(self, thread_count, vars or {}, **kwargs)
 
     # -- helpers used by CallData
@@ -128,11 +128,9 @@ class FunctionNode:
     def _globals_block(self, cd: CallData):
         if not self.sets:
             return cd._zero_globals if hasattr(cd, "_zero_globals") else _zero_globals(cd)
-        from ..runtime import layout_pack as lp
         values: dict = {}
         for s in self.sets:
             values.update(s(cd) if callable(s) else s)
-        import ctypes
         blk = lp.aligned_zeros(cd.gsize)
         fields = lp.field_map(list(cd.global_fields.values()))
         ctx = lp.PackContext("set")
@@ -142,7 +140,6 @@ class FunctionNode:
 
     def _globals_array(self, cd: CallData):
         """The packed globals block of `.set` values as a numpy array (devices that copy it)."""
-        from ..runtime import layout_pack as lp
         values: dict = {}
         for s in self.sets:
             values.update(s(cd) if callable(s) else s)
@@ -153,7 +150,6 @@ class FunctionNode:
         mode = self.return_type_mode
         if mode is None:
             return ret
-        from ..tensor import Tensor
         if mode == "numpy":
             if isinstance(ret, Tensor):
                 if ret.dtype.scalar is None:
@@ -176,8 +172,7 @@ def _to_plain(v):
 
 
 def _zero_globals(cd):
-    from ..runtime.layout_pack import aligned_zeros
-    z = aligned_zeros(cd.gsize)
+    z = lp.aligned_zeros(cd.gsize)
     cd._zero_globals_arr = z
     cd._zero_globals = z.ctypes.data
     return cd._zero_globals

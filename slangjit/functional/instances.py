@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from ..tensor import Tensor
+
 
 class InstanceList:
     """Binds `data` as `this` for the struct's methods: `il.method(...)` calls `Struct.method(data, ...)`."""
@@ -49,7 +51,6 @@ class InstanceTensor(InstanceList):
     """An InstanceList whose data is a Tensor of the struct type, allocated with `shape`."""
 
     def __init__(self, struct, shape: tuple, data: Optional[Any] = None):
-        from ..tensor import Tensor
         st = struct.as_struct() if hasattr(struct, "as_struct") else struct
         if data is None:
             data = Tensor.empty(st.device, shape=shape, dtype=st)

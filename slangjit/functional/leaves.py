@@ -3,21 +3,18 @@ declared in the generated kernel, loaded/stored at the call index and packed int
 KernelBuilder that assembles the kernel text.  See calldata.py for the overall model."""
 from __future__ import annotations
 
-import ctypes
-import math
 import struct
-from typing import Any, Optional
+from typing import Optional
 
 import numpy as np
 
-from . import stypes as S
+from ..runtime import layout_pack as lp
+from . import typeview as S
 from . import values as V
-from .errors import BoundVariableException, KernelGenException, ResolveException
-from .generators import Generator, GridArg
+from .errors import KernelGenException
+from .generators import Generator
 
-# calldata.py defines these and imports this module at its end (import calldata, not leaves, first).
-from .calldata import (NUMTHREADS, NUMTHREADS_GPU, _I32, _U64, _contig, _idx_paths,  # noqa: F401
-                       _py_type_name, _scalar_to_slang, _zero_expr, generic_names, staging_for, unify)
+from .calldata import Staging, _I32, _U64, _contig, _idx_paths, _zero_expr
 
 
 # ----------------------------------------------------------------------------------------- leaves
@@ -112,7 +109,6 @@ class ValueLeaf(Leaf):
             except struct.error:
                 pass
         off = self.offsets[self.u]
-        from ..runtime import layout_pack as lp
         P = self.ptype
         if isinstance(v, (int, float, np.number)) and not isinstance(v, bool):
             if isinstance(P, S.ScalarT) and P.skind in "iu":
@@ -263,6 +259,15 @@ class ContainerLeaf(Leaf):
         p = self.u + "_go"
         var = pre if pre is not None else self.emit_grad_prefetch(kb)
         kb.line(f"{self.ptype.derivative.name} {var} = {expr};")
+        D = self.ptype.derivative
+        if isinstance(D, S.StructT):
+            # A struct Differential (e.g. the compiler's synthesized {x, y} of `struct S { float x; int n;
+            # float y; }`): added with S.dadd, atomically one float at a time.
+            kb.line(f"if ({p}a != 0) {{")
+            for path in _float_paths(D):
+                kb.line(f"    InterlockedAdd((*({p}d + {var}_o)){path}, {var}{path});")
+            kb.line(f"}} else {p}d[{var}_o] = {self.ptype.name}.dadd({var}_prev, {var});")
+            return
         if not self.ne:
             kb.line(f"if ({p}a != 0) _sj_atomic_add({p}d + {var}_o, {var}); "
                     f"else {p}d[{var}_o] = {var}_prev + {var};")
@@ -484,6 +489,8 @@ class TensorParamLeaf(Leaf):
 
 
 class RefLeaf(Leaf):
+    grad_layout = None          # layout of the gradient (the Differential), set when the kernel is compiled
+
     """ValueRef / DiffPair / auto-allocated scalar result: a single element in a scratch buffer."""
 
     def __init__(self, name, ptype, getter, kind: str, writable=True):
@@ -518,11 +525,9 @@ class RefLeaf(Leaf):
             kb.line(f"{self.u}_g[0] = {expr};")
 
     def _scratch(self, keep):
-        from ..runtime.layout_pack import aligned_zeros
-        return aligned_zeros(max(self.ptype.size, 8))
+        return lp.aligned_zeros(max(self.ptype.size, 8))
 
     def pack(self, v, blk, call_shape, keep):
-        from ..runtime import layout_pack as lp
         mem = self._scratch(keep)
         keep.append((self, v, mem, None))
         init = v.value if self.kind == "ref" else (v.primal if self.kind == "pair" else None)
@@ -534,10 +539,10 @@ class RefLeaf(Leaf):
             keep[-1] = (self, v, mem, None)
         struct.pack_into("<Q", blk, self.offsets[self.u + "_d"], mem.device_address if st else mem.ctypes.data)
         if self.kind == "pair":
-            from ..runtime.layout_pack import aligned_zeros
-            g = aligned_zeros(max(self.ptype.size, 8))
+            # the gradient has the Differential's layout (a struct's synthesized Differential differs)
+            g = lp.aligned_zeros(max((self.ptype.derivative or self.ptype).size, 8))
             if v.grad is not None:
-                lp.pack_value(g, 0, self.layout, _plain(v.grad), self.name, lp.PackContext("call"))
+                lp.pack_value(g, 0, self.grad_layout, _plain(v.grad), self.name, lp.PackContext("call"))
             if st is not None:
                 g = st.upload(g)
             keep[-1] = (self, v, mem, g)
@@ -741,3 +746,18 @@ class KernelBuilder:
         if self.linear or cd == 1:
             return f"{p}o + {self.flat} * {p}cs[{cd - 1}]"
         return f"{p}o" + "".join(f" + {self.cid(c)} * {p}cs[{c}]" for c in range(cd))
+
+
+def _float_paths(t: S.SType, prefix: str = "") -> list:
+    """Access paths (".a.b[1].x") of every floating-point scalar inside a differential type."""
+    if isinstance(t, S.ScalarT):
+        return [prefix] if t.skind == "f" else []
+    if isinstance(t, S.VectorT):
+        return [f"{prefix}.{c}" for c in "xyzw"[:t.n]] if t.elem.skind == "f" else []
+    if isinstance(t, S.MatrixT):
+        return [f"{prefix}[{r}].{c}" for r in range(t.rows) for c in "xyzw"[:t.cols]] if t.elem.skind == "f" else []
+    if isinstance(t, S.ArrayT):
+        return [q for i in range(t.n) for q in _float_paths(t.elem, f"{prefix}[{i}]")]
+    if isinstance(t, S.StructT):
+        return [q for n, ft in t.field_list() for q in _float_paths(ft, f"{prefix}.{n}")]
+    raise KernelGenException(f"Exception in kernel generation: cannot accumulate a gradient of type {t.name}")

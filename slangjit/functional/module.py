@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Optional, Sequence
+from typing import Optional, Sequence
 
-from . import stypes as S
+from . import typeview as S
 from .function import Function
 
 SHADER_PATH = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "compiler", "slang"))
@@ -39,7 +39,7 @@ class Module:
             text = text + "\n" + t
         self._source_text = text
         self._source_path = path
-        self._refl = S.ModuleReflection.from_source(text, path, self._include_paths)
+        self._refl = S.ModuleTypes.load(text, path, self._include_paths, getattr(self.device, "compiler_args", ()))
         self._functions: dict = {}
         self._structs: dict = {}
 
@@ -73,23 +73,22 @@ class Module:
         if f is not None:
             return f
         base, gargs = _split_generic(name)
-        decls = self._refl.funcs.get(base)
-        if not decls:
+        infos = self._refl.functions(base)
+        if not infos:
             # Struct.method spelled "Struct.method"
             if "." in base:
                 sname, mname = base.rsplit(".", 1)
                 st = self.find_struct(sname)
                 return st.find_method(mname) if st is not None else None
             return None
-        infos = [S.FuncInfo(d, self._refl) for d in decls]
         explicit = {}
         if gargs is not None:
-            infos = [i for i in infos if len(i.generic_params) == len(gargs)]
+            args = self._refl.generic_args(gargs)
+            infos = [i for i in infos if len(i.generic_params) == len(args)]
             if not infos:
                 return None
             for i in infos:
-                explicit[id(i.decl)] = {gp.name: self._refl._generic_arg(gp, a, {})
-                                        for gp, a in zip(i.generic_params, gargs)}
+                explicit[i.key] = {gp.name: a for gp, a in zip(i.generic_params, args)}
         f = Function(self, base, infos, explicit, display_name=name)
         self._functions[name] = f
         return f
@@ -151,15 +150,11 @@ def _ensure_shader_path(device):
 
 
 def _split_generic(name: str):
-    """'f<4, float>' -> ('f', [IntLit(4), Name('float')]); 'f' -> ('f', None)."""
+    """'f<4, float>' -> ('f', '<4, float>'); 'f' -> ('f', None)."""
     if "<" not in name or not name.endswith(">"):
         return name, None
-    base = name[: name.index("<")].strip()
-    from ..compiler.parse.preprocessor import preprocess
-    from ..compiler.parse.parser import Parser
-    toks = preprocess(f"typealias __X = __G{name[name.index('<'):]};", "<name>", (), {})
-    decls = Parser(toks, "<name>").parse_module()
-    return base, decls[0].type.args
+    i = name.index("<")
+    return name[:i].strip(), name[i:]
 
 
 class Struct:
@@ -205,13 +200,12 @@ class Struct:
         if f is not None:
             return f
         t = self._sj_stype
-        if not isinstance(t, S.StructT) or t.decl is None:
+        if not isinstance(t, S.StructT):
             return None
         slang_name = "__init" if name in ("__init", "$init") else name
-        decls = [m for m in t.decl.members if isinstance(m, S.ast.FuncDecl) and m.name == slang_name]
-        if not decls:
+        infos = self.module._refl.methods(t, slang_name)
+        if not infos:
             return None
-        infos = [S.FuncInfo(d, self.module._refl, owner=t) for d in decls]
         f = Function(self.module, slang_name, infos, display_name=f"{self.name}.{name}", struct=self)
         self._methods[name] = f
         return f

@@ -2,7 +2,7 @@
 dispatch thread id (or of a `[shader("compute")]` entry point)."""
 from __future__ import annotations
 
-from . import stypes as S
+from ..compiler import SourceSpec, compile_program
 
 
 def raw_dispatch(node, thread_count, vars: dict, **kwargs):
@@ -13,9 +13,8 @@ def raw_dispatch(node, thread_count, vars: dict, **kwargs):
     cache = fn._node_caches.setdefault("raw", {})
     k = cache.get(key[:2])
     if k is None:
-        is_entry = any(a.name == "shader" for a in cand.decl.attrs)
+        is_entry = "shader" in cand.attrs
         if is_entry:
-            from ..compiler import SourceSpec, compile_program
             compiled = compile_program([SourceSpec(path=mod._source_path, text=mod._source_text, name=mod.name)],
                                        [cand.name], target=mod.device._target,
                                        include_paths=mod._include_paths)
@@ -27,16 +26,15 @@ def raw_dispatch(node, thread_count, vars: dict, **kwargs):
             decl = []
             call = ["_sj_tid"]
             for p in params[1:]:
-                decl.append(f"uniform {_ptype(mod, p)} {p.name}")
+                decl.append(f"uniform {p.type.name} {p.name}")
                 call.append(p.name)
-            first = S._expr_name(params[0].type_expr)
+            first = params[0].type.name
             code = ("\nimport \"slangpy\";\n[shader(\"compute\")]\n[numthreads(32, 1, 1)]\n"
                     f"void _sj_raw(uint3 _sj_tid0 : SV_DispatchThreadID, uniform uint3 _sj_count"
                     f"{''.join(', ' + d for d in decl)})\n{{\n"
                     "    if (any(_sj_tid0 >= _sj_count)) return;\n"
                     f"    {first} _sj_tid = {first}(_sj_tid0);\n"
                     f"    {cand.name}({', '.join(call)});\n}}\n")
-            from ..compiler import SourceSpec, compile_program
             compiled = compile_program([SourceSpec(path=mod._source_path, text=mod._source_text + code,
                                                    name=mod.name)], ["_sj_raw"], target=mod.device._target,
                                        include_paths=mod._include_paths)
@@ -53,8 +51,3 @@ def raw_dispatch(node, thread_count, vars: dict, **kwargs):
     if getattr(k, "_sj_raw", False):
         vals["_sj_count"] = tc
     k.dispatch(tc, vars=vars, **vals)
-
-
-def _ptype(mod, p) -> str:
-    t = mod._refl.resolve(p.type_expr, {}, None)
-    return t.name

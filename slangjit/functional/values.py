@@ -2,11 +2,11 @@
 `DiffPair`, and the dtype names (`spy.float32` ...)."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
-from . import stypes as S
+from . import typeview as S
 
 
 class VectorValue:

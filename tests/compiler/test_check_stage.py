@@ -6,7 +6,7 @@ import pytest
 
 from slangjit.compiler import types as T
 from slangjit.compiler import autodiff
-from slangjit.compiler.check.program import check_program
+from slangjit.compiler.check.program import check_program, make_checker
 from slangjit.compiler.driver import core_modules
 from slangjit.compiler.ir import nodes as ir
 from slangjit.compiler.ir.derivatives import Derivatives
@@ -20,7 +20,8 @@ from slangjit.compiler.source import CompileError
 
 def check(src: str, entries=("computeMain",)) -> Program:
     mod = parse_module(src, "unit.slang", [], dict(DEFAULT_DEFINES))
-    return check_program(core_modules(), [mod], list(entries), target="cpp")
+    checker = make_checker(core_modules(), target="cpp")
+    return check_program(checker, [mod], list(entries))
 
 
 def fn_named(program: Program, slang_name: str) -> ir.Function:

@@ -9,6 +9,8 @@ from .. import types as T
 from ..ir.difftypes import diff_type, is_ptr_kind, zero
 from .flatten import Flattener
 from .rules import Jvp, tz
+from .ptrs import ptr_vars_with_diff
+from .ptrs import unknown_ptr_diff
 
 
 
@@ -52,7 +54,6 @@ class ForwardTransform:
         out = []
         pairs = self.out_fn.params
         body = self.flat.block(self.fn.body)
-        from .ptrs import ptr_vars_with_diff
         ptrs = {p.uid for p in self.fn.params if is_ptr_kind(p.type)}
         ok = {p.uid for p, dt in zip(self.fn.params, self.param_diffs) if dt is not None and p.uid in ptrs}
         self.ptr_ok = ptr_vars_with_diff(ok, ptrs - ok, body)
@@ -186,7 +187,6 @@ class ForwardTransform:
                 if self.ad.is_ptr(p.type):
                     t = self.jvp(a)
                     if t is None:
-                        from .ptrs import unknown_ptr_diff
                         raise unknown_ptr_diff(self.fn, e.func, p, e.loc)
                     args.append(ir.Construct(gp.type, [a, t]))
                 elif p.direction == "in":

@@ -12,6 +12,7 @@ from ..ir.walk import expr_children
 from .. import types as T
 from ..source import error
 from ..ir.difftypes import zero
+from .flatten import Flattener
 
 
 def _not(e):
@@ -142,7 +143,6 @@ class Normalizer:
             st, _ = self.stmt(x, lc)
             step.extend(st)
         if s.step is not None:
-            from .flatten import Flattener
             tmp: list = []
             Flattener().effect(s.step, tmp)
             for x in tmp:

@@ -18,6 +18,9 @@ from .flatten import Flattener
 from .normalize import Normalizer
 from .rules import Jvp
 from .transpose import Transposer
+from .ptrs import ptr_vars_with_diff
+from .ptrs import ptr_diff_expr
+from .ptrs import ptr_diff_expr, unknown_ptr_diff
 
 MAX_STACK = 1 << 16
 
@@ -118,7 +121,6 @@ class ReverseTransform:
         norm = Normalizer(self, fn)
         body, decls = norm.run(body)
         self.count_assignments(body, False)
-        from .ptrs import ptr_vars_with_diff
         ptrs = {p.uid for p in fn.params if is_ptr_kind(p.type)}
         ok_params = {p.uid for p, d in zip(fn.params, pd) if d is not None and p.uid in ptrs}
         ptr_ok = ptr_vars_with_diff(ok_params, ptrs - ok_params, body)
@@ -467,7 +469,6 @@ class ReverseTransform:
             e = s.expr
             if isinstance(e, ir.Assign) and self.ptr_target(e.lhs) is not None:
                 # Before the assignment: the companion of the right-hand side is read as it was.
-                from .ptrs import ptr_diff_expr
                 c = self.ptr_target(e.lhs)
                 out.append(ir.ExprStmt(ir.Assign(c.type, "=", ir.LocalRef(c.type, c),
                                                  ptr_diff_expr(e.rhs, self.companion))))
@@ -631,7 +632,6 @@ class ReverseTransform:
                     args.append(a)
                 continue
             if self.ad.is_ptr(p.type):
-                from .ptrs import ptr_diff_expr, unknown_ptr_diff
                 c = ptr_diff_expr(a, self.companion)
                 if c is None:
                     raise unknown_ptr_diff(self.fn, f, p, call.loc)

@@ -9,6 +9,7 @@ from typing import Callable, Optional
 from ..ir import nodes as ir
 from .. import types as T
 from ..ir.difftypes import diff_type, is_float_like, zero
+from ..ir.difftypes import diff_field_name
 
 
 class NoRule(Exception):
@@ -73,7 +74,6 @@ class Jvp:
         if isinstance(ot, T.TupleType):
             return ir.Field(t.type.elems[int(e.name[1:])], t, e.name)
         if isinstance(t.type, T.StructType) and isinstance(ot, T.StructType):
-            from ..ir.difftypes import diff_field_name
             fname = diff_field_name(ot, e.name)
             if fname is None:
                 return None
@@ -122,7 +122,6 @@ class Jvp:
         if isinstance(t, T.StructType):
             parts = []
             any_t = False
-            from ..ir.difftypes import diff_field_name
             for (fname, ft), a in zip(t.info.field_list(), e.args):
                 dname = diff_field_name(t, fname)
                 if dname is None:

@@ -7,6 +7,7 @@ from ..ir import nodes as ir
 from ..ir.walk import expr_children
 from .. import types as T
 from ..ir.difftypes import zero
+from ..ir.difftypes import add, is_float_like
 
 
 class Transposer:
@@ -15,7 +16,6 @@ class Transposer:
         self.n = 0
 
     def accumulate(self, path: ir.Expr, value: ir.Expr, out: list):
-        from ..ir.difftypes import add, is_float_like
         if is_float_like(path.type):
             out.append(ir.ExprStmt(ir.Assign(path.type, "+=", path, value)))
         else:

@@ -25,6 +25,7 @@ from ..source import CompileError, Loc
 from .. import types as T
 from .scope import FuncSym, NamespaceSym, StructSym
 from .results import OverloadRes
+from ..parse.parser import parse_module
 
 # The requirement's attributes that make its dispatcher differentiable (custom-derivative
 # attributes name functions of the interface, which has no bodies: they are not carried over).
@@ -115,7 +116,6 @@ class DynamicMixin:
     def conformance_type(self, name: str, loc: Loc) -> T.Type:
         """A type named in a type conformance (`Foo`, `ns.Foo`, `Gen<float>`), looked up in the
         user's modules."""
-        from ..parse.parser import parse_module
         try:
             mod = parse_module(f"typealias __conformance_type = {name};", "<type conformance>")
             texpr = mod.decls[0].type

@@ -18,10 +18,10 @@ from .scope import Env, FuncSym, GlobalSym
 from .stmts import FuncCtx
 
 
-def check_program(core: list, modules: list, entry_points: Sequence[str], *, target: str,
-                  type_conformances: Sequence = (), module_loader: Callable = None) -> Program:
-    """core / modules: parsed ast.Modules.  module_loader(name, is_path, loc) -> (key, ast.Module or
-    None) finds an `import`ed module (the driver's search path)."""
+def make_checker(core: list, *, target: str, type_conformances: Sequence = (),
+                 module_loader: Callable = None) -> Checker:
+    """A checker with the core library (parsed ast.Modules) declared.  module_loader(name, is_path,
+    loc) -> (key, ast.Module or None) finds an `import`ed module (the driver's search path)."""
     checker = Checker()
     checker.core_env.module = "core"
     checker.target = target
@@ -29,6 +29,11 @@ def check_program(core: list, modules: list, entry_points: Sequence[str], *, tar
     for m in core:
         checker.declare_module(m, checker.core_env)
     checker.module_loader = module_loader
+    return checker
+
+
+def check_program(checker: Checker, modules: list, entry_points: Sequence[str]) -> Program:
+    """modules: the user's parsed ast.Modules -> the checked program."""
     module_envs = []
     for mod in modules:
         env = Env(checker.core_env, "module")
