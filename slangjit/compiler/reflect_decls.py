@@ -24,13 +24,13 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
-from .driver import _defines_from_args, _parse, new_checker
+from .frontend import _defines_from_args, _parse, new_checker
 from . import types as T
 from .check.checker import Checker
 from .check.results import BuiltinIfaceRes, GenericRes, TypeRes
 from .ir import nodes as ir
 from .check.scope import Env, FuncSym, InterfaceSym, StructSym
-from .emit.cpp import type_layout
+from .layout import type_layout
 from .parse import ast
 from .parse.parser import parse_module
 from .reflection import TypeLayout

@@ -7,7 +7,7 @@ import pytest
 from slangjit.compiler import types as T
 from slangjit.compiler import autodiff
 from slangjit.compiler.check.program import check_program, make_checker
-from slangjit.compiler.driver import core_modules
+from slangjit.compiler.frontend import core_modules
 from slangjit.compiler.ir import nodes as ir
 from slangjit.compiler.ir.derivatives import Derivatives
 from slangjit.compiler.ir.difftypes import diff_field_name, diff_type, is_ptr_kind

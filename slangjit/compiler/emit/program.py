@@ -16,7 +16,8 @@ from ..ir.program import Program
 from .. import types as T
 from ..reflection import EntryPointInfo, FieldLayout, ProgramReflection
 from ..source import error
-from .cpp import CppEmitter, block_layout, prelude_text
+from ..layout import block_layout
+from .cpp import CppEmitter, prelude_text
 
 SYSTEM_VALUES = {"sv_dispatchthreadid": "dtid", "sv_groupid": "gid", "sv_groupthreadid": "gtid",
                  "sv_groupindex": "gindex"}

@@ -1,0 +1,119 @@
+"""The front of the compiler, shared by compiling (driver.py) and by declaration reflection
+(reflect_decls.py): parsing with a per-process memo, the core library, `-D` defines, and a checker
+set up with the module loader.  It imports the parse and check stages only."""
+from __future__ import annotations
+
+import os
+from typing import Optional, Sequence
+
+from . import frontend_cache
+from .check.program import make_checker
+from .parse.parser import parse_module
+from .parse.preprocessor import DEFAULT_DEFINES
+from .source import Loc, error
+
+_CORE_DIR = os.path.join(os.path.dirname(__file__), "core")
+_core_modules: Optional[list] = None
+
+
+
+
+# Syntax trees of the modules parsed in this process, by (path, text, include paths, defines), with the
+# files each #included (path, (mtime, size)): `import slangpy;` and a SlangPy module loaded again need
+# no second parse.  Later stages never change a syntax tree (the core library's is shared the same way).
+_parsed: dict = {}
+_PARSED_MAX = 64
+
+
+def _stat(path: str):
+    try:
+        st = os.stat(path)
+        return st.st_mtime_ns, st.st_size
+    except OSError:
+        return None
+
+
+def _parse(text: str, path: str, include_paths, defines):
+    deps = frontend_cache.active_deps()        # front-end cache: record the files this compile reads
+    if deps is not None and os.path.isfile(path):
+        deps.append(path)
+    key = (path, text, tuple(include_paths), tuple(sorted(defines.items())))
+    hit = _parsed.get(key)
+    if hit is not None and all(_stat(p) == st for p, st in hit[1]):
+        mod, included = hit
+    else:
+        files: list = []
+        mod = parse_module(text, path, list(include_paths), defines, deps=files)
+        included = [(p, _stat(p)) for p in files]
+        if len(_parsed) >= _PARSED_MAX:
+            _parsed.pop(next(iter(_parsed)))
+        _parsed[key] = (mod, included)
+    if deps is not None:
+        deps.extend(p for p, _ in included)
+    return mod
+
+
+def core_modules() -> list:
+    global _core_modules
+    if _core_modules is None:
+        mods = []
+        for fname in sorted(os.listdir(_CORE_DIR)):
+            if fname.endswith(".slang"):
+                p = os.path.join(_CORE_DIR, fname)
+                with open(p, encoding="utf-8") as f:
+                    mods.append(_parse(f.read(), p, [], {}))
+        _core_modules = mods
+    return _core_modules
+
+
+
+
+def _defines_from_args(compiler_args) -> dict:
+    out = dict(DEFAULT_DEFINES)
+    args = list(compiler_args or [])
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a.startswith("-D"):
+            body = a[2:] or (args[i + 1] if i + 1 < len(args) else "")
+            if not a[2:]:
+                i += 1
+            k, _, v = body.partition("=")
+            out[k] = v or "1"
+        i += 1
+    return out
+
+
+def new_checker(target: str, include_paths: Sequence[str], defines: dict, type_conformances: Sequence = ()):
+    """A checker with the core library declared and the module loader set: an `import` resolves next to
+    the importing file, then on the include paths, then in our slang/ folder (so `import slangpy;` finds
+    slangpy.slang, as SlangPy's SHADER_PATH does).  Returns (checker, search path).  Used by
+    compile_uncached and by declaration reflection (reflect_decls.py), so both resolve alike."""
+    search = [str(p) for p in include_paths] + [os.path.join(os.path.dirname(__file__), "slang")]
+    loaded: set = set()
+
+    def load(name: str, is_path: bool, loc: Loc):
+        fname = name if is_path else name.replace(".", os.sep).replace("_", "-") + ".slang"
+        cands = []
+        base_dir = os.path.dirname(loc.file.path) if loc.file is not None and loc.file.path else "."
+        names = [fname]
+        if not is_path:
+            names.append(name.replace(".", os.sep) + ".slang")
+        elif not fname.endswith(".slang"):
+            names.append(fname + ".slang")
+        for d in [base_dir] + search + ["."]:
+            for n in names:
+                cands.append(os.path.join(d, n))
+        for c in cands:
+            if os.path.isfile(c):
+                key = os.path.realpath(c)
+                if key in loaded:
+                    return key, None
+                loaded.add(key)
+                with open(c, encoding="utf-8") as f:
+                    return key, _parse(f.read(), c, search, defines)
+        raise error("E2002", f"cannot find module '{name}' (looked in: {', '.join(sorted(set(os.path.dirname(c) or '.' for c in cands)))})", loc)
+
+    checker = make_checker(core_modules(), target=target, type_conformances=type_conformances, module_loader=load)
+    checker.loaded_paths = loaded          # modules given as sources count as loaded
+    return checker, search
