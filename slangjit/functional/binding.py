@@ -257,9 +257,8 @@ class CallData:
             self.result.leaf = leaf
             leaves.append(leaf)
         for lf in leaves:
-            for attr in ("cd",):
-                if hasattr(lf, attr):
-                    lf.cd = cd
+            if hasattr(lf, "cd"):
+                lf.cd = cd
             lf.stage = self.stage
         self.cd = cd
         self.leaves = leaves

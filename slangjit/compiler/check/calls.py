@@ -484,8 +484,6 @@ class CallsMixin:
             if fn.params and fn.params[0].direction == "inout":
                 self.require_lvalue(this, loc, "mutating method's `this`")
             call_args.append(self.coerce_this(this, fn.params[0].type, loc))
-        for i, a in enumerate(args):
-            p = fn.params[i + len(call_args)] if False else None
         offset = len(call_args)
         for i, a in enumerate(args):
             pv = fn.params[offset + i]
