@@ -1,5 +1,5 @@
 """Where the CUDA compile time of one entry point goes, without a GPU (NVRTC only), and the Python side of a
-warm load in a new process (driver calls stubbed by tests/cuda_stub_driver.py).
+warm load in a new process (driver calls stubbed by tests/helpers/cuda_stub_driver.py).
 
     python benchmarks/cuda_compile_profile.py [FILE.slang] [-e ENTRY] [--arch sm_90] [--repeat 3] [--warm]
 
@@ -123,7 +123,7 @@ def _warm(path: str, entry: str) -> None:
         env = dict(os.environ, SLANGJIT_CACHE_DIR=cache, PYTHONPATH=str(ROOT))
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         for what in ("cold", "warm", "warm"):
-            r = subprocess.run([sys.executable, "-c", WARM_CHILD, path, entry, str(ROOT / "tests")], env=env,
+            r = subprocess.run([sys.executable, "-c", WARM_CHILD, path, entry, str(ROOT / "tests" / "helpers")], env=env,
                                capture_output=True, text=True, timeout=600)
             if r.returncode:
                 raise RuntimeError(r.stderr[-2000:])

@@ -1,0 +1,285 @@
+"""The front-end cache (slangjit/compiler/frontend_cache.py): memory + disk, validated against dependencies."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import slangjit as spy
+from slangjit.compiler import SourceSpec, compile_program
+from slangjit.compiler import frontend_cache as fc
+
+ROOT = Path(__file__).resolve().parents[2]
+
+KERNEL = """\
+import helper;
+#include "consts.h"
+RWStructuredBuffer<float> result;
+[numthreads(32, 1, 1)]
+void computeMain(uint3 tid : SV_DispatchThreadID, uniform uint count)
+{
+    if (tid.x >= count)
+        return;
+    result[tid.x] = helperf(float(tid.x)) + OFFSET;
+}
+"""
+
+
+@pytest.fixture
+def proj(tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("SLANGJIT_CACHE_DIR", str(cache))
+    monkeypatch.delenv("SLANGJIT_NO_FRONTEND_CACHE", raising=False)
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "kernel.slang").write_text(KERNEL)
+    (src / "helper.slang").write_text("float helperf(float x) { return x * 2.0; }\n")
+    (src / "consts.h").write_text("#define OFFSET 1.0\n")
+    fc.clear_memory_cache()
+    # the compiler hash is computed once per process; recompute it so that a child process (which hashes the
+    # compiler files afresh) agrees with this one even if the compiler's sources were edited since start-up
+    monkeypatch.setattr(fc, "_compiler_hash", None)
+    yield src, cache
+    fc.clear_memory_cache()
+
+
+def _run(src: Path, n: int = 16):
+    device = spy.create_device(type=spy.DeviceType.cpu, include_paths=[str(src)])
+    program = device.load_program(str(src / "kernel.slang"), ["computeMain"])
+    kernel = device.create_compute_kernel(program)
+    buf = device.create_buffer(element_count=n, struct_size=4, usage=spy.BufferUsage.unordered_access)
+    kernel.dispatch(thread_count=[n, 1, 1], vars={"result": buf}, count=n)
+    return program.compiled, buf.to_numpy().view(np.float32)
+
+
+def _where(prog) -> str:
+    return getattr(prog, "frontend_cache", "compiled")
+
+
+CHILD = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import slangjit as spy
+    src = sys.argv[1]
+    device = spy.create_device(type=spy.DeviceType.cpu, include_paths=[src])
+    program = device.load_program(src + "/kernel.slang", ["computeMain"])
+    kernel = device.create_compute_kernel(program)
+    buf = device.create_buffer(element_count=8, struct_size=4, usage=spy.BufferUsage.unordered_access)
+    kernel.dispatch(thread_count=[8, 1, 1], vars={"result": buf}, count=8)
+    print(json.dumps({"where": getattr(program.compiled, "frontend_cache", "compiled"),
+                      "values": buf.to_numpy().view(np.float32).tolist(),
+                      "timings": sorted(program.compiled.timings)}))
+""")
+
+
+def _child(src: Path, cache: Path) -> dict:
+    env = dict(os.environ, SLANGJIT_CACHE_DIR=str(cache), PYTHONPATH=str(ROOT))
+    env.pop("SLANGJIT_NO_FRONTEND_CACHE", None)
+    p = subprocess.run([sys.executable, "-c", CHILD, str(src)], capture_output=True, text=True, env=env, cwd=str(ROOT),
+                       timeout=300)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def test_hit_in_new_process(proj):
+    src, cache = proj
+    first = _child(src, cache)
+    assert first["where"] == "compiled"
+    assert first["values"] == [2.0 * i + 1.0 for i in range(8)]
+    entries = list((cache / "cpu" / "frontend").glob("*.pkl"))
+    assert len(entries) == 1
+    second = _child(src, cache)
+    assert second["where"] == "disk"
+    assert second["timings"] == ["frontend_cache"]
+    assert second["values"] == first["values"]
+
+
+def test_memory_then_disk_hit(proj):
+    src, cache = proj
+    p1, v1 = _run(src)
+    assert _where(p1) == "compiled"
+    p2, v2 = _run(src)
+    assert _where(p2) == "memory"
+    fc.clear_memory_cache()
+    p3, v3 = _run(src)
+    assert _where(p3) == "disk"
+    assert p3.source == p1.source
+    assert p3.reflection == p1.reflection
+    np.testing.assert_array_equal(v1, v2)
+    np.testing.assert_array_equal(v1, v3)
+
+
+def test_miss_after_editing_imported_module(proj):
+    src, cache = proj
+    _, v1 = _run(src)
+    np.testing.assert_array_equal(v1, 2.0 * np.arange(16, dtype=np.float32) + 1.0)
+    (src / "helper.slang").write_text("float helperf(float x) { return x * 3.0; }\n")
+    p2, v2 = _run(src)                      # memory entry is validated too
+    assert _where(p2) == "compiled"
+    np.testing.assert_array_equal(v2, 3.0 * np.arange(16, dtype=np.float32) + 1.0)
+    # and in a new process (disk entry)
+    out = _child(src, cache)
+    assert out["where"] == "disk"
+    assert out["values"] == [3.0 * i + 1.0 for i in range(8)]
+
+
+def test_miss_after_editing_included_file(proj):
+    src, cache = proj
+    _run(src)
+    (src / "consts.h").write_text("#define OFFSET 10.0\n")
+    out = _child(src, cache)                 # the disk entry of the first compile is stale
+    assert out["where"] == "compiled"
+    assert out["values"] == [2.0 * i + 10.0 for i in range(8)]
+    fc.clear_memory_cache()
+    p, v = _run(src)
+    assert _where(p) == "disk"               # the child rewrote the entry
+    np.testing.assert_array_equal(v, 2.0 * np.arange(16, dtype=np.float32) + 10.0)
+
+
+def test_miss_after_editing_main_source(proj):
+    src, cache = proj
+    _run(src)
+    (src / "kernel.slang").write_text(KERNEL.replace("+ OFFSET", "- OFFSET"))
+    p, v = _run(src)
+    assert _where(p) == "compiled"
+    np.testing.assert_array_equal(v, 2.0 * np.arange(16, dtype=np.float32) - 1.0)
+
+
+def test_deleted_dependency_is_a_miss(proj, tmp_path):
+    src, cache = proj
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "helper.slang").write_text("float helperf(float x) { return x * 5.0; }\n")
+    device = spy.create_device(type=spy.DeviceType.cpu, include_paths=[str(other)])
+    (src / "helper.slang").unlink()
+    (src / "kernel2.slang").write_text(KERNEL.replace('#include "consts.h"', "#define OFFSET 0.0"))
+    compiled = device.load_program(str(src / "kernel2.slang"), ["computeMain"]).compiled
+    assert _where(compiled) == "compiled"
+    (other / "helper.slang").unlink()
+    fc.clear_memory_cache()
+    with pytest.raises(spy.CompileError) as ei:     # never served from the cache once its import is gone
+        device.load_program(str(src / "kernel2.slang"), ["computeMain"])
+    assert ei.value.code == "E2002"
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "empty", "flip"])
+def test_corrupt_entry_is_ignored_and_rewritten(proj, damage):
+    src, cache = proj
+    _, v1 = _run(src)
+    (entry,) = list((cache / "cpu" / "frontend").glob("*.pkl"))
+    data = entry.read_bytes()
+    if damage == "truncate":
+        entry.write_bytes(data[: len(data) // 2])
+    elif damage == "garbage":
+        entry.write_bytes(b"not a pickle at all" * 10)
+    elif damage == "empty":
+        entry.write_bytes(b"")
+    else:
+        b = bytearray(data)
+        b[len(b) // 2] ^= 0xFF
+        entry.write_bytes(bytes(b))
+    fc.clear_memory_cache()
+    before = fc.stats["corrupt"]
+    p2, v2 = _run(src)
+    assert _where(p2) == "compiled"
+    assert fc.stats["corrupt"] == before + 1
+    np.testing.assert_array_equal(v1, v2)
+    assert entry.read_bytes() != b"" and len(entry.read_bytes()) >= len(data) - 64   # rewritten
+    fc.clear_memory_cache()
+    p3, _ = _run(src)
+    assert _where(p3) == "disk"
+
+
+def test_disabled_by_env(proj, monkeypatch):
+    src, cache = proj
+    monkeypatch.setenv("SLANGJIT_NO_FRONTEND_CACHE", "1")
+    p1, _ = _run(src)
+    p2, _ = _run(src)
+    assert _where(p1) == _where(p2) == "compiled"
+    assert not (cache / "cpu" / "frontend").exists() or not list((cache / "cpu" / "frontend").glob("*.pkl"))
+
+
+def test_key_covers_args_entry_points_and_text(proj):
+    src, cache = proj
+    text = "RWStructuredBuffer<int> r;\n[numthreads(1,1,1)] void a() { r[0] = V; }\n[numthreads(1,1,1)] void b() { r[0] = 2*V; }\n"
+    spec = [SourceSpec(text=text, name="m")]
+    base = compile_program(spec, ["a"], compiler_args=["-DV=1"])
+    assert _where(base) == "compiled"
+    assert _where(compile_program(spec, ["a"], compiler_args=["-DV=1"])) == "memory"
+    assert _where(compile_program(spec, ["a"], compiler_args=["-DV=2"])) == "compiled"
+    assert _where(compile_program(spec, ["b"], compiler_args=["-DV=1"])) == "compiled"
+    assert _where(compile_program([SourceSpec(text=text + "\n", name="m")], ["a"], compiler_args=["-DV=1"])) == "compiled"
+    keys = {fc.make_key(spec, ["a"], "cpp", [], ["-DV=1"], []), fc.make_key(spec, ["a"], "cuda", [], ["-DV=1"], []),
+            fc.make_key(spec, ["a"], "cpp", [str(src)], ["-DV=1"], []),
+            fc.make_key(spec, ["a"], "cpp", [], ["-DV=1"], [("IFoo", "Foo", -1)])}
+    assert len(keys) == 4
+
+
+def test_key_covers_pipeline_options(proj):
+    """A CUDA program built with a pipeline option changed (benchmarks, tests) is cached apart from the
+    default build; back at the defaults the first entry is found again."""
+    from slangjit.compiler.passes.options import PipelineOptions
+    text = ("[numthreads(64,1,1)] void computeMain(uint3 t : SV_DispatchThreadID, uniform half* g) "
+            "{ InterlockedAdd(g[0], half(1.0)); }\n")
+    spec = [SourceSpec(text=text, name="m")]
+    base = compile_program(spec, ["computeMain"], target="cuda")
+    assert _where(base) == "compiled" and "#define SJ_RACC_MMA 1" in base.source
+    regs = compile_program(spec, ["computeMain"], target="cuda", options=PipelineOptions().with_cuda(mma_slots=False))
+    assert _where(regs) == "compiled" and "#define SJ_RACC_MMA 1" not in regs.source
+    again = compile_program(spec, ["computeMain"], target="cuda", options=PipelineOptions().with_cuda(mma_slots=True))
+    assert _where(again) == "memory" and again.source == base.source
+    fused = compile_program(spec, ["computeMain"], target="cpp", options=PipelineOptions(fuse_entries=True))
+    assert _where(fused) == "compiled"
+    assert fc.make_key(spec, ["computeMain"], "cpp", [], [], [], PipelineOptions(fuse_entries=True)) != \
+        fc.make_key(spec, ["computeMain"], "cpp", [], [], [])
+
+
+def test_errors_are_not_cached(proj):
+    src, cache = proj
+    bad = [SourceSpec(text="[numthreads(1,1,1)] void main() { undefined_thing = 1; }\n", name="bad")]
+    for _ in range(2):
+        with pytest.raises(spy.CompileError):
+            compile_program(bad, ["main"])
+
+
+def test_compiler_hash_is_stable():
+    assert fc.compiler_hash() == fc.compiler_hash()
+    assert len(fc.compiler_hash()) == 32
+
+
+def test_compiler_hash_memo_follows_file_changes(tmp_path):
+    """The on-disk memo of the compiler hash is used while no compiler file changes, and never after one."""
+    root = tmp_path / "compiler"
+    (root / "emit").mkdir(parents=True)
+    (root / "a.py").write_text("x = 1\n")
+    (root / "emit" / "p.h").write_text("int y;\n")
+    memo = tmp_path / "memo"
+    h1 = fc._tree_hash(str(root), memo)
+    assert len(h1) == 32 and len(list(memo.glob("compiler-*.sha256"))) == 1
+    assert fc._tree_hash(str(root), memo) == h1 == fc._tree_hash(str(root), None)
+    # A memo entry is trusted for the same (path, size, mtime) of every file ...
+    (only,) = memo.glob("compiler-*.sha256")
+    only.write_bytes(b"\x01" * 32)
+    assert fc._tree_hash(str(root), memo) == b"\x01" * 32
+    # ... and an edit (new mtime) is hashed afresh.
+    st = os.stat(root / "a.py")
+    (root / "a.py").write_text("x = 2\n")
+    os.utime(root / "a.py", ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    h2 = fc._tree_hash(str(root), memo)
+    assert h2 not in (h1, b"\x01" * 32) and h2 == fc._tree_hash(str(root), None)
+    (root / "b.py").write_text("")                        # a new file too
+    assert fc._tree_hash(str(root), memo) not in (h1, h2)
+    # An unusable memo directory only means hashing every time.
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert fc._tree_hash(str(root), blocker / "sub") == fc._tree_hash(str(root), None)
+
+
+def test_compiler_hash_matches_the_compiler_tree():
+    assert fc.compiler_hash() == fc._tree_hash(fc._COMPILER_DIR, None)
