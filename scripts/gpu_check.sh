@@ -65,8 +65,7 @@ print("automatic device:", d, d.info)
 PY
 row "CUDA device" "$(grep -o 'automatic device:.*' "$OUTD/cuda_info.txt" | head -1 | cut -c1-80)"
 
-echo "== pytest (SLANGJIT_TEST_DEVICE=cuda)"
-export SLANGJIT_TEST_DEVICE=cuda
+echo "== pytest (the \"auto\" and \"cuda\" device tests run on the GPU)"
 # shellcheck disable=SC2086
 # pytest-xdist (when installed) spreads the suite over the machine's cores: the whole suite then fits
 # well inside one device call.

@@ -76,7 +76,16 @@ def test_struct_differential_layout_and_fwd(staged):
 
 @pytest.mark.parametrize("staged", [False, True], ids=["direct", "staged"])
 def test_bwds_over_tensor_of_struct(staged):
-    dev = _device(staged)
+    check_bwds_over_tensor_of_struct(_device(staged))
+
+
+@pytest.mark.parametrize("device", ["cuda"], indirect=True)
+def test_bwds_over_tensor_of_struct_on_cuda(device):
+    """The same .bwds run on the CUDA device (skips without a usable GPU)."""
+    check_bwds_over_tensor_of_struct(device)
+
+
+def check_bwds_over_tensor_of_struct(dev):
     m = spy.Module.load_from_source(dev, "sdiff", SRC)
     a = _s_values()
     t = spy.Tensor.from_numpy(dev, a, target_slang_dtype=m.S).with_grads()
@@ -99,7 +108,15 @@ def test_bwds_over_tensor_of_struct(staged):
 @pytest.mark.parametrize("staged", [False, True], ids=["direct", "staged"])
 def test_bwds_broadcast_struct_accumulates_atomically(staged):
     """One S broadcast over a call of 4: its gradient is the sum over the call (the atomic path)."""
-    dev = _device(staged)
+    check_bwds_broadcast_struct(_device(staged))
+
+
+@pytest.mark.parametrize("device", ["cuda"], indirect=True)
+def test_bwds_broadcast_struct_on_cuda(device):
+    check_bwds_broadcast_struct(device)
+
+
+def check_bwds_broadcast_struct(dev):
     m = spy.Module.load_from_source(dev, "sdiff", SRC)
     a = np.zeros(1, S_DT)
     a["x"], a["n"], a["y"] = 1.5, 3, -0.75

@@ -5,7 +5,7 @@ The two are the same operation (Atomic<T> is a struct holding one T named `value
 address is thread-uniform a coarsened CUDA kernel sums it per thread and adds it once (passes/red_slots.py,
 emit/cuda.py).  The seed 002 MLP's loss monitor adds every warp's loss into one float that way; done
 as an atomic per warp and turn.  Used by the CUDA emitter only.  Not for Atomic<half>: there the
-per-add rounding shows at small totals (2048 + 1 == 2048 in half; tests/test_cuda_device.py), and
+per-add rounding shows at small totals (2048 + 1 == 2048 in half; tests/runtime/test_cuda_device.py), and
 programs see it; float atomics are combined per warp like InterlockedAdd already is.
 """
 from __future__ import annotations
