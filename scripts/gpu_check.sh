@@ -65,6 +65,14 @@ print("automatic device:", d, d.info)
 PY
 row "CUDA device" "$(grep -o 'automatic device:.*' "$OUTD/cuda_info.txt" | head -1 | cut -c1-80)"
 
+CONF="${SLANGJIT_CONFORMANCE:-}"
+if [ -z "$CONF" ]; then
+    for c in ../shared/conformance shared/conformance .gpu/conformance; do
+        if [ -f "$c/harness.py" ]; then CONF="$c"; break; fi
+    done
+fi
+# The tests that compile every conformance program with NVRTC find the suite through this variable.
+[ -n "$CONF" ] && export SLANGJIT_CONFORMANCE="$(cd "$CONF" && pwd)"
 echo "== pytest (the \"auto\" and \"cuda\" device tests run on the GPU)"
 # shellcheck disable=SC2086
 # pytest-xdist (when installed) spreads the suite over the machine's cores: the whole suite then fits
@@ -76,12 +84,6 @@ timeout "${GPU_CHECK_PYTEST_TIMEOUT:-1800}" python -m pytest -q -p no:cacheprovi
 pt="$(grep -E '[0-9]+ (passed|failed)' "$OUTD/pytest.log" | tail -1)"
 row "pytest tests" "${pt:-no summary (timed out or crashed): $(grep -oE '^[.sFEx]+' "$OUTD/pytest.log" | tr -d '\n' | tr -cd 'F' | wc -c) F so far}"
 
-CONF="${SLANGJIT_CONFORMANCE:-}"
-if [ -z "$CONF" ]; then
-    for c in ../shared/conformance shared/conformance .gpu/conformance; do
-        if [ -f "$c/harness.py" ]; then CONF="$c"; break; fi
-    done
-fi
 if [ "${GPU_CHECK_SKIP_CONFORMANCE:-0}" = 1 ]; then
     row "conformance" "skipped (GPU_CHECK_SKIP_CONFORMANCE=1)"
 elif [ -n "$CONF" ] && [ -f "$CONF/harness.py" ]; then

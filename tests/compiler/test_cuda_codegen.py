@@ -39,7 +39,8 @@ def _nvrtc_usable():
 
 def _conformance_root():
     for c in (os.environ.get("SLANGJIT_CONFORMANCE"), os.path.join(ROOT, "..", "shared", "conformance"),
-              os.path.join(ROOT, "shared", "conformance"), "/work/shared/conformance"):
+              os.path.join(ROOT, "shared", "conformance"), os.path.join(ROOT, ".gpu", "conformance"),
+              "/work/shared/conformance"):
         if c and os.path.isdir(os.path.join(c, "tests")):
             return os.path.abspath(c)
     return None
