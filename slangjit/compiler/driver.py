@@ -17,7 +17,6 @@ from . import autodiff
 from .check.program import check_program
 from .frontend import _defines_from_args, _parse, core_modules, new_checker
 from .emit import EmitError, emit_program
-from .ir.fold import fold_value
 from .passes.options import DEFAULT_OPTIONS, PipelineOptions
 from .passes.pipeline import run_pipeline
 from .source import CompileError, Loc, NO_LOC, SourceFile, error
@@ -85,7 +84,7 @@ def _compile(sources: Sequence, entry_points: Sequence[str], *, target: str = "c
     program = autodiff.run(program)
     t4 = time.perf_counter()
     timings["autodiff"] = t4 - t3
-    optimized = run_pipeline(program, target, options, fold_value)
+    optimized = run_pipeline(program, target, options)
     t5 = time.perf_counter()
     timings["passes"] = t5 - t4
     entries = program.entries

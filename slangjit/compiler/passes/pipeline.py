@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from ..ir.fold import fold_value
 from ..ir.program import Program
 from .atomic_adds import lower_atomic_adds
 from .fusion import inline_copy, reuse_and_prune
@@ -93,7 +94,7 @@ def pipeline(target: str, fold) -> list[Pass]:
 
 
 def run_pipeline(program: Program, target: str, options: PipelineOptions = DEFAULT_OPTIONS,
-                 fold=lambda e: None) -> Optimized:
+                 fold=fold_value) -> Optimized:
     """Run `target`'s passes over `program` (its function bodies are rewritten in place)."""
     state = Optimized(program, target, options)
     for p in pipeline(target, fold):
