@@ -8,7 +8,7 @@ from typing import Optional, Sequence
 
 from . import frontend_cache
 from .check.program import make_checker
-from .parse.parser import parse_module
+from .parse.parser import parse_module, parse_type_name
 from .parse.preprocessor import DEFAULT_DEFINES
 from .source import Loc, error
 
@@ -114,6 +114,7 @@ def new_checker(target: str, include_paths: Sequence[str], defines: dict, type_c
                     return key, _parse(f.read(), c, search, defines)
         raise error("E2002", f"cannot find module '{name}' (looked in: {', '.join(sorted(set(os.path.dirname(c) or '.' for c in cands)))})", loc)
 
-    checker = make_checker(core_modules(), target=target, type_conformances=type_conformances, module_loader=load)
+    conformances = [(i, t, ident, parse_type_name(str(t))) for i, t, ident in (tuple(tc) for tc in type_conformances)]
+    checker = make_checker(core_modules(), target=target, type_conformances=conformances, module_loader=load)
     checker.loaded_paths = loaded          # modules given as sources count as loaded
     return checker, search

@@ -54,6 +54,7 @@ class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, Op
         self.uses_group_barrier = False
         self.deriv_of: list = []          # (FuncSym g, "ForwardDerivativeOf"/..., target expr)
         self.type_conformances: list = []  # (interface name, type name, id or -1), see dynamic.py
+        self.conformance_type_exprs: dict = {}  # type name -> its parsed type expression (front end)
         resolver = DerivativeResolver(self)
         self.derivs = Derivatives(self.functions, resolver)   # ir/derivatives.py; facts from check/derivatives.py
         resolver.derivs = self.derivs

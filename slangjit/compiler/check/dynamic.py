@@ -25,7 +25,6 @@ from ..source import CompileError, Loc
 from .. import types as T
 from .scope import FuncSym, NamespaceSym, StructSym
 from .results import OverloadRes
-from ..parse.parser import parse_module
 
 # The requirement's attributes that make its dispatcher differentiable (custom-derivative
 # attributes name functions of the interface, which has no bodies: they are not carried over).
@@ -116,11 +115,9 @@ class DynamicMixin:
     def conformance_type(self, name: str, loc: Loc) -> T.Type:
         """A type named in a type conformance (`Foo`, `ns.Foo`, `Gen<float>`), looked up in the
         user's modules."""
-        try:
-            mod = parse_module(f"typealias __conformance_type = {name};", "<type conformance>")
-            texpr = mod.decls[0].type
-        except (CompileError, IndexError, AttributeError):
-            raise self.err("E5010", f"type conformance names '{name}', which is not a type name", loc) from None
+        texpr = self.conformance_type_exprs.get(name)       # parsed by the front end (frontend.py)
+        if texpr is None:
+            raise self.err("E5010", f"type conformance names '{name}', which is not a type name", loc)
         last = None
         for env in self.modules_loaded.values():
             try:

@@ -21,11 +21,14 @@ from .stmts import FuncCtx
 def make_checker(core: list, *, target: str, type_conformances: Sequence = (),
                  module_loader: Callable = None) -> Checker:
     """A checker with the core library (parsed ast.Modules) declared.  module_loader(name, is_path,
-    loc) -> (key, ast.Module or None) finds an `import`ed module (the driver's search path)."""
+    loc) -> (key, ast.Module or None) finds an `import`ed module (the driver's search path).
+    type_conformances: (interface name, type name, id, parsed type expression or None)."""
     checker = Checker()
     checker.core_env.module = "core"
     checker.target = target
-    checker.type_conformances = [tuple(tc) for tc in type_conformances or ()]
+    checker.type_conformances = [tuple(tc)[:3] for tc in type_conformances or ()]
+    # (interface, type name, id, the type name's parsed expression or None) -> name: expression
+    checker.conformance_type_exprs = {str(tc[1]): tc[3] for tc in type_conformances or () if len(tc) > 3}
     for m in core:
         checker.declare_module(m, checker.core_env)
     checker.module_loader = module_loader

@@ -56,6 +56,11 @@ def expr_children(e: ir.Expr) -> list:
     return out
 
 
+def local_uids(node) -> set:
+    """The uid of every local variable named (read or written) anywhere below `node`."""
+    return {n.var.uid for n in walk(node) if isinstance(n, ir.LocalRef)}
+
+
 def value_type(e: ir.Expr) -> T.Type:
     """e's type; a local's declared type for a LocalRef (reverse mode sizes its stacks after making
     references to them)."""

@@ -707,3 +707,13 @@ def parse_module(text: str, path: str, include_paths=(), defines: dict | None = 
     finally:
         if old_limit < 12000:
             sys.setrecursionlimit(old_limit)
+
+
+def parse_type_name(text: str):
+    """The type expression a host names in text (`Foo`, `ns.Foo`, `Gen<float>`, e.g. a type
+    conformance), or None when the text is not one."""
+    try:
+        mod = parse_module(f"typealias __type_name = {text};", "<type name>")
+        return mod.decls[0].type if len(mod.decls) == 1 else None
+    except (CompileError, IndexError, AttributeError):
+        return None

@@ -12,17 +12,15 @@ from typing import Optional
 
 from .. import types as T
 from ..ir import nodes as ir
-from ..ir.walk import is_pure
+from ..ir.walk import is_pure, local_uids
 
 
 def optimize(fn: ir.Function, fold) -> None:
-    """fold: the checker's constant evaluator (expr -> value or None)."""
+    """fold: the constant evaluator (ir/fold.py fold_value: expr -> value or None)."""
     if fn.body is None:
         return
     fn.body = _stmt(fn.body, fold)
-    reads: set = set()
-    _collect_reads_stmt(fn.body, reads)
-    fn.body = _drop_unused(fn.body, reads)
+    fn.body = _drop_unused(fn.body, local_uids(fn.body))
 
 
 # ---------------------------------------------------------------------- constant folding
@@ -119,52 +117,6 @@ def _stmt(s: ir.Stmt, fold) -> Optional[ir.Stmt]:
 
 
 # ---------------------------------------------------------------------- unused locals
-
-def _mentions(e, acc: set):
-    """Every local an expression names (read or written), through every child expression."""
-    if e is None:
-        return
-    if isinstance(e, ir.LocalRef):
-        acc.add(e.var.uid)
-        return
-    for value in vars(e).values():
-        if isinstance(value, ir.Expr):
-            _mentions(value, acc)
-        elif isinstance(value, list):
-            for item in value:
-                if isinstance(item, ir.Expr):
-                    _mentions(item, acc)
-                elif isinstance(item, ir.Stmt):
-                    _collect_reads_stmt(item, acc)
-
-
-def _collect_reads_stmt(s, acc: set):
-    if isinstance(s, ir.Block):
-        for x in s.stmts:
-            _collect_reads_stmt(x, acc)
-    elif isinstance(s, ir.VarDecl):
-        _mentions(s.init, acc)
-    elif isinstance(s, ir.ExprStmt):
-        _mentions(s.expr, acc)
-    elif isinstance(s, ir.Return):
-        _mentions(s.value, acc)
-    elif isinstance(s, ir.If):
-        _mentions(s.cond, acc)
-        _collect_reads_stmt(s.then, acc)
-        if s.else_ is not None:
-            _collect_reads_stmt(s.else_, acc)
-    elif isinstance(s, ir.Loop):
-        for x in s.init:
-            _collect_reads_stmt(x, acc)
-        _mentions(s.cond, acc)
-        _mentions(s.step, acc)
-        _collect_reads_stmt(s.body, acc)
-    elif isinstance(s, ir.Switch):
-        _mentions(s.value, acc)
-        for c in s.cases:
-            for x in c.body:
-                _collect_reads_stmt(x, acc)
-
 
 def _pure(e) -> bool:
     return e is None or is_pure(e)
