@@ -17,6 +17,7 @@ from . import autodiff
 from .check.program import check_program
 from .frontend import _defines_from_args, _parse, core_modules, new_checker
 from .emit import EmitError, emit_program
+from .ir.program import numbering
 from .passes.options import DEFAULT_OPTIONS, PipelineOptions
 from .passes.pipeline import run_pipeline
 from .source import CompileError, Loc, NO_LOC, SourceFile, error
@@ -31,8 +32,9 @@ def compile_uncached(sources: Sequence, entry_points: Sequence[str], *, target: 
     old_limit = _sys.getrecursionlimit()
     _sys.setrecursionlimit(max(old_limit, 20000))
     try:
-        return _compile(sources, entry_points, target=target, include_paths=include_paths,
-                        compiler_args=compiler_args, type_conformances=type_conformances, options=options)
+        with numbering():               # names numbered per compile: same input, same C++/CUDA text
+            return _compile(sources, entry_points, target=target, include_paths=include_paths,
+                            compiler_args=compiler_args, type_conformances=type_conformances, options=options)
     except (CompileError, OSError):
         raise
     except RecursionError:

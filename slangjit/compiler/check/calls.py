@@ -2,19 +2,18 @@
 resolution, and instantiation of functions."""
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..parse import ast
 from ..ir import nodes as ir
+from ..ir.program import next_placeholder_id
 from ..ir.fold import fold_convert
 from ..source import CompileError, Loc
 from .. import types as T
 from .scope import Env, FuncSym, PackSym, TypeSym, ValueSym
 from .results import const_expr
 
-_uid = itertools.count(100000)
 
 # Costs of implicit conversions (lower is better); the numbers only order the choices.
 COST_PROMOTE = 10          # int -> int64, float -> double, half -> float
@@ -281,9 +280,9 @@ class CallsMixin:
             if i < len(explicit):
                 a = explicit[i]
             elif p.kind == "value":
-                a = T.ValueVar(p.name, next(_uid))
+                a = T.ValueVar(p.name, next_placeholder_id())
             else:
-                a = T.TypeVar(p.name, next(_uid))
+                a = T.TypeVar(p.name, next_placeholder_id())
             if p.kind == "value":
                 genv.add(p.name, ValueSym(p.name, const_expr(a, loc)))
             else:
@@ -367,7 +366,7 @@ class CallsMixin:
         implicit = []
         for i, pt in enumerate(ptypes):
             if isinstance(pt, T.InterfaceType) and i < len(args):
-                v = T.TypeVar(f"__impl{i}", next(_uid))
+                v = T.TypeVar(f"__impl{i}", next_placeholder_id())
                 implicit.append((i, pt, v))
                 ptypes[i] = v
         binding: dict = {}

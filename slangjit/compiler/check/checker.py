@@ -12,13 +12,12 @@
 """
 from __future__ import annotations
 
-import itertools
 from typing import Optional
 
 from ..parse import ast
 from ..ir import nodes as ir
 from ..ir.derivatives import Derivatives
-from ..ir.program import unique_name
+from ..ir.program import next_placeholder_id, unique_name
 from ..source import CompileError, Diagnostic, Loc, error
 from .. import types as T
 from .results import (BUFFER_KINDS, BuiltinIfaceRes, CBufferMemberSym, GenericRes, InterfaceInstance,
@@ -34,7 +33,6 @@ from .diffs import DiffsMixin
 from .dynamic import DynamicMixin
 from .operators import OperatorsMixin
 
-_uid = itertools.count(1)
 
 class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, OperatorsMixin, StmtsMixin):
     def __init__(self):
@@ -459,10 +457,10 @@ class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, Op
         genv = Env(env, "generic")
         for p in d.generic_params:
             if p.kind == "value":
-                v = T.ValueVar(p.name, next(_uid))
+                v = T.ValueVar(p.name, next_placeholder_id())
                 genv.add(p.name, ValueSym(p.name, ir.ValueVarExpr(T.INT, v)))
             else:
-                v = T.TypeVar(p.name, next(_uid))
+                v = T.TypeVar(p.name, next_placeholder_id())
                 genv.add(p.name, TypeSym(p.name, v))
             vars_[v] = p
         try:

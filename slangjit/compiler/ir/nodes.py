@@ -13,15 +13,14 @@ from typing import Any, Optional
 
 from ..source import Loc, NO_LOC
 from ..types import Type
+from .program import next_var_uid
 
 
 class Var:
-    """A local variable or parameter."""
-    _next = 0
+    """A local variable or parameter.  `uid` is unique within the compile (ir/program.py numbering)."""
 
     def __init__(self, name: str, type: Type, direction: str = "in", loc: Loc = NO_LOC):
-        Var._next += 1
-        self.uid = Var._next
+        self.uid = next_var_uid()
         self.name = name
         self.type = type
         self.direction = direction     # for parameters: "in", "out", "inout"
