@@ -8,7 +8,7 @@ import tempfile
 
 def write_atomic(path: str, chunks) -> None:
     folder = os.path.dirname(path) or "."
-    os.makedirs(folder, exist_ok=True)
+    os.makedirs(folder, mode=0o700, exist_ok=True)   # cache folders are private (docs/security.md)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=os.path.splitext(path)[1])
     try:
         with os.fdopen(fd, "wb") as f:

@@ -104,14 +104,18 @@ def new_checker(target: str, include_paths: Sequence[str], defines: dict, type_c
         for d in [base_dir] + search + ["."]:
             for n in names:
                 cands.append(os.path.join(d, n))
+        absent = frontend_cache.active_absent()    # front-end cache: lookups that failed (a file there later shadows)
         for c in cands:
-            if os.path.isfile(c):
-                key = os.path.realpath(c)
-                if key in loaded:
-                    return key, None
-                loaded.add(key)
-                with open(c, encoding="utf-8") as f:
-                    return key, _parse(f.read(), c, search, defines)
+            if not os.path.isfile(c):
+                if absent is not None:
+                    absent.append(c)
+                continue
+            key = os.path.realpath(c)
+            if key in loaded:
+                return key, None
+            loaded.add(key)
+            with open(c, encoding="utf-8") as f:
+                return key, _parse(f.read(), c, search, defines)
         raise error("E2002", f"cannot find module '{name}' (looked in: {', '.join(sorted(set(os.path.dirname(c) or '.' for c in cands)))})", loc)
 
     conformances = [(i, t, ident, parse_type_name(str(t))) for i, t, ident in (tuple(tc) for tc in type_conformances)]

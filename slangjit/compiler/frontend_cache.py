@@ -26,28 +26,29 @@ from __future__ import annotations
 import contextvars
 import copy
 import hashlib
+import io
 import os
 import pickle
 import struct
 import threading
 import time
-import zlib
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from ..atomic_file import write_atomic
-from ..cache_paths import cache_dir
+from ..cache_paths import cache_dir, cache_dirs, entry_mac, mac_ok, remove_entry
 from ..version import __version__
 from .passes.options import DEFAULT_OPTIONS, PipelineOptions
 
-_FORMAT = b"slangjit-frontend-v2"
-_MAGIC = b"SJFE\x02\x00\x00\x00"
-_HEADER = struct.Struct("<8sQI")           # magic, payload length, crc32(payload)
+_FORMAT = b"slangjit-frontend-v3"
+_MAGIC = b"SJFE\x03\x00\x00\x00"
+_HEADER = struct.Struct("<8sQ32s")         # magic, payload length, HMAC-SHA256(secret, key, payload)
 _MEMORY_LIMIT = 256                         # entries kept in memory
 
 _COMPILER_DIR = os.path.dirname(os.path.abspath(__file__))
 
 _deps_var: contextvars.ContextVar[Optional[list]] = contextvars.ContextVar("slangjit_frontend_deps", default=None)
+_absent_var: contextvars.ContextVar[Optional[list]] = contextvars.ContextVar("slangjit_frontend_absent", default=None)
 _compiler_hash: Optional[bytes] = None
 _memory: dict[str, object] = {}
 _lock = threading.Lock()
@@ -62,6 +63,13 @@ def enabled() -> bool:
 def active_deps() -> Optional[list]:
     """The dependency list of the compile in progress on this thread (None outside compile_program)."""
     return _deps_var.get()
+
+
+def active_absent() -> Optional[list]:
+    """The compile in progress's list of module paths probed and not found (None outside compile_program):
+    the module loader (frontend.new_checker) appends every candidate it tried before the file it used, and
+    an entry is stale once one of them exists (it would shadow the module the entry was compiled with)."""
+    return _absent_var.get()
 
 
 # ------------------------------------------------------------------------------------------ keys
@@ -215,11 +223,24 @@ def make_key(sources, entry_points, target, include_paths, compiler_args, type_c
 
 
 def cache_folder() -> Path:
+    """Where new entries are written (a read-only cache's entries are still read: _entry_paths)."""
     return cache_dir() / "frontend"
 
 
+def _entry_name(key: str) -> str:
+    return key[:48] + ".pkl"
+
+
 def _entry_path(key: str) -> Path:
-    return cache_folder() / (key[:48] + ".pkl")
+    return cache_folder() / _entry_name(key)
+
+
+def _entry_paths(key: str) -> list:
+    """(the cache folder whose secret signs it, the entry's path), in lookup order."""
+    try:
+        return [(d, d / "frontend" / _entry_name(key)) for d in cache_dirs("cpu").read]
+    except OSError:
+        return []
 
 
 def _file_sha(path: str) -> Optional[str]:
@@ -230,45 +251,84 @@ def _file_sha(path: str) -> Optional[str]:
         return None
 
 
-def _deps_valid(deps) -> bool:
-    for path, digest in deps:
+def _deps_valid(entry) -> bool:
+    for path, digest in entry["deps"]:
         if _file_sha(path) != digest:
+            return False
+    for path in entry.get("absent", ()):    # a module lookup that failed then must fail now (it would shadow)
+        if os.path.isfile(path):
             return False
     return True
 
 
+class _ProgramUnpickler(pickle.Unpickler):
+    """Only the classes a CompiledProgram is made of.  Entries are unpickled only once their MAC checks
+    out (so this is a second fence, not the first): an entry naming anything else is treated as corrupt."""
+    _MODULES = ("slangjit.compiler.reflection", "slangjit.compiler.source", "slangjit.compiler.layout",
+                "slangjit.compiler.types")
+    _BUILTINS = {"set", "frozenset", "complex", "bytearray", "slice", "range"}
+
+    def find_class(self, module: str, name: str):
+        if module in self._MODULES:
+            obj = super().find_class(module, name)
+            if isinstance(obj, type):
+                return obj
+        elif module == "builtins" and name in self._BUILTINS:
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(f"front-end cache entry names {module}.{name}")
+
+
 def _read_disk(key: str):
-    p = _entry_path(key)
+    for folder, p in _entry_paths(key):
+        entry = _read_entry(folder, p, key)
+        if entry is not None:
+            return entry
+    return None
+
+
+def _read_entry(folder: Path, p: Path, key: str):
     try:
         with open(p, "rb") as f:
             data = f.read()
-    except OSError:
+    except FileNotFoundError:
         return None
+    except OSError:                     # a directory (or anything unreadable) where the entry should be
+        data = b""
     try:
         if len(data) < _HEADER.size:
             raise ValueError("short")
-        magic, n, digest = _HEADER.unpack_from(data, 0)
+        magic, n, mac = _HEADER.unpack_from(data, 0)
         payload = memoryview(data)[_HEADER.size:]
-        if magic != _MAGIC or n != len(payload) or zlib.crc32(payload) != digest:
+        if magic != _MAGIC or n != len(payload):
             raise ValueError("bad header")
-        entry = pickle.loads(payload)
+        if not mac_ok(folder, key, payload, mac):   # before unpickling: forged, damaged or another key's entry
+            raise ValueError("bad mac")
+        entry = _ProgramUnpickler(io.BytesIO(payload)).load()
         if not isinstance(entry, dict) or entry.get("key") != key:
             raise ValueError("bad entry")
         entry["program"], entry["deps"]   # noqa: B018  (KeyError -> corrupt)
     except Exception:  # noqa: BLE001  (corrupt / truncated / foreign: drop it, it will be rewritten)
         stats["corrupt"] += 1
-        try:
-            os.unlink(p)
-        except OSError:
-            pass
+        if _writable_folder(folder):
+            remove_entry(p)
         return None
     return entry
 
 
+def _writable_folder(folder: Path) -> bool:
+    return os.access(folder, os.W_OK | os.X_OK)
+
+
 def _write_disk(key: str, entry: dict) -> None:
+    folder = cache_dir()
     payload = pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL)
-    data = _HEADER.pack(_MAGIC, len(payload), zlib.crc32(payload)) + payload
-    write_atomic(str(_entry_path(key)), (data,))
+    mac = entry_mac(folder, key, payload)
+    if mac is None:
+        raise OSError("no cache secret")
+    path = folder / "frontend" / _entry_name(key)
+    if os.path.lexists(path) and not os.path.isfile(path):
+        remove_entry(path)              # a directory where the entry goes: it would block os.replace forever
+    write_atomic(str(path), (_HEADER.pack(_MAGIC, len(payload), mac), payload))
 
 
 def _remember(key: str, entry: dict) -> None:
@@ -322,12 +382,12 @@ def cached_compile(compile_fn: Callable, sources, entry_points, *, target, inclu
     if key is None:
         return compile_fn(sources, entry_points, **kwargs)
     entry = _memory.get(key)
-    if entry is not None and _deps_valid(entry["deps"]):
+    if entry is not None and _deps_valid(entry):
         stats["memory_hits"] += 1
         return _hit(entry, time.perf_counter() - t0, "memory")
     entry = _read_disk(key)
     if entry is not None:
-        if _deps_valid(entry["deps"]):
+        if _deps_valid(entry):
             stats["disk_hits"] += 1
             _remember(key, entry)
             return _hit(entry, time.perf_counter() - t0, "disk")
@@ -335,16 +395,19 @@ def cached_compile(compile_fn: Callable, sources, entry_points, *, target, inclu
     stats["misses"] += 1
 
     deps: list = []
+    absent: list = []
     token = _deps_var.set(deps)
+    token_absent = _absent_var.set(absent)
     try:
         prog = compile_fn(sources, entry_points, **kwargs)
     finally:
+        _absent_var.reset(token_absent)
         _deps_var.reset(token)
     key_paths = {os.path.realpath(s.path) for s in sources if s.text is None and s.path}
     norm = _normalize_deps(deps, key_paths)
     if norm is None:
         return prog
-    entry = {"key": key, "program": prog, "deps": norm}
+    entry = {"key": key, "program": prog, "deps": norm, "absent": sorted({os.path.abspath(p) for p in absent})}
     try:
         _write_disk(key, entry)
         stats["stores"] += 1

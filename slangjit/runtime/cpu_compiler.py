@@ -34,14 +34,14 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from ..cache_paths import cache_dir   # the per-user cache folder (shared with the front-end cache)
+from ..cache_paths import cache_dir, cache_dirs, entry_mac, mac_ok, remove_entry   # per-user folders + entry MACs
 
 BASE_FLAGS = ("-std=c++17", "-O2", "-fwrapv", "-fPIC", "-shared", "-fno-strict-aliasing",
               "-ffp-contract=off", "-fno-math-errno")
 
 _CACHE_VERSION = b"slangjit-cpu-v1"
-_TRAILER_MAGIC = b"SJLIB\x01\x00\x00"
-_TRAILER = struct.Struct("<8sQ32s")          # magic, image length, sha256(image)
+_TRAILER_MAGIC = b"SJLIB\x02\x00\x00"
+_TRAILER = struct.Struct("<8sQ32s")          # magic, image length, HMAC-SHA256(folder secret, key, image)
 
 
 class InternalCompilerError(RuntimeError):
@@ -110,14 +110,23 @@ def compiler_version(cmd: tuple[str, ...]) -> str:
     if v is not None:
         return v
     stamp = _exe_stamp(cmd)
-    vfile = cache_dir() / "compilers" / (hashlib.sha256(stamp.encode()).hexdigest()[:32] + ".json")
+    vname = hashlib.sha256(stamp.encode()).hexdigest()[:32] + ".json"
     try:
-        data = json.loads(vfile.read_text())
-        if data.get("stamp") == stamp:
-            _version_cache[cmd] = data["version"]
-            return data["version"]
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
+        folders = cache_dirs().read
+    except OSError:
+        folders = ()
+    for d in folders:                   # JSON (no code runs on reading it); a read-only cache's is used too
+        try:
+            data = json.loads((d / "compilers" / vname).read_text())
+            if data.get("stamp") == stamp and isinstance(data.get("version"), str):
+                _version_cache[cmd] = data["version"]
+                return data["version"]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            pass
+    try:
+        vfile = cache_dir() / "compilers" / vname
+    except OSError:
+        vfile = None
     try:
         p = subprocess.run([*cmd, "--version"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as e:
@@ -126,7 +135,11 @@ def compiler_version(cmd: tuple[str, ...]) -> str:
         raise CompilerNotFoundError(f"C++ compiler {' '.join(cmd)!r} does not work ('--version' exited with "
                                     f"{p.returncode}): {(p.stderr or p.stdout).strip()[:500]}")
     v = p.stdout.strip()
-    _atomic_write(vfile, json.dumps({"stamp": stamp, "version": v}).encode())
+    try:
+        if vfile is not None:
+            _atomic_write(vfile, json.dumps({"stamp": stamp, "version": v}).encode())
+    except OSError:                     # a read-only cache: ask the compiler again next process
+        pass
     _version_cache[cmd] = v
     return v
 
@@ -140,7 +153,7 @@ def compile_flags() -> tuple[str, ...]:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=str(path.parent), prefix=".tmp-", suffix=path.suffix)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -201,8 +214,9 @@ def library_key(source: str, cmd: Optional[tuple[str, ...]] = None, flags: Optio
     return h.hexdigest()
 
 
-def _verify(path: Path) -> bool:
-    """True when `path` holds a complete library written by `_build` (trailer checks out)."""
+def _verify(path: Path, folder: Path, key: str) -> bool:
+    """True when `path` holds a complete library written by `_build` for `key` into `folder` (its trailer's
+    MAC, made with the folder's secret, checks out): checked before the library is loaded."""
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -210,10 +224,10 @@ def _verify(path: Path) -> bool:
         return False
     if len(data) < _TRAILER.size:
         return False
-    magic, n, digest = _TRAILER.unpack_from(data, len(data) - _TRAILER.size)
+    magic, n, mac = _TRAILER.unpack_from(data, len(data) - _TRAILER.size)
     if magic != _TRAILER_MAGIC or n != len(data) - _TRAILER.size:
         return False
-    return hashlib.sha256(memoryview(data)[:n]).digest() == digest
+    return mac_ok(folder, key, memoryview(data)[:n], mac)
 
 
 def _build(source: str, cmd: tuple[str, ...], flags: tuple[str, ...], key: str, final: Path) -> float:
@@ -244,11 +258,16 @@ def _build(source: str, cmd: tuple[str, ...], flags: tuple[str, ...], key: str, 
         seconds = time.perf_counter() - t0
         with open(lib_tmp, "rb") as f:
             image = f.read()
+        mac = entry_mac(d, key, image)
+        if mac is None:
+            raise PermissionError(f"slangjit cache folder {d} has no usable secret.key")
         with open(lib_tmp, "ab") as f:
-            f.write(_TRAILER.pack(_TRAILER_MAGIC, len(image), hashlib.sha256(image).digest()))
+            f.write(_TRAILER.pack(_TRAILER_MAGIC, len(image), mac))
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(lib_tmp, 0o755)
+        os.chmod(lib_tmp, 0o700)
+        if os.path.lexists(final) and not os.path.isfile(final):
+            remove_entry(final)             # a directory where the library goes would block os.replace forever
         os.replace(lib_tmp, final)
         return seconds
     finally:
@@ -271,20 +290,26 @@ def load_library(source: str) -> CpuLibrary:
         lib = _libs.get(key)
         if lib is not None:
             return lib
-        final = cache_dir() / (key[:40] + _LIB_EXT)
+        name = key[:40] + _LIB_EXT
         compile_seconds = 0.0
         from_disk = False
         handle = None
-        if final.exists():
-            if _verify(final):
+        final = None
+        for folder in cache_dirs().read:    # a read-only cache's libraries are loaded from where they are
+            path = folder / name
+            if not os.path.lexists(path):
+                continue
+            if os.path.isfile(path) and _verify(path, folder, key):
                 try:
-                    handle = ctypes.CDLL(str(final))
-                    from_disk = True
+                    handle = ctypes.CDLL(str(path))
+                    from_disk, final = True, path
+                    break
                 except OSError:
-                    handle = None
-            if handle is None:           # truncated / corrupt / foreign: rebuild
-                _unlink(final)
+                    pass
+            if os.access(folder, os.W_OK):  # truncated / corrupt / forged / another key's / a directory: rebuild
+                remove_entry(path)
         if handle is None:
+            final = cache_dir() / name
             compile_seconds = _build(source, cmd, flags, key, final)
             try:
                 handle = ctypes.CDLL(str(final))

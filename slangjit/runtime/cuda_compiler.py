@@ -25,6 +25,7 @@ import threading
 import time
 from typing import Optional
 
+from .. import cache_paths
 from ..atomic_file import write_atomic
 
 
@@ -178,8 +179,8 @@ def _annotate(log: str, source: str, limit: int = 40) -> str:
 
 
 def cache_dir() -> str:
-    base = os.environ.get("SLANGJIT_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "slangjit")
-    return os.path.join(base, "cuda")
+    """Where new images are written (`<cache base>/cuda`, private to the user: slangjit/cache_paths.py)."""
+    return str(cache_paths.cache_dir("cuda"))
 
 
 class CompiledImage:
@@ -202,8 +203,8 @@ class CompiledImage:
 # says so and a hit compares the NVRTC version instead (the slow, always-correct check).
 
 _FORMAT = "slangjit-cuda-image-v3"
-_MAGIC = b"SJCUIMG2"
-_HEADER = struct.Struct("<8sIQ")          # magic, metadata length, image length
+_MAGIC = b"SJCUIMG3"
+_HEADER = struct.Struct("<8sIQ32s")       # magic, metadata length, image length, HMAC(secret, key, meta + image)
 _mem_cache: dict[str, bytes] = {}
 stats = {"memory_hits": 0, "disk_hits": 0, "compiles": 0, "stale": 0, "corrupt": 0}
 
@@ -264,20 +265,29 @@ def _stamp_current(meta: dict) -> bool:
     return True
 
 
-def _read_entry(path: str) -> Optional[bytes]:
-    """The image stored at `path` if the file is whole and its toolchain is current, else None."""
+def _read_entry(path: str, folder, key: str) -> Optional[bytes]:
+    """The image stored at `path` if the file is whole, its MAC (made with `folder`'s secret over the key,
+    metadata and image) checks out and its toolchain is current, else None."""
     try:
         with open(path, "rb") as f:
             data = f.read()
-    except OSError:
+    except FileNotFoundError:
         return None
+    except OSError:                              # a directory (or unreadable file) where the entry goes
+        data = b""
     try:
-        magic, n_meta, n_img = _HEADER.unpack_from(data, 0)
+        magic, n_meta, n_img, mac = _HEADER.unpack_from(data, 0)
         if magic != _MAGIC or _HEADER.size + n_meta + n_img != len(data):
             raise ValueError("bad header")
+        if not cache_paths.mac_ok(folder, key, memoryview(data)[_HEADER.size:], mac):
+            raise ValueError("bad mac")
         meta = json.loads(data[_HEADER.size:_HEADER.size + n_meta])
-    except (ValueError, struct.error):           # truncated, foreign or corrupt: rebuilt and rewritten
+        if not isinstance(meta, dict):
+            raise ValueError("bad metadata")
+    except (ValueError, struct.error):           # truncated, foreign, forged or corrupt: rebuilt and rewritten
         stats["corrupt"] += 1
+        if os.access(folder, os.W_OK):
+            cache_paths.remove_entry(path)
         return None
     if not _stamp_current(meta):
         stats["stale"] += 1
@@ -285,9 +295,14 @@ def _read_entry(path: str) -> Optional[bytes]:
     return data[_HEADER.size + n_meta:]
 
 
-def _write_entry(path: str, image: bytes, meta: dict) -> None:
+def _write_entry(path: str, image: bytes, meta: dict, key: str) -> None:
     m = json.dumps(meta, sort_keys=True).encode()
-    write_atomic(path, (_HEADER.pack(_MAGIC, len(m), len(image)), m, image))
+    mac = cache_paths.entry_mac(os.path.dirname(path), key, m + image)
+    if mac is None:
+        raise OSError("no cache secret")
+    if os.path.lexists(path) and not os.path.isfile(path):
+        cache_paths.remove_entry(path)
+    write_atomic(path, (_HEADER.pack(_MAGIC, len(m), len(image), mac), m, image))
 
 
 def compile_cached(source: str, arch: str, source_sha256: Optional[bytes] = None) -> CompiledImage:
@@ -301,19 +316,24 @@ def compile_cached(source: str, arch: str, source_sha256: Optional[bytes] = None
         stats["memory_hits"] += 1
         return CompiledImage(img, key, 0.0, True)
     ext = "cubin" if arch.startswith("sm_") else "ptx"
-    path = os.path.join(cache_dir(), f"{key[:40]}.{ext}")
-    img = _read_entry(path)
-    if img is not None:
-        stats["disk_hits"] += 1
-        _mem_cache[key] = img
-        return CompiledImage(img, key, 0.0, True)
+    name = f"{key[:40]}.{ext}"
+    try:
+        folders = cache_paths.cache_dirs("cuda").read
+    except OSError:
+        folders = ()
+    for folder in folders:                  # a read-only cache's images are served too
+        img = _read_entry(os.path.join(folder, name), folder, key)
+        if img is not None:
+            stats["disk_hits"] += 1
+            _mem_cache[key] = img
+            return CompiledImage(img, key, 0.0, True)
     t0 = time.perf_counter()
     img, _log = compile_source(source, arch)
     secs = time.perf_counter() - t0
     stats["compiles"] += 1
     _mem_cache[key] = img
     try:
-        _write_entry(path, img, toolchain_stamp())
+        _write_entry(os.path.join(cache_dir(), name), img, toolchain_stamp(), key)
     except OSError:
         pass
     return CompiledImage(img, key, secs, False)

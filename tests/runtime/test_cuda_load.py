@@ -13,6 +13,8 @@ import sys
 
 import pytest
 
+from slangjit import cache_paths
+
 pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-bindings (NVRTC) not installed")
 
 from slangjit.compiler import SourceSpec, compile_program  # noqa: E402
@@ -115,7 +117,7 @@ def test_entry_records_the_toolchain(cache):
     a = cc.compile_cached(src, "compute_90")
     with open(_entry_file(cache, a.key, "ptx"), "rb") as f:
         data = f.read()
-    magic, n_meta, n_img = cc._HEADER.unpack_from(data, 0)
+    magic, n_meta, n_img, _mac = cc._HEADER.unpack_from(data, 0)
     meta = json.loads(data[cc._HEADER.size:cc._HEADER.size + n_meta])
     assert magic == cc._MAGIC and data[cc._HEADER.size + n_meta:] == a.image
     assert meta["nvrtc"] == list(cc.nvrtc_version())
@@ -125,16 +127,17 @@ def test_entry_records_the_toolchain(cache):
         assert meta["libraries_listed"] and any(n.startswith("libnvrtc") for n in names)
 
 
-def _rewrite_meta(path: str, change) -> None:
+def _rewrite_meta(path: str, change, key: str) -> None:
     with open(path, "rb") as f:
         data = f.read()
-    _, n_meta, n_img = cc._HEADER.unpack_from(data, 0)
+    _, n_meta, n_img, _mac = cc._HEADER.unpack_from(data, 0)
     meta = json.loads(data[cc._HEADER.size:cc._HEADER.size + n_meta])
     change(meta)
     img = data[cc._HEADER.size + n_meta:]
     m = json.dumps(meta).encode()
     with open(path, "wb") as f:
-        f.write(cc._HEADER.pack(cc._MAGIC, len(m), len(img)) + m + img)
+        mac = cache_paths.entry_mac(os.path.dirname(path), key, m + img)   # re-signed: only the toolchain changed
+        f.write(cc._HEADER.pack(cc._MAGIC, len(m), len(img), mac) + m + img)
 
 
 def test_changed_toolchain_is_rebuilt(cache):
@@ -145,7 +148,7 @@ def test_changed_toolchain_is_rebuilt(cache):
 
     def touch(meta):            # as if cuda_fp16.h (or libnvrtc) had been replaced since
         meta["files"][0][2] += 1
-    _rewrite_meta(path, touch)
+    _rewrite_meta(path, touch, a.key)
     cc._mem_cache.clear()
     stale = cc.stats["stale"]
     b = cc.compile_cached(src, "sm_90")
@@ -163,13 +166,13 @@ def test_unlisted_libraries_compare_the_nvrtc_version(cache):
     def other_nvrtc(meta):
         meta["libraries_listed"] = False
         meta["nvrtc"] = [1, 0]
-    _rewrite_meta(path, other_nvrtc)
+    _rewrite_meta(path, other_nvrtc, a.key)
     cc._mem_cache.clear()
     assert not cc.compile_cached(src, "sm_90").cached
 
     def same_nvrtc(meta):
         meta["libraries_listed"] = False
-    _rewrite_meta(path, same_nvrtc)
+    _rewrite_meta(path, same_nvrtc, a.key)
     cc._mem_cache.clear()
     assert cc.compile_cached(src, "sm_90").cached
 
