@@ -110,7 +110,8 @@ def _make_private(folder: Path) -> None:
     check_owned(folder)
 
 
-def _writable(folder: Path) -> bool:
+def writable(folder) -> bool:
+    """Whether entries may be written (and broken ones removed) in `folder`."""
     return os.access(folder, os.W_OK | os.X_OK)
 
 
@@ -148,7 +149,7 @@ def _resolve(kind: str) -> CacheDirs:
         primary = None                        # cannot be created (read-only parent, ...): the temp folder
     if primary is not None:
         read.append(primary)
-        if _writable(primary):
+        if writable(primary):
             return CacheDirs(tuple(read), primary)
     top = fallback_base()
     try:
@@ -159,7 +160,7 @@ def _resolve(kind: str) -> CacheDirs:
         raise
     except OSError:
         return CacheDirs(tuple(read), None)
-    if not _writable(fallback):
+    if not writable(fallback):
         return CacheDirs(tuple(read + [fallback]), None)
     return CacheDirs(tuple(read + [fallback]), fallback)
 
@@ -184,7 +185,7 @@ def secret(folder: Path) -> Optional[bytes]:
         return s
     p = folder / _SECRET_NAME
     s = _read_secret(p)
-    if s is None and _writable(folder):
+    if s is None and writable(folder):
         try:
             fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
         except FileExistsError:

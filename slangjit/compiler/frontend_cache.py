@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from ..atomic_file import write_atomic
+from .. import cache_paths
 from ..cache_paths import cache_dir, cache_dirs, entry_mac, mac_ok, remove_entry
 from ..version import __version__
 from .passes.options import DEFAULT_OPTIONS, PipelineOptions
@@ -309,14 +310,10 @@ def _read_entry(folder: Path, p: Path, key: str):
         entry["program"], entry["deps"]   # noqa: B018  (KeyError -> corrupt)
     except Exception:  # noqa: BLE001  (corrupt / truncated / foreign: drop it, it will be rewritten)
         stats["corrupt"] += 1
-        if _writable_folder(folder):
+        if cache_paths.writable(folder):
             remove_entry(p)
         return None
     return entry
-
-
-def _writable_folder(folder: Path) -> bool:
-    return os.access(folder, os.W_OK | os.X_OK)
 
 
 def _write_disk(key: str, entry: dict) -> None:

@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
+from .. import cache_paths
 from ..cache_paths import cache_dir, cache_dirs, entry_mac, mac_ok, remove_entry   # per-user folders + entry MACs
 
 BASE_FLAGS = ("-std=c++17", "-O2", "-fwrapv", "-fPIC", "-shared", "-fno-strict-aliasing",
@@ -306,7 +307,7 @@ def load_library(source: str) -> CpuLibrary:
                     break
                 except OSError:
                     pass
-            if os.access(folder, os.W_OK):  # truncated / corrupt / forged / another key's / a directory: rebuild
+            if cache_paths.writable(folder):  # truncated / corrupt / forged / another key's / a directory: rebuild
                 remove_entry(path)
         if handle is None:
             final = cache_dir() / name

@@ -286,7 +286,7 @@ def _read_entry(path: str, folder, key: str) -> Optional[bytes]:
             raise ValueError("bad metadata")
     except (ValueError, struct.error):           # truncated, foreign, forged or corrupt: rebuilt and rewritten
         stats["corrupt"] += 1
-        if os.access(folder, os.W_OK):
+        if cache_paths.writable(folder):
             cache_paths.remove_entry(path)
         return None
     if not _stamp_current(meta):

@@ -283,3 +283,49 @@ def test_compiler_hash_memo_follows_file_changes(tmp_path):
 
 def test_compiler_hash_matches_the_compiler_tree():
     assert fc.compiler_hash() == fc._tree_hash(fc._COMPILER_DIR, None)
+
+
+SHADOW_CHILD = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import slangjit as spy
+    main, inc = sys.argv[1], sys.argv[2]
+    device = spy.create_device(type=spy.DeviceType.cpu, include_paths=[inc])
+    program = device.load_program(main + "/kernel.slang", ["computeMain"])
+    kernel = device.create_compute_kernel(program)
+    buf = device.create_buffer(element_count=4, struct_size=4, usage=spy.BufferUsage.unordered_access)
+    kernel.dispatch(thread_count=[4, 1, 1], vars={"result": buf}, count=4)
+    print(json.dumps({"where": getattr(program.compiled, "frontend_cache", "compiled"),
+                      "values": buf.to_numpy().view(np.float32).tolist()}))
+""")
+
+
+def test_module_that_now_shadows_an_import_is_noticed_by_a_new_process(proj, tmp_path):
+    """issue 15 item 5: `import helper;` found on an include path; a helper.slang created beside the main
+    file (looked up first, so it shadows the other) makes the entry stale in the next process."""
+    _, cache = proj
+    main, inc = tmp_path / "main", tmp_path / "inc"
+    main.mkdir()
+    inc.mkdir()
+    (main / "kernel.slang").write_text(KERNEL)
+    (inc / "helper.slang").write_text("float helperf(float x) { return x * 2.0; }\n")
+    (inc / "consts.h").write_text("#define OFFSET 1.0\n")
+
+    def child():
+        env = dict(os.environ, SLANGJIT_CACHE_DIR=str(cache), PYTHONPATH=str(ROOT))
+        env.pop("SLANGJIT_NO_FRONTEND_CACHE", None)
+        p = subprocess.run([sys.executable, "-c", SHADOW_CHILD, str(main), str(inc)], capture_output=True,
+                           text=True, env=env, cwd=str(ROOT), timeout=300)
+        assert p.returncode == 0, p.stderr
+        return json.loads(p.stdout.strip().splitlines()[-1])
+
+    first = child()
+    assert first["values"] == [1.0, 3.0, 5.0, 7.0]
+    assert child()["where"] == "disk"                       # a warm start is still served
+    (main / "helper.slang").write_text("float helperf(float x) { return x * 10.0; }\n")
+    shadowed = child()
+    assert shadowed["where"] == "compiled"
+    assert shadowed["values"] == [1.0, 11.0, 21.0, 31.0]
+    assert child()["where"] == "disk"                       # and the new entry is served again
+    (main / "helper.slang").unlink()                         # gone again: the include path's helper is back
+    assert child()["values"] == [1.0, 3.0, 5.0, 7.0]
