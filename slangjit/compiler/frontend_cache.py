@@ -10,12 +10,16 @@ runtime's library cache, no C++ compiler): `load_program` -> first dispatch in a
   their defaults (passes/options.py PipelineOptions.changed), and the path and text of each source.
 * Value = the pickled `CompiledProgram` + the files the compile read besides its sources
   (imported modules, `#include`d files) with their sha256.  On load every dependency is
-  re-hashed; any change (or a vanished file) is a miss and the entry is rebuilt.
+  re-hashed; any change (or a vanished file) is a miss and the entry is rebuilt.  The module
+  paths the loader probed without finding a file (`active_absent()`) are recorded too: one that
+  exists now would shadow the import, so the entry is stale.
 * Disk: `<cache dir>/frontend/<key>.pkl` (`slangjit.cache_paths.cache_dir()`, i.e. under
   `$SLANGJIT_CACHE_DIR`).  Entries are written atomically (temp file + os.replace) and
-  carry a header (magic, payload length, CRC-32 of the payload: it guards against truncation and
-  disk corruption, not tampering, and costs a third of a sha256); a truncated or corrupt entry
-  is ignored and rewritten.
+  carry a header (magic, payload length, HMAC-SHA256 over key + payload under the cache folder's
+  per-user secret, cache_paths.entry_mac), checked before anything is unpickled, and then only
+  reflection classes are unpickled (_ProgramUnpickler); a truncated, corrupt, forged or
+  other-key entry (or a directory in its place) is removed and rewritten.  A read-only cache
+  folder is still read; new entries go to the private temp folder (docs/security.md).
 * `SLANGJIT_NO_FRONTEND_CACHE=1` disables both the memory and the disk cache.
 * Dependencies are collected while compiling: `compile_program`'s `_parse` appends every file it
   parses (imported modules) and passes the list to `parser.parse_module(..., deps=)` which

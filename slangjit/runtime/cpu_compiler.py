@@ -10,9 +10,11 @@
   compiler process at all.
 * Builds go to a unique temporary file in the cache folder that is then `os.replace`d into
   place: concurrent processes never see a partial library, and two processes building the same
-  source both succeed.  Every cached library carries a trailer (magic, length, sha256 of the
-  ELF/Mach-O bytes) appended after the image; a library whose trailer does not verify, or that
-  fails to load, is deleted and rebuilt.
+  source both succeed.  Every cached library carries a trailer (magic, length, HMAC-SHA256 under
+  the folder's per-user secret over key + ELF/Mach-O bytes, slangjit/cache_paths.py) appended after
+  the image, checked before the library is loaded; a library whose trailer does not verify (or a
+  directory in its place) is deleted and rebuilt.  A read-only cache folder's libraries are loaded
+  where they are; new ones go to the private temp folder (docs/security.md).
 * A compiler failure is a slangjit bug (the front end accepted the program): it raises
   `InternalCompilerError` with the compiler's first 40 lines of diagnostics; the failing source
   is kept next to the cache as `failed-<key>.cpp`.
