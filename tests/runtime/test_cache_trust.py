@@ -82,7 +82,8 @@ def _probe(lib) -> int:
 # ------------------------------------------------------------------------------------------ folders
 
 
-def test_folders_are_created_private(cache):
+def test_folders_are_created_private(cache, monkeypatch):
+    monkeypatch.setattr(cc, "_version_cache", {})          # so that the compiler's version is cached on disk
     prog = _compile()
     cc.load_library(CPP % 1)
     for d in (cache / "cpu", cache / "cpu" / "frontend", cache / "cpu" / "compilers"):
