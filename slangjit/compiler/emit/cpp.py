@@ -384,6 +384,8 @@ class CppEmitter:
 
     def x_Index(self, e):
         obj, idx, ot = self.expr(e.obj), self.expr(e.index), e.obj.type
+        if isinstance(e.obj, ir.LocalRef):
+            ot = e.obj.var.type          # (a reverse-mode stack's reference predates its array type)
         if isinstance(ot, (T.ArrayType, T.VectorType, T.MatrixType)):
             n = ot.n if isinstance(ot, (T.ArrayType, T.VectorType)) else ot.rows
             if isinstance(e.index, ir.Const) and isinstance(e.index.value, int) and 0 <= e.index.value < (n or 1):
