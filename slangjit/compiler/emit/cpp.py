@@ -232,8 +232,8 @@ class CppEmitter:
             ty = e.type if "LoadT" in name else e.args[1].type
             name = name.replace("@T0", self.ctype(ty))
         obj = self.expr(e.obj)
-        sep = "."
-        if e.via_pointer:
+        sep = "->" if e.via_pointer and not self.null_checks() else "."
+        if e.via_pointer and self.null_checks():
             obj = f"sj::deref({obj}, {self.site(e.loc, 'null pointer dereference')}u)"
         void = e.type == T.VOID
         args = e.args
@@ -355,6 +355,8 @@ class CppEmitter:
         return f"{ct}{{{self.args_str(e.args)}}}"
 
     def x_Field(self, e):
+        if e.via_pointer and not self.null_checks():
+            return f"{self.expr(e.obj)}->{e.name}"
         if e.via_pointer:
             return f"sj::deref({self.expr(e.obj)}, {self.site(e.loc, 'null pointer dereference')}u).{e.name}"
         return f"{self.expr(e.obj)}.{e.name}"
@@ -398,11 +400,19 @@ class CppEmitter:
             return f"sj::at({obj}, {idx})"
         if isinstance(ot, T.BufferType) and not ot.byte_address and self.checked:
             return f"sj::at_chk({obj}, {idx}, {self.site(e.loc, f'buffer index out of range ({ot})')}u)"
-        if isinstance(ot, T.PointerType):
+        if isinstance(ot, T.PointerType) and self.null_checks():
             return f"sj::ptr_at({obj}, {idx}, {self.site(e.loc, 'null pointer dereference')}u)"
         return f"{obj}[{idx}]"
 
+    def null_checks(self) -> bool:
+        """Pointer accesses check for null on the CPU (a null pointer uniform must not crash the Python
+        process) and in the checked mode; the CUDA default mode leaves them to the driver (a fault
+        there is a CUDA error, and a check would keep NVRTC from moving loads ahead of stores)."""
+        return self.checked or self.target == "cpp"
+
     def x_Deref(self, e):
+        if not self.null_checks():
+            return f"(*{self.expr(e.ptr)})"
         return f"sj::deref({self.expr(e.ptr)}, {self.site(e.loc, 'null pointer dereference')}u)"
 
     def x_AddressOf(self, e):
