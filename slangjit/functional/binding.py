@@ -12,6 +12,7 @@ import numpy as np
 from ..compiler import SourceSpec, compile_program
 from ..compiler.source import CompileError
 from ..runtime.device import _get_pool
+from ..runtime.kernel_errors import ErrorRecord, cpu_site_lookup, raise_if_failed
 from ..runtime.layout_pack import aligned_zeros
 from ..tensor import Tensor, resolve_dtype
 from . import typeview as S
@@ -635,10 +636,13 @@ class CallData:
                     gc = (ctypes.c_uint32 * 3)(groups, 1, 1)
                     if len(_GC) < 4096:
                         _GC[groups] = gc
+                rec = ErrorRecord()         # failures the kernel records (runtime/kernel_errors.py)
                 if groups < 4:
-                    fn(gblk, blk, gc, 0, groups)
+                    fn(gblk, blk, gc, 0, groups, ctypes.addressof(rec))
                 else:
-                    _get_pool().run(fn, (gblk, blk, gc), groups)
+                    _get_pool().run(fn, (gblk, blk, gc), groups, (ctypes.addressof(rec),))
+                if rec.code:
+                    raise_if_failed(rec, cpu_site_lookup(kernel.library), self.name)
         finally:
             self._blk = blk
         # write-backs

@@ -16,6 +16,7 @@ from ..compiler.passes.options import DEFAULT_OPTIONS, PipelineOptions
 from ..compiler.reflection import CompiledProgram
 from .base import Buffer, BufferDesc, Device, DeviceInfo, DeviceType, KernelBase, ShaderProgram
 from .cpu_compiler import load_library
+from .kernel_errors import ErrorRecord, cpu_site_lookup, raise_if_failed
 
 
 # ------------------------------------------------------------------------------------------ thread pool
@@ -40,28 +41,29 @@ class _Pool:
             job = q.get()
             if job is None:
                 return
-            fn, args, b, e = job
+            fn, args, b, e, tail = job
             try:
-                fn(*args, b, e)
+                fn(*args, b, e, *tail)
                 self._done.put(None)
             except BaseException as ex:  # noqa: BLE001
                 self._done.put(ex)
 
-    def run(self, fn, args: tuple, total: int) -> None:
+    def run(self, fn, args: tuple, total: int, tail: tuple = ()) -> None:
+        """fn(*args, begin, end, *tail) for ranges covering [0, total)."""
         n = min(self.nthreads, total)
         if n <= 1 or total < 4:
-            fn(*args, 0, total)
+            fn(*args, 0, total, *tail)
             return
         if not self._lock.acquire(blocking=False):      # another Python thread is dispatching: go inline
-            fn(*args, 0, total)
+            fn(*args, 0, total, *tail)
             return
         try:
             bounds = [total * i // n for i in range(n + 1)]
             for i in range(1, n):
-                self._queues[i - 1].put((fn, args, bounds[i], bounds[i + 1]))
+                self._queues[i - 1].put((fn, args, bounds[i], bounds[i + 1], tail))
             err = None
             try:
-                fn(*args, bounds[0], bounds[1])
+                fn(*args, bounds[0], bounds[1], *tail)
             except BaseException as ex:  # noqa: BLE001
                 err = ex
             pending = n - 1
@@ -128,7 +130,10 @@ def _get_pool() -> _Pool:
 # ------------------------------------------------------------------------------------------ kernels
 
 
-_ENTRY_ARGTYPES = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32)
+# globals block, parameter block, group counts, the range of groups, this dispatch's error record
+# (kernel_errors.py; last, so launchers written to the five-argument ABI still work)
+_ENTRY_ARGTYPES = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32,
+                   ctypes.c_void_p)
 
 
 class ComputeKernel(KernelBase):
@@ -157,10 +162,14 @@ class ComputeKernel(KernelBase):
         if total >= 1 << 32:
             raise ValueError(f"dispatch: too many thread groups ({gx} x {gy} x {gz})")
         gc = (ctypes.c_uint32 * 3)(gx, gy, gz)
+        rec = ErrorRecord()
         args = (gblock.ctypes.data, pblock.ctypes.data, ctypes.addressof(gc))
-        _get_pool().run(self._fn, args, total)
+        _get_pool().run(self._fn, args, total, (ctypes.addressof(rec),))
         # keep the blocks, the group counts and the bound buffers alive until here
         del gblock, pblock, gc, vars, kwargs
+        if rec.code:
+            raise_if_failed(rec, cpu_site_lookup(self.library), self.entry_name)
+
 
     def __repr__(self) -> str:
         return f"ComputeKernel({self.entry_name!r}, numthreads={self._numthreads})"

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import slangjit as spy
+from slangjit.runtime.kernel_errors import KernelError
 
 RW = spy.BufferUsage.shader_resource | spy.BufferUsage.unordered_access
 
@@ -332,9 +333,9 @@ void computeMain(uint3 tid : SV_DispatchThreadID)
 """
 
 
-def test_maxiters_loop_gradients_and_overrun_is_memory_safe(device):
+def test_maxiters_loop_gradients_and_overrun_raises(device):
     # y = x^(k+1) where k is the number of loop trips; derivative (k+1) x^k.
-    xs = np.array([4.0, 2.5, 2.0, 1.5, 1.25, 1.1, 11.0, 3.5], np.float32)
+    xs = np.array([4.0, 2.5, 2.0, 11.0, 3.5, 4.0, 2.5, 2.0], np.float32)     # all within [MaxIters(3)]
     k = kernel(device, LOOPS, "ad_loops")
     out = buf(device, n=8 * 4)
     k.dispatch(thread_count=[8, 1, 1], vars={"outputBuffer": out, "xs": buf(device, xs)})
@@ -344,11 +345,14 @@ def test_maxiters_loop_gradients_and_overrun_is_memory_safe(device):
         y, n = x, 0
         while y < 10.0:
             y, n = y * x, n + 1
-        if n <= 3:                       # within the bound: exact derivative in both modes
-            np.testing.assert_allclose(o[i, :3], [(n + 1) * x ** n, (n + 1) * x ** n, y], rtol=1e-5)
-        else:                            # more trips than [MaxIters(3)]: no crash, finite values, right primal
-            assert np.all(np.isfinite(o[i, :2]))
-            np.testing.assert_allclose(o[i, 2], y, rtol=1e-5)
+        assert n <= 3
+        np.testing.assert_allclose(o[i, :3], [(n + 1) * x ** n, (n + 1) * x ** n, y], rtol=1e-5)
+    # more trips than [MaxIters(3)] (x = 1.5 needs 5): the kernel records the overrun, the dispatch raises
+    # naming the loop (issue 15: never a silently wrong gradient)
+    xs[3] = 1.5
+    with pytest.raises(KernelError, match=r"ad_loops\.slang:11: loop in 'grow' ran past its \[MaxIters\(3\)\] bound"):
+        k.dispatch(thread_count=[8, 1, 1], vars={"outputBuffer": out, "xs": buf(device, xs)})
+    np.testing.assert_array_equal(read(out).reshape(8, 4)[:, 3], -7.0)     # and nothing was overwritten
 
 
 # ------------------------------------------------------------------------------------------ half / double

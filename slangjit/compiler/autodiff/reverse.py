@@ -29,6 +29,7 @@ class Stack:
     def __init__(self, t: T.Type, idx: int):
         self.elem = t
         self.var = ir.Var(f"stk{idx}", t)          # type patched once the capacity is known
+        self.var.trusted_index = True               # sp stays in [0, capacity): emit/cpp.py skips the check
         self.sp = ir.Var(f"sp{idx}", T.INT)
         self.capacity = 0
 
@@ -513,6 +514,19 @@ class ReverseTransform:
             body.append(ir.ExprStmt(ir.Assign(T.INT, "=", cref, ir.Binary(T.INT, "+", cref, ir.Const(T.INT, 1)))))
             if bound is not None:
                 limit = ir.Binary(T.BOOL, "<", cref, ir.Const(T.INT, bound))
+                if s.cond is not None:
+                    # Past its bound while its condition still holds, the loop stops and records the
+                    # overrun (prelude sj::fail; the runtime raises after the dispatch): the stored
+                    # values end there, so the gradient would silently be wrong.
+                    orig = getattr(s, "original", s)
+                    loc = orig.loc if orig.loc is not None and orig.loc.line else self.fn.loc
+                    what = (f"loop in '{self.fn.slang_name}' ran past its [MaxIters({bound})] bound in a "
+                            f"reverse-mode derivative" if "max_iters" in orig.attrs else
+                            f"loop in '{self.fn.slang_name}' ran past its trip-count bound ({bound}) in a "
+                            f"reverse-mode derivative")
+                    fail = ir.Intrinsic(T.BOOL, "sj::fail", [ir.Const(T.UINT, 3), ir.Const(T.StringType(), what)],
+                                        loc=loc)
+                    limit = ir.Binary(T.BOOL, "||", limit, fail)
                 cond = ir.Binary(T.BOOL, "&&", s.cond, limit) if s.cond is not None else limit
             else:
                 cond = s.cond if s.cond is not None else ir.Const(T.BOOL, True)

@@ -13,8 +13,10 @@ __all__ = ["EmitError", "emit_program"]
 def emit_program(optimized: Optimized):
     """The translation unit of a pipeline result (passes/pipeline.py): (source text, ProgramReflection)."""
     program = optimized.program
+    checked = optimized.options.checked
     if optimized.target == "cuda":
         target = CudaTarget(optimized.plan, optimized.options.cuda)
+        target.em.checked = checked
     else:
-        target = CppTarget(program.uses_group_barrier)
+        target = CppTarget(program.uses_group_barrier, checked)
     return assemble(program, target)

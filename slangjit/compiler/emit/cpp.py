@@ -46,8 +46,16 @@ class EmitError(Exception):
 
 
 class CppEmitter:
-    def __init__(self, target: str = "cpp"):
+    def __init__(self, target: str = "cpp", checked: bool = False):
         self.target = target
+        # PipelineOptions.checked: every buffer / local-array / vector / pointer access is checked and a
+        # failure is recorded in the dispatch's error record (prelude 13_checks.h) at a site of
+        # `self.sites` ("file:line: what"), which the generated code exports as sj_error_site(i).
+        self.checked = checked
+        self.sites: list[str] = []
+        self.site_ids: dict[str, int] = {}
+        self.cur_loc = None
+        self.cur_fn: Optional[ir.Function] = None
         self.struct_names: dict[int, str] = {}
         self.aux_structs: dict = {}          # tuple / optional types -> C name
         self.lines: list[str] = []
@@ -207,6 +215,9 @@ class CppEmitter:
         return self.with_out_temps(e.args, lambda parts: ("sj_void:" if void else "") + f"{e.func.name}({', '.join(parts)})")
 
     def x_Intrinsic(self, e):
+        if e.name == "sj::fail":      # a recorded failure (autodiff/reverse.py: a [MaxIters] overrun)
+            code, what = e.args
+            return f"sj::fail({int(code.value)}u, {self.site(e.loc, str(what.value))}u)"
         void = e.type == T.VOID
         name = e.name
         if "$T" in name:
@@ -221,9 +232,31 @@ class CppEmitter:
             ty = e.type if "LoadT" in name else e.args[1].type
             name = name.replace("@T0", self.ctype(ty))
         obj = self.expr(e.obj)
-        sep = "->" if e.via_pointer else "."
+        sep = "->" if e.via_pointer and not self.null_checks() else "."
+        if e.via_pointer and self.null_checks():
+            obj = f"sj::deref({obj}, {self.site(e.loc, 'null pointer dereference')}u)"
         void = e.type == T.VOID
-        return self.with_out_temps(e.args, lambda parts: ("sj_void:" if void else "") + f"({obj}){sep}{name}({', '.join(parts)})")
+        args = e.args
+        size = self.byte_access_size(e, name)
+        if size is not None and args:
+            site = self.site(e.loc, f"byte-address buffer access out of range ({e.obj.type})")
+            first = f"sj::bytes_chk({obj}, {self.expr(args[0])}, {size}, {site}u)"
+            return self.with_out_temps(args[1:], lambda parts: ("sj_void:" if void else "") +
+                                       f"({obj}){sep}{name}({', '.join([first] + list(parts))})")
+        return self.with_out_temps(args, lambda parts: ("sj_void:" if void else "") + f"({obj}){sep}{name}({', '.join(parts)})")
+
+    def byte_access_size(self, e, name: str) -> Optional[str]:
+        """Checked mode: the bytes a byte-address buffer Load*/Store* touches (None: not checked here)."""
+        if not self.checked or not isinstance(e.obj.type, T.BufferType) or not e.obj.type.byte_address:
+            return None
+        base = name.split("<")[0]
+        sizes = {"Load": "4", "Load2": "8", "Load3": "12", "Load4": "16",
+                 "Store": "4", "Store2": "8", "Store3": "12", "Store4": "16"}
+        if base in sizes:
+            return sizes[base]
+        if base in ("LoadT", "StoreT") and "<" in name:
+            return f"sizeof({name[name.index('<') + 1:name.rindex('>')]})"
+        return None
 
     def x_Unary(self, e):
         r = f"({e.op}{self.expr(e.operand)})"
@@ -322,8 +355,11 @@ class CppEmitter:
         return f"{ct}{{{self.args_str(e.args)}}}"
 
     def x_Field(self, e):
-        sep = "->" if e.via_pointer else "."
-        return f"{self.expr(e.obj)}{sep}{e.name}"
+        if e.via_pointer and not self.null_checks():
+            return f"{self.expr(e.obj)}->{e.name}"
+        if e.via_pointer:
+            return f"sj::deref({self.expr(e.obj)}, {self.site(e.loc, 'null pointer dereference')}u).{e.name}"
+        return f"{self.expr(e.obj)}.{e.name}"
 
     def x_Swizzle(self, e):
         if len(e.indices) == 1:
@@ -332,11 +368,52 @@ class CppEmitter:
             return f"{self.expr(e.obj)}[{e.indices[0]}]"
         return f"sj::swizzle<{','.join(map(str, e.indices))}>({self.expr(e.obj)})"
 
+    # ------------------------------------------------------------------ checked accesses
+
+    def site(self, loc, what: str) -> int:
+        """The index of a failure site (Slang file:line and what failed) in the program's site table."""
+        if loc is None or not getattr(loc, "line", 0):
+            loc = self.cur_loc
+        if (loc is None or not getattr(loc, "line", 0)) and self.cur_fn is not None:
+            loc = self.cur_fn.loc
+        where = f"{loc.file.path if loc is not None and loc.file else '<unknown>'}:{loc.line if loc is not None else 0}"
+        text = f"{where}: {what}"
+        i = self.site_ids.get(text)
+        if i is None:
+            i = self.site_ids[text] = len(self.sites)
+            self.sites.append(text)
+        return i
+
     def x_Index(self, e):
-        return f"{self.expr(e.obj)}[{self.expr(e.index)}]"
+        obj, idx, ot = self.expr(e.obj), self.expr(e.index), e.obj.type
+        if isinstance(e.obj, ir.LocalRef):
+            ot = e.obj.var.type          # (a reverse-mode stack's reference predates its array type)
+        if isinstance(ot, (T.ArrayType, T.VectorType, T.MatrixType)):
+            n = ot.n if isinstance(ot, (T.ArrayType, T.VectorType)) else ot.rows
+            if isinstance(e.index, ir.Const) and isinstance(e.index.value, int) and 0 <= e.index.value < (n or 1):
+                return f"{obj}[{idx}]"          # a constant index in range: no check
+            if getattr(getattr(e.obj, "var", None), "trusted_index", False) and not self.checked:
+                return f"{obj}.data[{idx}]"     # a reverse-mode stack: in range by construction
+            if self.checked:
+                kind = "local array" if isinstance(ot, T.ArrayType) else ("vector" if isinstance(ot, T.VectorType) else "matrix")
+                return f"sj::at_chk({obj}, {idx}, {self.site(e.loc, f'{kind} index out of range ({ot})')}u)"
+            return f"sj::at({obj}, {idx})"
+        if isinstance(ot, T.BufferType) and not ot.byte_address and self.checked:
+            return f"sj::at_chk({obj}, {idx}, {self.site(e.loc, f'buffer index out of range ({ot})')}u)"
+        if isinstance(ot, T.PointerType) and self.null_checks():
+            return f"sj::ptr_at({obj}, {idx}, {self.site(e.loc, 'null pointer dereference')}u)"
+        return f"{obj}[{idx}]"
+
+    def null_checks(self) -> bool:
+        """Pointer accesses check for null on the CPU (a null pointer uniform must not crash the Python
+        process) and in the checked mode; the CUDA default mode leaves them to the driver (a fault
+        there is a CUDA error, and a check would keep NVRTC from moving loads ahead of stores)."""
+        return self.checked or self.target == "cpp"
 
     def x_Deref(self, e):
-        return f"(*{self.expr(e.ptr)})"
+        if not self.null_checks():
+            return f"(*{self.expr(e.ptr)})"
+        return f"sj::deref({self.expr(e.ptr)}, {self.site(e.loc, 'null pointer dereference')}u)"
 
     def x_AddressOf(self, e):
         return f"(&{self.expr(e.operand)})"
@@ -369,6 +446,9 @@ class CppEmitter:
         self.lines.append("    " * depth + text)
 
     def stmt(self, s: ir.Stmt, d: int):
+        loc = getattr(s, "loc", None)
+        if loc is not None and loc.line:
+            self.cur_loc = loc
         m = getattr(self, "s_" + type(s).__name__)
         m(s, d)
 
@@ -495,11 +575,29 @@ class CppEmitter:
         ps = ", ".join(self.param_decl(p) for p in fn.params)
         return f"static {self.ctype(fn.ret)} {fn.name}({ps})"
 
-    def function(self, fn: ir.Function):
+    def function(self, fn: ir.Function, guard_recursion: bool = False):
         self.out(0, self.prototype(fn))
         self.label_uid = 0
-        self.stmt(fn.body, 0)
+        self.cur_fn, self.cur_loc = fn, None
+        if guard_recursion:       # fn is on a call cycle (program.py): a stack-depth guard first
+            site = self.site(fn.loc, f"recursion too deep in '{getattr(fn, 'slang_name', fn.name)}'")
+            ret = "return;" if fn.ret == T.VOID else "return {};"
+            self.out(0, "{")
+            self.out(1, f"if (sj::stack_exhausted({site}u)) {ret}")
+            self.stmt(fn.body, 1)
+            self.out(0, "}")
+        else:
+            self.stmt(fn.body, 0)
         self.out(0, "")
+
+    def site_table(self) -> list[str]:
+        """The exported table of failure sites (runtime/kernel_errors.py reads it on a failure)."""
+        def q(t: str) -> str:
+            return '"' + t.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ") + '"'
+        entries = ", ".join(q(t) for t in self.sites) or '"?"'
+        return ['extern "C" SJ_EXPORT const char* sj_error_site(uint32_t i)', "{",
+                f"    static const char* const sites[] = {{{entries}}};",
+                f"    return i < {max(1, len(self.sites))}u ? sites[i] : \"?\";", "}"]
 
 
 # ---------------------------------------------------------------------- layouts

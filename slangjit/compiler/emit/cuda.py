@@ -80,9 +80,9 @@ class CudaEmitter(CppEmitter):
             inline = "__forceinline__ "
         return f"static __device__ {inline}{self.ctype(fn.ret)} {fn.name}({', '.join(ps)})"
 
-    def function(self, fn: ir.Function):
+    def function(self, fn: ir.Function, guard_recursion: bool = False):
         self.slot_base = ["sj_slot"] if self.bears_slots(fn) else []
-        super().function(fn)
+        super().function(fn, guard_recursion)
 
     def _slot(self, node) -> Optional[str]:
         o = self.slots.offset.get(id(node)) if self.slots is not None else None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ..ir import nodes as ir
 from ..ir.program import Program
+from ..ir.walk import walk
 from .. import types as T
 from ..reflection import EntryPointInfo, FieldLayout, ProgramReflection
 from ..source import error
@@ -26,9 +27,15 @@ SYSTEM_VALUES = {"sv_dispatchthreadid": "dtid", "sv_groupid": "gid", "sv_groupth
 class Target:
     """What a target supplies to the assembler (the C++ target's choices are the defaults)."""
     access = "sj_P->"          # how a launcher reads a field of the entry's parameter block
+    guards_recursion = False   # functions on a call cycle get a stack guard (prelude sj::stack_exhausted)
 
     def __init__(self, em: CppEmitter):
         self.em = em
+        self.recursive = False
+
+    def trailer(self) -> list[str]:
+        """Parts after the launchers."""
+        return []
 
     def header(self) -> list[str]:
         """Parts before the prelude."""
@@ -78,8 +85,10 @@ def assemble(program: Program, target: Target) -> tuple[str, ProgramReflection]:
     g_lines = target.globals_block(uniforms, g_fields, g_size)
     s_lines = target.statics(others)
     protos = [em.prototype(fn) + ";" for fn in program.functions]
+    recursive = recursive_functions(program.functions) if target.guards_recursion else set()
+    target.recursive = bool(recursive)
     for fn in program.functions:
-        em.function(fn)
+        em.function(fn, guard_recursion=fn in recursive)
     body_lines = em.lines
 
     refl = ProgramReflection(globals=g_fields, globals_size=g_size)
@@ -103,6 +112,7 @@ def assemble(program: Program, target: Target) -> tuple[str, ProgramReflection]:
         "\n".join(protos),
         "\n".join(body_lines),
         "\n\n".join(launchers),
+        *target.trailer(),
     ]
     return "\n\n".join(parts) + "\n", refl
 
@@ -111,9 +121,23 @@ class CppTarget(Target):
     """C++ for the CPU: one `extern "C"` launcher per entry point that runs a range of thread groups
     (the ABI: reflection.py); threads of a group run as fibers when the program uses group barriers."""
 
-    def __init__(self, group_barrier: bool = False):
-        super().__init__(CppEmitter("cpp"))
+    guards_recursion = True
+
+    def __init__(self, group_barrier: bool = False, checked: bool = False):
+        super().__init__(CppEmitter("cpp", checked))
         self.group_barrier = group_barrier
+
+    def trailer(self) -> list[str]:
+        return ["\n".join(self.em.site_table())]
+
+    def launch_prologue(self) -> list[str]:
+        """The launcher's first lines: this thread's failures go to the dispatch's error record
+        (`sj_ep`, runtime/kernel_errors.py ErrorRecord), restored by launch_epilogue."""
+        return ["    sj::ErrorRecord* sj_prev_ep = sj::error_record();",
+                "    if (sj_ep) sj::error_record() = (sj::ErrorRecord*)sj_ep;"]
+
+    def launch_epilogue(self) -> list[str]:
+        return ["    sj::error_record() = sj_prev_ep;"]
 
     def after_prelude(self) -> list[str]:
         return ["#include <cstddef>",
@@ -131,12 +155,14 @@ class CppTarget(Target):
                 "    const auto* sj_P = sj_G->sj_P;",
                 "    (void)sj_P;",
                 "    uint32_t sj_gx = sj_G->sj_gx, sj_gy = sj_G->sj_gy, sj_gz = sj_G->sj_gz;",
+                *(["    sj::stack_mark(sj::fiber::kStackSize / 2);"] if self.recursive else []),
                 f"    uint32_t sj_tx = sj_t % {nx}u, sj_ty = (sj_t / {nx}u) % {ny}u, sj_tz = sj_t / {nx * ny}u;",
                 f"    {fn.name}({', '.join(call_args)});",
                 "}",
-                f'extern "C" SJ_EXPORT void {symbol}(void* sj_gp, void* sj_pp, const uint32_t* sj_gc, uint32_t sj_begin, uint32_t sj_end)',
+                f'extern "C" SJ_EXPORT void {symbol}(void* sj_gp, void* sj_pp, const uint32_t* sj_gc, uint32_t sj_begin, uint32_t sj_end, void* sj_ep)',
                 "{",
                 "    sj_g = (sj_Globals*)sj_gp;",
+                *self.launch_prologue(),
                 f"    sj_Group_{fn.slang_name} sj_G{{(const {sname}*)sj_pp, 0u, 0u, 0u}};",
                 "    for (uint32_t sj_lin = sj_begin; sj_lin < sj_end; ++sj_lin)",
                 "    {",
@@ -145,12 +171,15 @@ class CppTarget(Target):
                 "        sj_G.sj_gy = sj_rest % sj_gc[1]; sj_G.sj_gz = sj_rest / sj_gc[1];",
                 f"        sj::fiber::run({nx * ny * nz}u, &sj_thread_{fn.slang_name}, &sj_G);",
                 "    }",
+                *self.launch_epilogue(),
                 "}",
             ]
         return [
-            f'extern "C" SJ_EXPORT void {symbol}(void* sj_gp, void* sj_pp, const uint32_t* sj_gc, uint32_t sj_begin, uint32_t sj_end)',
+            f'extern "C" SJ_EXPORT void {symbol}(void* sj_gp, void* sj_pp, const uint32_t* sj_gc, uint32_t sj_begin, uint32_t sj_end, void* sj_ep)',
             "{",
             "    sj_g = (sj_Globals*)sj_gp;",
+            *self.launch_prologue(),
+            *(["    sj::stack_mark(size_t(1) << 20);   // 1 MiB of the worker's stack for recursion"] if self.recursive else []),
             f"    const {sname}* sj_P = (const {sname}*)sj_pp;",
             "    (void)sj_P;",
             "    for (uint32_t sj_lin = sj_begin; sj_lin < sj_end; ++sj_lin)",
@@ -164,8 +193,28 @@ class CppTarget(Target):
             f"            {fn.name}({', '.join(call_args)});",
             "        }",
             "    }",
+            *self.launch_epilogue(),
             "}",
         ]
+
+
+def recursive_functions(functions: list[ir.Function]) -> set:
+    """The functions on a call cycle (direct or mutual recursion)."""
+    calls = {fn: {n.func for n in walk(fn.body) if isinstance(n, ir.Call)} if fn.body is not None else set()
+             for fn in functions}
+    out = set()
+    for fn in functions:          # fn is recursive when it reaches itself
+        seen, todo = set(), list(calls.get(fn, ()))
+        while todo:
+            g = todo.pop()
+            if g is fn:
+                out.add(fn)
+                break
+            if g in seen:
+                continue
+            seen.add(g)
+            todo.extend(calls.get(g, ()))
+    return out
 
 
 def entry_params(em: CppEmitter, fn: ir.Function, numthreads, access: str):

@@ -70,6 +70,10 @@ class PipelineOptions:
     # Run the CUDA coarsened kernels' inlining, value reuse and dead-code removal (passes/fusion.py) on
     # every CPU entry point, with no adds deferred, so that the CPU tests exercise those passes.
     fuse_entries: bool = False
+    # The checked mode: every buffer, local-array, vector and pointer access is bounds-checked and a
+    # failure raises a Python exception naming the Slang file:line after the dispatch (emit/, prelude
+    # 13_checks.h, runtime/kernel_errors.py).
+    checked: bool = False
     cuda: CudaOptions = field(default_factory=CudaOptions)
 
     def with_cuda(self, **changes) -> "PipelineOptions":

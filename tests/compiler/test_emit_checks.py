@@ -1,0 +1,84 @@
+"""The emitter's access checks (emit/cpp.py x_Index / x_Deref, prelude 13_checks.h): constant in-range
+indices are left unchecked, dynamic local-array indices go through sj::at (sj::at_chk in the checked
+mode), a recursive function gets a stack guard, reverse-mode loops record [MaxIters] overruns, and the
+CUDA text of both modes compiles with NVRTC."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from slangjit.compiler import SourceSpec, compile_program
+from slangjit.compiler.passes.options import PipelineOptions
+
+pytestmark = pytest.mark.usefixtures("private_cache")
+
+SRC = """
+RWStructuredBuffer<float> outb;
+uniform int idx;
+uniform float* p;
+[Differentiable]
+float f(float x, int count)
+{
+    float y = x;
+    [MaxIters(4)]
+    for (int i = 0; i < count; i++)
+        y = y * x + 1.0;
+    return y;
+}
+int depth(int k) { if (k <= 0) return 0; return 1 + depth(k - 1); }
+[numthreads(1,1,1)]
+void main(uint3 tid : SV_DispatchThreadID)
+{
+    float a[4] = { 1, 2, 3, 4 };
+    float3 v = float3(1, 2, 3);
+    var d = diffPair(1.5, 0.0);
+    bwd_diff(f)(d, idx, 1.0);
+    outb[0] = a[2] + a[idx] + v[idx] + v.y + d.d + *p + float(depth(idx));
+}
+"""
+
+
+def _compile(target="cpp", checked=False):
+    src = compile_program([SourceSpec(text=SRC, name="checks")], ["main"], target=target,
+                          options=PipelineOptions(checked=checked)).source
+    return src if target == "cuda" else src[src.index("struct sj_Globals"):]     # the generated part
+
+
+def test_default_mode_checks_only_dynamic_indices():
+    src = _compile()
+    assert re.search(r"\ba_\d+\[2\]", src)                 # constant index: no check
+    assert re.search(r"sj::at\(a_\d+, ", src)             # dynamic local-array index
+    assert re.search(r"sj::at\(v_\d+, ", src)             # dynamic vector index
+    assert "sj::at_chk" not in src                         # checks that record are the checked mode's
+    assert "sj::deref(" in src                             # null pointers are caught in every mode
+    assert "sj::stack_exhausted(" in src                   # depth() is recursive
+    assert "sj::fail(3u" in src                            # the [MaxIters] overrun flag
+    assert re.search(r"stk\d+_\d+\.data\[", src)           # reverse-mode stacks: in range by construction
+
+
+def test_checked_mode_checks_every_access():
+    src = _compile(checked=True)
+    assert re.search(r"sj::at_chk\(a_\d+, ", src) and re.search(r"sj::at_chk\(v_\d+, ", src)
+    assert re.search(r"sj::at_chk\(sj_g->outb_\d+, ", src)
+    assert 'checks.slang:22: local array index out of range (float[4])' in src
+    assert "sj_error_site" in src
+
+
+def test_recursion_guard_only_on_call_cycles():
+    src = _compile()
+    assert src.count("sj::stack_exhausted(") == 1
+
+
+@pytest.mark.parametrize("checked", [False, True])
+def test_cuda_checks_compile_with_nvrtc(checked):
+    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-bindings (NVRTC) not installed")
+    from slangjit.runtime import cuda_compiler
+    try:
+        cuda_compiler.nvrtc_version()
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"NVRTC library not loadable: {e}")
+    src = _compile("cuda", checked)
+    assert ("sj::at_chk(" in src[src.index("sj_Globals"):]) == checked
+    ptx, _log = cuda_compiler.compile_source(src, "compute_90")
+    assert b".entry" in ptx and b"sj_error_record" in ptx
