@@ -73,8 +73,13 @@ class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, Op
     # ------------------------------------------------------------------ declarations
 
     def declare_module(self, mod: ast.Module, env: Env):
-        for d in mod.decls:
-            self.declare(d, env)
+        declaring = self.__dict__.setdefault("_declaring", set())   # ids of module envs being declared
+        declaring.add(id(env))
+        try:
+            for d in mod.decls:
+                self.declare(d, env)
+        finally:
+            declaring.discard(id(env))
 
     def declare(self, d: ast.Decl, env: Env, owner: Optional[T.Type] = None):
         if isinstance(d, ast.FuncDecl):
@@ -132,6 +137,11 @@ class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, Op
             key, mod = self.module_loader(d.module, d.is_path, d.loc)
             if key in self.modules_loaded:
                 menv = self.modules_loaded[key]
+                if menv is env:
+                    raise self.err("E2006", f"module imports itself ('import {d.module}')", d.loc)
+                if id(menv) in self.__dict__.get("_declaring", ()):
+                    raise self.err("E2006", f"recursive module import: '{d.module}' imports this module, "
+                                            f"directly or through other modules", d.loc)
             else:
                 menv = Env(self.core_env, "module")
                 self.modules_loaded[key] = menv
