@@ -20,7 +20,7 @@ from .emit import EmitError, emit_program
 from .ir.program import numbering
 from .passes.options import DEFAULT_OPTIONS, PipelineOptions
 from .passes.pipeline import run_pipeline
-from .source import CompileError, Loc, NO_LOC, SourceFile, error
+from .source import CompileError, Loc, NO_LOC, SourceFile, error, read_source
 from .reflection import CompiledProgram
 import sys as _sys
 
@@ -73,8 +73,7 @@ def _compile(sources: Sequence, entry_points: Sequence[str], *, target: str = "c
         if spec.text is not None:
             text, path = spec.text, spec.path or (spec.name + ".slang")
         else:
-            with open(spec.path, encoding="utf-8") as f:
-                text, path = f.read(), spec.path
+            text, path = read_source(spec.path), spec.path
         parsed.append(_parse(text, path, search, defines))
     checker.loaded_paths.update(os.path.realpath(m.path) for m in parsed)
     t2 = time.perf_counter()

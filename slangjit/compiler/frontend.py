@@ -10,7 +10,7 @@ from . import frontend_cache
 from .check.program import make_checker
 from .parse.parser import parse_module, parse_type_name
 from .parse.preprocessor import DEFAULT_DEFINES
-from .source import Loc, error
+from .source import Loc, error, read_source
 
 _CORE_DIR = os.path.join(os.path.dirname(__file__), "core")
 _core_modules: Optional[list] = None
@@ -114,8 +114,7 @@ def new_checker(target: str, include_paths: Sequence[str], defines: dict, type_c
             if key in loaded:
                 return key, None
             loaded.add(key)
-            with open(c, encoding="utf-8") as f:
-                return key, _parse(f.read(), c, search, defines)
+            return key, _parse(read_source(c), c, search, defines)
         raise error("E2002", f"cannot find module '{name}' (looked in: {', '.join(sorted(set(os.path.dirname(c) or '.' for c in cands)))})", loc)
 
     conformances = [(i, t, ident, parse_type_name(str(t))) for i, t, ident in (tuple(tc) for tc in type_conformances)]

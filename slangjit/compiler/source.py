@@ -85,3 +85,24 @@ class CompileError(Exception):
 
 def error(code: str, message: str, loc: Loc) -> CompileError:
     return CompileError(Diagnostic(code, message, loc))
+
+
+def decode_source(data: bytes, path: str) -> str:
+    """The text of a source file: UTF-8 (a leading byte-order mark dropped).  Bytes that are not
+    UTF-8 are a located error (E0002) at the line and column of the first bad byte."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        good = data[:e.start].decode("utf-8")
+        line = good.count("\n") + 1
+        col = len(good) - (good.rfind("\n") + 1) + 1
+        shown = SourceFile(path, data.decode("utf-8", errors="replace"))
+        raise error("E0002", f"source file is not valid UTF-8 (byte 0x{data[e.start]:02x}); "
+                    f"save it as UTF-8", Loc(shown, line, col)) from None
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def read_source(path: str) -> str:
+    """Read a Slang source file as text (see decode_source); OSError passes through."""
+    with open(path, "rb") as f:
+        return decode_source(f.read(), path)

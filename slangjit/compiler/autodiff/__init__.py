@@ -24,7 +24,7 @@ from ..ir.difftypes import zero
 from ..ir.program import Program
 from ..source import error
 from .forward import ForwardTransform
-from .inline import substitute
+from .inline import ZERO_TANGENT_GUARDED, guarded_tangent, substitute
 from .reverse import ReverseTransform
 from .rules import tz
 from .transpose import Transposer
@@ -132,6 +132,8 @@ class AutoDiff:
         g, _, dexpr = rule
         if dexpr is None:
             return None
+        if getattr(jvp, "forward", False) and fn.slang_name in ZERO_TANGENT_GUARDED:
+            return guarded_tangent(dexpr, g.params, node.args, tangents, pd)
         return substitute(dexpr, g.params, node.args, tangents, pd)
 
     def intrinsic_fwd_body(self, fn: ir.Function, g: ir.Function, loc) -> ir.Block:
@@ -152,7 +154,10 @@ class AutoDiff:
         rule = self.intrinsic_rule(fn)
         if rule is None:
             raise error("E6004", f"no derivative is known for '{fn.slang_name}'", loc)
-        t = substitute(rule[2], rule[0].params, args, tans, pd)
+        if fn.slang_name in ZERO_TANGENT_GUARDED:
+            t = guarded_tangent(rule[2], rule[0].params, args, tans, pd)
+        else:
+            t = substitute(rule[2], rule[0].params, args, tans, pd)
         return ir.Block([ir.Return(ir.Construct(g.ret, [node, tz(rd, t)]))])
 
     def zero_body(self, kind: str, fn: ir.Function, g: ir.Function) -> ir.Block:

@@ -23,6 +23,7 @@ class ForwardTransform:
         self.ret_diff = ret_diff
         self.tangents: dict[int, ir.Var] = {}
         self.jvp = Jvp(ad, self.tangent_ref)
+        self.jvp.forward = True           # forward mode: a zero tangent contributes 0 (inline.py)
         self.epilogue: list = []
         self.flat = Flattener()
         self.ptr_ok: set = set()

@@ -104,3 +104,40 @@ def widen(x: ir.Expr, t: T.Type) -> ir.Expr:
 
 # Core functions that are linear in the listed arguments: zero there means a zero result.
 LINEAR_INTRINSICS = {"dot": (0, 1), "mul": (0, 1), "cross": (0, 1), "transpose": (0,), "WaveActiveSum": (0,)}
+
+
+# Elementwise core functions whose partial derivative is infinite at a point of their domain
+# (sqrt(0), log(0), asin(1), pow(0, y < 1) ...).  In forward mode an input whose tangent is exactly
+# zero contributes 0 there, not 0 * inf = NaN, so fwd_diff agrees with bwd_diff's finite
+# gradients of the other inputs (docs/autodiff.md, "Singular points").
+ZERO_TANGENT_GUARDED = frozenset({"sqrt", "rsqrt", "rcp", "log", "log2", "log10", "asin", "acos",
+                                  "atanh", "acosh", "pow", "tan"})
+
+
+def guarded_tangent(expr: ir.Expr, params: list, primals: list, tangents: list, diffs: list) -> Optional[ir.Expr]:
+    """The forward tangent as a sum over inputs, each input's term zeroed (component-wise) where
+    its tangent is zero."""
+    total = None
+    for i, t in enumerate(tangents):
+        if t is None:
+            continue
+        only = [t if j == i else None for j in range(len(tangents))]
+        c = substitute(expr, params, primals, only, diffs)
+        if c is None:
+            continue
+        c = _zero_where_zero(t, c)
+        total = c if total is None else ir.Binary(c.type, "+", total, c)
+    return total
+
+
+def _zero_where_zero(t: ir.Expr, c: ir.Expr) -> ir.Expr:
+    def pick(tj, cj, elem):
+        z = ir.Const(elem, 0.0)
+        return ir.Select(elem, ir.Binary(T.BOOL, "==", tj, ir.Const(tj.type, 0.0)), z, cj)
+    if isinstance(t.type, T.ScalarType) and isinstance(c.type, T.ScalarType):
+        return pick(t, c, c.type)
+    if isinstance(t.type, T.VectorType) and isinstance(c.type, T.VectorType) and t.type.n == c.type.n:
+        n, te, ce = c.type.n, t.type.elem, c.type.elem
+        return ir.Construct(c.type, [pick(ir.Swizzle(te, t, (j,)), ir.Swizzle(ce, c, (j,)), ce) for j in range(n)])
+    return c
+

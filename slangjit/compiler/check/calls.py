@@ -427,8 +427,8 @@ class CallsMixin:
             if dr in ("out", "inout", "ref"):
                 if isinstance(a, InitListArg) or not types_eq(a.type, pt):
                     c = None if isinstance(a, InitListArg) else self.conv_cost(a.type, pt)
-                    if c is None:
-                        return None
+                    if c is None or not _same_shape(a.type, pt) or self.conv_cost(pt, a.type) is None:
+                        return None         # the value is copied in and back: both ways, no reshaping
                     cost += c + 1
                 continue
             c = self.arg_cost(a, pt)
@@ -623,4 +623,13 @@ def join_types(a: T.Type, b: T.Type) -> Optional[T.Type]:
         return T.MatrixType(s, a.rows, a.cols)
     return None
 
+
+def _same_shape(a: T.Type, b: T.Type) -> bool:
+    """An out/inout argument of another type converts element-wise only (int <-> uint <-> float of
+    the same shape); splatting a scalar into a vector and back would drop components."""
+    if isinstance(a, T.VectorType) or isinstance(b, T.VectorType):
+        return isinstance(a, T.VectorType) and isinstance(b, T.VectorType) and a.n == b.n
+    if isinstance(a, T.MatrixType) or isinstance(b, T.MatrixType):
+        return isinstance(a, T.MatrixType) and isinstance(b, T.MatrixType) and (a.rows, a.cols) == (b.rows, b.cols)
+    return True
 

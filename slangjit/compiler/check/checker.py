@@ -71,8 +71,13 @@ class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, Op
     # ------------------------------------------------------------------ declarations
 
     def declare_module(self, mod: ast.Module, env: Env):
-        for d in mod.decls:
-            self.declare(d, env)
+        declaring = self.__dict__.setdefault("_declaring", set())   # ids of module envs being declared
+        declaring.add(id(env))
+        try:
+            for d in mod.decls:
+                self.declare(d, env)
+        finally:
+            declaring.discard(id(env))
 
     def declare(self, d: ast.Decl, env: Env, owner: Optional[T.Type] = None):
         if isinstance(d, ast.FuncDecl):
@@ -130,6 +135,11 @@ class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, Op
             key, mod = self.module_loader(d.module, d.is_path, d.loc)
             if key in self.modules_loaded:
                 menv = self.modules_loaded[key]
+                if menv is env:
+                    raise self.err("E2006", f"module imports itself ('import {d.module}')", d.loc)
+                if id(menv) in self.__dict__.get("_declaring", ()):
+                    raise self.err("E2006", f"recursive module import: '{d.module}' imports this module, "
+                                            f"directly or through other modules", d.loc)
             else:
                 menv = Env(self.core_env, "module")
                 self.modules_loaded[key] = menv
@@ -178,12 +188,13 @@ class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, Op
                 raise self.err("E2011", f"'{name}' takes {n} generic argument(s), got {len(args)}", loc)
         if name == "vector":
             need(2)
-            return T.VectorType(self.as_type_arg(args[0], loc), self.as_count(args[1], loc))
+            return T.VectorType(self.as_type_arg(args[0], loc), self.as_dim(args[1], loc, "vector element count"))
         if name == "matrix":
             if len(args) == 4:
                 args = args[:3]
             need(3)
-            return T.MatrixType(self.as_type_arg(args[0], loc), self.as_count(args[1], loc), self.as_count(args[2], loc))
+            return T.MatrixType(self.as_type_arg(args[0], loc), self.as_dim(args[1], loc, "matrix row count"),
+                                self.as_dim(args[2], loc, "matrix column count"))
         if name in BUFFER_KINDS:
             if "ByteAddress" in name:
                 return T.BufferType(name, None)
@@ -218,7 +229,7 @@ class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, Op
             return self.ptr_pair_type(self.as_type_arg(args[0], loc), loc)
         if name == "Array":
             need(2)
-            return T.ArrayType(self.as_type_arg(args[0], loc), self.as_count(args[1], loc))
+            return T.ArrayType(self.as_type_arg(args[0], loc), self.array_size(self.as_count(args[1], loc), loc))
         return None
 
     def as_type_arg(self, a, loc) -> T.Type:
@@ -234,6 +245,18 @@ class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, Op
         if isinstance(a, int):
             return a
         raise self.err("E2014", "expected a constant integer argument", loc)
+
+    def as_dim(self, a, loc, what: str):
+        """A vector length or matrix row/column count: a constant 1..4 (or a generic value)."""
+        n = self.as_count(a, loc)
+        if isinstance(n, int) and not 1 <= n <= 4:
+            raise self.err("E2022", f"invalid {what} {n}: must be 1 to 4", loc)
+        return n
+
+    def array_size(self, n, loc):
+        if isinstance(n, int) and n < 0:
+            raise self.err("E2022", f"invalid array size {n}: must not be negative", loc)
+        return n
 
     def generic_args(self, args: list[ast.Expr], ctx) -> list:
         """Generic arguments are types or constant values."""
@@ -320,6 +343,8 @@ class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, Op
         for m in d.members:
             if isinstance(m, ast.VarDecl) and "static" not in m.mods:
                 ft = self.resolve_type(m.type, fctx)
+                if any(f[0] == m.name for f in inst.fields):
+                    raise self.err("E2005", f"'{d.name}' already has a field named '{m.name}'", m.loc)
                 inst.fields.append((m.name, ft, m.init, menv))
                 menv.add(m.name, FieldSym(m.name, ft))
         inst.bases = [self.resolve_base(b, fctx) for b in d.bases]

@@ -281,6 +281,19 @@ class DerivativeResolver:
                     and not self.derivs.is_ptr(p.type):
                 bad = f"parameter '{gp.name}' must be `inout DifferentialPair<{p.type}>` (bwd_diff writes its .d)"
                 break
+        if bad is None and mode == "bwd" and rd is not None:
+            extra = gparams[len(fparams):]
+            if extra and extra[0].type != rd:
+                bad = f"its '{extra[0].name}' parameter must be '{rd}' (the Differential of '{fn.ret}'), " \
+                      f"not '{extra[0].type}'"
+        if bad is None:
+            for (p, d), gp in zip(fparams, gparams):
+                if d is None or self.derivs.is_ptr(p.type):
+                    continue
+                want = d if mode == "bwd" and p.direction == "out" else self.derivs.pair(p.type, d)
+                if gp.type != want:
+                    bad = f"parameter '{gp.name}' must be '{want}', not '{gp.type}'"
+                    break
         if bad is None and mode == "bwd" and g.ret != T.VOID:
             bad = f"a backward derivative returns void, not '{g.ret}'"
         if bad is None and mode == "fwd":
@@ -365,3 +378,55 @@ class DerivativeResolver:
                     if isinstance(callee, ir.Function):
                         todo.append(callee)
         return did
+
+    # ------------------------------------------------------------------ self-differentiation
+
+    def check_no_self_differentiation(self, functions):
+        """A function whose body (directly or through calls) calls a derivative of a function that
+        reaches it back would need derivatives of derivatives without end (E6018)."""
+        def primal_chain(fn):
+            out = []
+            gen = fn.attrs.get("generated_derivative")
+            while gen is not None:
+                fn = gen[1]
+                out.append(fn)
+                gen = fn.attrs.get("generated_derivative")
+            return out
+
+        calls: dict = {}                   # id(fn) -> [(call node, callee)]
+        sites = []                          # (caller, call node, derivative shell)
+        for fn in functions:
+            if fn.body is None or fn.attrs.get("generated_derivative") is not None:
+                continue
+            lst = calls[id(fn)] = []
+            for n in walk(fn.body):
+                callee = getattr(n, "func", None)
+                if isinstance(callee, ir.Function):
+                    lst.append(callee)
+                    if callee.attrs.get("generated_derivative") is not None:
+                        sites.append((fn, n, callee))
+        if not sites:
+            return
+
+        def reaches(start, target) -> bool:
+            seen, todo = set(), [start]
+            while todo:
+                f = todo.pop()
+                if f is target:
+                    return True
+                if id(f) in seen:
+                    continue
+                seen.add(id(f))
+                chain = primal_chain(f)
+                todo.extend(chain[:1] if chain else calls.get(id(f), ()))
+            return False
+
+        for caller, node, shell in sites:
+            for p in primal_chain(shell):
+                if reaches(p, caller):
+                    mode = {"fwd": "forward", "bwd": "backward"}[shell.attrs["generated_derivative"][0]]
+                    how = "itself" if p is caller else f"'{p.slang_name}', which calls it back"
+                    raise error("E6018", f"'{caller.slang_name}' takes the {mode} derivative of {how}: "
+                                f"that would need derivatives of derivatives without end",
+                                getattr(node, "loc", None) or caller.loc)
+

@@ -61,7 +61,7 @@ class ExprsMixin:
                 n = self.generic_args([e.size], ctx)[0]
                 if not isinstance(n, (int, T.ValueVar)) or isinstance(n, bool):
                     raise self.err("E2051", "array size must be a constant integer", e.size.loc)
-                return TypeRes(T.ArrayType(elem, n))
+                return TypeRes(T.ArrayType(elem, self.array_size(n, e.size.loc)))
             if isinstance(e, ast.PointerTypeExpr):
                 return TypeRes(T.PointerType(self.resolve_type(e.element, ctx)))
             if isinstance(e, ast.EachExpr):
@@ -268,6 +268,8 @@ class ExprsMixin:
     def int_literal(self, e: ast.IntLit) -> ir.Const:
         s = e.suffix.lower()
         v = e.value
+        if v >= 1 << 64:
+            raise self.err("E0012", "integer literal is too large to be represented in any integer type", e.loc)
         if "u" in s:
             t = T.UINT64 if "l" in s else T.UINT
         elif "l" in s:
@@ -506,7 +508,7 @@ class ExprsMixin:
             if len(e.indices) != 1:
                 raise self.err("E3060", "bad array type", e.loc)
             n = self.generic_args(e.indices, ctx)[0]
-            return TypeRes(T.ArrayType(base_res.type, n))
+            return TypeRes(T.ArrayType(base_res.type, self.array_size(n, e.indices[0].loc)))
         obj = self.value_of(base_res, e.base.loc, ctx)
         t = obj.type
         if isinstance(t, T.StructType) or (len(e.indices) != 1):
@@ -519,10 +521,7 @@ class ExprsMixin:
         idx = self.expr(e.indices[0], ctx)
         if not (isinstance(idx.type, T.ScalarType) and idx.type.kind in ("int", "uint", "bool")) \
                 and not isinstance(idx.type, T.EnumType):
-            if isinstance(idx.type, T.ScalarType) and idx.type.kind == "float":
-                idx = self.coerce(idx, T.INT, idx.loc)
-            else:
-                raise self.err("E3062", f"index must be an integer, got '{idx.type}'", e.indices[0].loc)
+            raise self.err("E3062", f"index must be an integer, got '{idx.type}'", e.indices[0].loc)
         if isinstance(t, T.ArrayType):
             return ValueRes(ir.Index(t.elem, obj, idx, loc=e.loc))
         if isinstance(t, T.VectorType):

@@ -24,6 +24,11 @@ CMP_OPS = {"==", "!=", "<", ">", "<=", ">="}
 class OperatorsMixin:
     # ------------------------------------------------------------------ operators
 
+    def pointer_offset_check(self, t, op, loc):
+        """Pointer arithmetic takes an integer offset (`p + 1.5` is an error, as in C)."""
+        if not (isinstance(t, T.ScalarType) and t.kind in ("int", "uint")):
+            raise self.err("E3076", f"pointer arithmetic '{op}' needs an integer offset, got '{t}'", loc)
+
     def unary(self, e: ast.Unary, ctx) -> ir.Expr:
         loc = e.loc
         if e.op in ("++", "--"):
@@ -136,6 +141,7 @@ class OperatorsMixin:
         if isinstance(ta, T.PointerType) and op in ("+", "-") and T.scalar_of(tb) is not None:
             if op == "-" and isinstance(tb, T.PointerType):
                 return ir.Binary(T.INT64, "-", a, b, loc=loc)
+            self.pointer_offset_check(tb, op, loc)
             return ir.Binary(ta, op, a, b, loc=loc)
         if isinstance(ta, T.PointerType) and op in CMP_OPS:
             return ir.Binary(T.BOOL, op, a, self.coerce(b, ta, loc, explicit=True), loc=loc)
@@ -266,6 +272,9 @@ class OperatorsMixin:
             value = self.operator_call("operator" + op, [lhs, rhs], loc, ctx)
             return ir.Assign(lhs.type, "=", lhs, self.coerce(value, lhs.type, loc), loc=loc)
         if isinstance(lhs.type, T.PointerType):
+            if op not in ("+", "-"):
+                raise self.err("E3076", f"operator '{e.op}' cannot be applied to pointer '{lhs.type}'", loc)
+            self.pointer_offset_check(rhs.type, op, loc)
             return ir.Assign(lhs.type, e.op, lhs, rhs, loc=loc)
         full = self.binary_op(op, lhs, rhs, loc, ctx)
         if types_eq(full.type, lhs.type) and isinstance(full, ir.Binary):

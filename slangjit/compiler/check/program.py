@@ -12,6 +12,7 @@ from typing import Callable, Sequence
 
 from ..parse import ast
 from ..ir.program import Program
+from .. import types as T
 from ..source import Loc, SourceFile, error
 from .checker import Checker
 from .scope import Env, FuncSym, GlobalSym
@@ -52,6 +53,7 @@ def check_program(checker: Checker, modules: list, entry_points: Sequence[str]) 
         _instantiate_uniforms(checker, mod.decls, env)
 
     _finish(checker)
+    checker.derivs.source.check_no_self_differentiation(checker.functions)
     checker.derivs.seal()
     return Program(functions=checker.functions, globals=checker.globals, entries=entries,
                    uses_group_barrier=checker.uses_group_barrier, warnings=checker.warnings,
@@ -76,11 +78,41 @@ def _entry(checker: Checker, name: str, module_envs: list, modules: list):
         if a.name == "numthreads":
             ctx = checker.ctx_for_env(sym.env)
             vals = [checker.fold(checker.expr(x, ctx)) for x in a.args]
-            if len(vals) < 1 or any(not isinstance(v, int) or v <= 0 for v in vals):
-                raise error("E5004", "[numthreads] needs positive constant integers", a.loc)
+            if not 1 <= len(vals) <= 3 or any(not isinstance(v, int) or isinstance(v, bool) or v <= 0
+                                               for v in vals):
+                raise error("E5004", "[numthreads] needs one to three positive constant integers", a.loc)
             vals = list(vals) + [1] * (3 - len(vals))
-            numthreads = tuple(vals[:3])
+            numthreads = tuple(vals)
+            x, y, z = numthreads
+            if x > MAX_GROUP[0] or y > MAX_GROUP[1] or z > MAX_GROUP[2] or x * y * z > MAX_GROUP_THREADS:
+                raise error("E5005", f"[numthreads({x}, {y}, {z})] exceeds the thread group limits "
+                            f"(x, y <= {MAX_GROUP[0]}, z <= {MAX_GROUP[2]}, "
+                            f"x*y*z <= {MAX_GROUP_THREADS})", a.loc)
+    _check_system_values(sym.decl, fn)
     return fn, numthreads
+
+
+# Thread-group limits of the GPUs slangjit targets (D3D12 / CUDA compute): per dimension and in all.
+MAX_GROUP = (1024, 1024, 64)
+MAX_GROUP_THREADS = 1024
+_VECTOR_SYSTEM_VALUES = {"sv_dispatchthreadid", "sv_groupid", "sv_groupthreadid"}
+
+
+def _check_system_values(decl, fn):
+    """SV_DispatchThreadID / SV_GroupID / SV_GroupThreadID are integer scalars or vectors of at
+    most 3 components; SV_GroupIndex is an integer scalar."""
+    for ap, p in zip(decl.params, fn.params):
+        sem = (ap.semantic or "").lower()
+        if sem not in _VECTOR_SYSTEM_VALUES and sem != "sv_groupindex":
+            continue
+        t = p.type
+        elem = t.elem if isinstance(t, T.VectorType) else t
+        ok = isinstance(elem, T.ScalarType) and elem.kind in ("int", "uint")
+        if isinstance(t, T.VectorType):
+            ok = ok and sem in _VECTOR_SYSTEM_VALUES and isinstance(t.n, int) and t.n <= 3
+        if not ok:
+            want = "an integer scalar" if sem == "sv_groupindex" else "an integer scalar or vector of up to 3 components (uint3)"
+            raise error("E5006", f"system value '{ap.semantic}' must be {want}, got '{t}'", ap.loc)
 
 
 def _file_of(mod):

@@ -214,6 +214,8 @@ class StmtsMixin:
                 init = self.coerce_init(d.init, t, ctx)
             else:
                 init = self.default_value(t, d.loc)
+        if any(isinstance(sym, ValueSym) for sym in ctx.env.names.get(d.name, ())):
+            raise self.err("E2004", f"redeclaration of '{d.name}' in the same scope", d.loc)
         var = ir.Var(d.name, t, loc=d.loc)
         var.mutable = d.keyword != "let" and "const" not in d.mods
         ctx.env.add(d.name, ValueSym(d.name, ir.LocalRef(t, var, loc=d.loc)))

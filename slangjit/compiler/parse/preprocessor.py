@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 
 from .lexer import Token, tokenize, eof_token
-from ..source import CompileError, Loc, SourceFile, error
+from ..source import CompileError, Loc, SourceFile, error, read_source
 
 # Predefined macros of every compile (as Slang defines them), before `-D` arguments.
 DEFAULT_DEFINES = {"__SLANG__": "1", "__HLSL__": "1", "SLANG": "1", "__slangjit__": "1"}
@@ -292,9 +292,8 @@ class Preprocessor:
         if self.depth >= _MAX_INCLUDE_DEPTH:
             raise _perr("#include nested too deeply (recursive include?)", t.loc)
         try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-        except (OSError, UnicodeDecodeError) as e:
+            text = read_source(path)
+        except OSError as e:
             raise _perr(f"cannot read include file '{fname}': {e}", t.loc)
         nsf = SourceFile(path, text)
         self.depth += 1
