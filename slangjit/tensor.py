@@ -15,6 +15,7 @@ import numpy as np
 from .functional import dlpack as _dlpack
 from .functional import typeview as S
 from .functional import values as V
+from .runtime import layout_pack as lp
 from .runtime.device import Buffer, BufferDesc, BufferUsage, MemoryType
 
 DEFAULT_USAGE = BufferUsage.shader_resource | BufferUsage.unordered_access      # 24
@@ -259,7 +260,7 @@ class Tensor:
         if a.ndim == 0:
             a = a.reshape(1)
         t = Tensor(device, dt, a.shape, usage=usage)
-        t.copy_from_numpy(np.ascontiguousarray(a))
+        t.copy_from_numpy(np.ascontiguousarray(lp.native(a)))
         return t
 
     @staticmethod
@@ -339,7 +340,7 @@ class Tensor:
         return np.lib.stride_tricks.as_strided(raw, shape=tuple(self._shape) + (sz,), strides=strides).copy()
 
     def copy_from_numpy(self, data) -> None:
-        a = np.asarray(data)
+        a = lp.native(np.asarray(data))        # big-endian data is converted, never copied as raw bytes
         if not a.flags.c_contiguous:
             raise ValueError("copy_from_numpy: the numpy array must be contiguous")
         if not self.is_contiguous():

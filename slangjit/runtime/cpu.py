@@ -14,7 +14,8 @@ from typing import Optional, Sequence
 
 from ..compiler.passes.options import DEFAULT_OPTIONS, PipelineOptions
 from ..compiler.reflection import CompiledProgram
-from .base import Buffer, BufferDesc, Device, DeviceInfo, DeviceType, KernelBase, ShaderProgram
+from .base import (CHECK_RECORD, CHECK_RECORD_SYMBOL, Buffer, BufferDesc, Device, DeviceInfo, DeviceType, KernelBase,
+                   ShaderProgram)
 from .cpu_compiler import load_library
 
 
@@ -148,6 +149,20 @@ class ComputeKernel(KernelBase):
         fn.restype = None
         self._fn = fn
         self._init_layouts()
+        self._check_rec = None
+        if device.checked:
+            try:
+                self._check_rec = (ctypes.c_char * CHECK_RECORD.size).in_dll(self.library.lib, CHECK_RECORD_SYMBOL)
+            except ValueError:           # a program compiled without the error record
+                self._check_rec = None
+            self._checked = self._check_rec is not None
+
+    def _clear_check_record(self) -> None:
+        if self._check_rec is not None:
+            ctypes.memset(ctypes.addressof(self._check_rec), 0, CHECK_RECORD.size)
+
+    def _read_check_record(self) -> Optional[bytes]:
+        return bytes(self._check_rec) if self._check_rec is not None else None
 
     def dispatch(self, thread_count, vars: Optional[dict] = None, command_encoder=None, **kwargs) -> None:
         (gx, gy, gz), gblock, pblock = self._bind(thread_count, vars, kwargs)
@@ -159,6 +174,8 @@ class ComputeKernel(KernelBase):
         gc = (ctypes.c_uint32 * 3)(gx, gy, gz)
         args = (gblock.ctypes.data, pblock.ctypes.data, ctypes.addressof(gc))
         _get_pool().run(self._fn, args, total)
+        if self._checked:
+            self._check_after()
         # keep the blocks, the group counts and the bound buffers alive until here
         del gblock, pblock, gc, vars, kwargs
 

@@ -34,7 +34,8 @@ from ..compiler.passes.options import DEFAULT_OPTIONS, PipelineOptions
 from ..compiler.reflection import CUDA_GLOBALS_SYMBOL, CompiledProgram, EntryPointInfo
 from . import cuda_compiler       # the image cache: every kernel load asks it (imports no NVRTC itself)
 from . import layout_pack as _lp
-from .base import (Buffer, BufferDesc, Device, DeviceInfo, DeviceType, KernelBase, ShaderProgram)
+from .base import (CHECK_RECORD, CHECK_RECORD_SYMBOL, Buffer, BufferDesc, Device, DeviceInfo, DeviceType, KernelBase,
+                   ShaderProgram)
 
 
 class CudaError(RuntimeError):
@@ -285,13 +286,13 @@ class CudaBuffer(Buffer):
                 "cuMemcpyHtoDAsync")
 
     def copy_from_numpy(self, data) -> None:
-        raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+        raw = np.ascontiguousarray(_lp.native(np.asarray(data))).reshape(-1).view(np.uint8)
         if raw.size > self.desc.size:
             raise ValueError(f"copy_from_numpy: data is {raw.size} bytes, larger than the buffer ({self.desc.size} bytes)")
         self._upload(raw)
 
     def set_data(self, data, offset: int = 0) -> None:
-        raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+        raw = np.ascontiguousarray(_lp.native(np.asarray(data))).reshape(-1).view(np.uint8)
         if offset < 0 or offset + raw.size > self.desc.size:
             raise ValueError("set_data: upload would exceed the size of the destination buffer")
         self._upload(raw, offset)
@@ -400,9 +401,32 @@ class CudaComputeKernel(KernelBase):
         self.timings["load"] = time.perf_counter() - t1
         self._init_layouts()
         self._resident: Optional[int] = None
+        self._check_ptr: Optional[int] = None
+        if device.checked:                   # the checked mode's error record, when the program has one
+            r = ctx.d.cuModuleGetGlobal(mod.module, CHECK_RECORD_SYMBOL.encode())
+            if int(r[0]) == 0:
+                self._check_ptr = int(r[1])
+                self._checked = True
         nt = self._numthreads[0] * self._numthreads[1] * self._numthreads[2]
         if nt > 1024:
             raise ValueError(f"[numthreads{self._numthreads}] has {nt} threads per group; CUDA allows at most 1024")
+
+    def _clear_check_record(self) -> None:
+        if self._check_ptr is not None:
+            c = self._ctx
+            c.make_current()
+            _ck(c.d.cuMemsetD8Async(self._check_ptr, 0, CHECK_RECORD.size, c.stream), "cuMemsetD8Async")
+
+    def _read_check_record(self) -> Optional[bytes]:
+        if self._check_ptr is None:
+            return None
+        c = self._ctx
+        c.make_current()
+        out = np.zeros(CHECK_RECORD.size, np.uint8)
+        _ck(c.d.cuMemcpyDtoHAsync(out.ctypes.data, self._check_ptr, CHECK_RECORD.size, c.stream),
+            "cuMemcpyDtoHAsync")
+        c.synchronize()
+        return out.tobytes()
 
     def _check_buffers(self, values: dict) -> None:
         for k, v in values.items():
@@ -424,8 +448,10 @@ class CudaComputeKernel(KernelBase):
         with self._module.lock:
             self._module.set_globals(gblock, s)
             self._launch(pblock.ctypes.data, (gx, gy, gz), s)
-        if self.device.enable_debug_layers:
+        if self.device.checked:
             c.synchronize(s)
+            if self._checked:
+                self._check_after()
         del pblock
 
     def launch_raw(self, pblock, gblock: Optional[np.ndarray], groups: int) -> None:
@@ -439,8 +465,8 @@ class CudaComputeKernel(KernelBase):
             if gblock is not None:
                 self._module.set_globals(gblock, s)
             self._launch(ctypes.addressof(pblock), (groups, 1, 1), s)
-        if self.device.enable_debug_layers:
-            c.synchronize(s)
+        if self.device.checked:
+            c.synchronize(s)           # the functional API checks the error record after the launch
 
     def _launch(self, pblock_address: int, groups: tuple[int, int, int], stream) -> None:
         """cuLaunchKernel over `groups`; a grid-stride (coarsened) kernel gets about one resident wave

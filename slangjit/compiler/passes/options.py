@@ -70,6 +70,10 @@ class PipelineOptions:
     # Run the CUDA coarsened kernels' inlining, value reuse and dead-code removal (passes/fusion.py) on
     # every CPU entry point, with no adds deferred, so that the CPU tests exercise those passes.
     fuse_entries: bool = False
+    # The checked mode (create_device(enable_debug_layers=True) or $SLANGJIT_CHECKED=1): the emitter
+    # bounds-checks every buffer, local-array, vector and pointer access and records the first failure in
+    # the kernel's error record, which the runtime raises after the dispatch (runtime/base.py KernelError).
+    checked: bool = False
     cuda: CudaOptions = field(default_factory=CudaOptions)
 
     def with_cuda(self, **changes) -> "PipelineOptions":
