@@ -7,13 +7,14 @@ import os
 from ..compiler.passes.options import DEFAULT_OPTIONS, PipelineOptions
 from . import cuda as _cuda
 from .base import (Buffer, BufferDesc, BufferUsage, Device, DeviceInfo, DeviceType, EntryPoint, KernelBase,
-                   MemoryType, ReflectionCursor, ResourceState, ShaderProgram, SlangModule,
-                   SlangModuleNotFoundError, SlangWarning)
+                   KernelError, MemoryType, ReflectionCursor, ResourceState, ShaderProgram, SlangModule,
+                   SlangModuleNotFoundError, SlangWarning, raise_kernel_errors)
 from .cpu import ComputeKernel, CpuDevice, _get_pool, num_threads
 
 __all__ = ["Buffer", "BufferDesc", "BufferUsage", "ComputeKernel", "CpuDevice", "Device", "DeviceInfo", "DeviceType",
-           "EntryPoint", "KernelBase", "MemoryType", "ReflectionCursor", "ResourceState", "ShaderProgram",
-           "SlangModule", "SlangModuleNotFoundError", "SlangWarning", "create_device", "num_threads", "_get_pool"]
+           "EntryPoint", "KernelBase", "KernelError", "MemoryType", "ReflectionCursor", "ResourceState", "ShaderProgram",
+           "SlangModule", "SlangModuleNotFoundError", "SlangWarning", "create_device", "num_threads", "_get_pool",
+           "raise_kernel_errors"]
 
 
 def create_device(type: DeviceType = DeviceType.automatic, enable_debug_layers: bool = False, include_paths=(),

@@ -1,0 +1,176 @@
+"""Issue 15 (runtime side): dispatch arguments are validated before launch, errors name what is wrong,
+and the checked mode's runtime switch (create_device(enable_debug_layers=True) / $SLANGJIT_CHECKED)."""
+from __future__ import annotations
+
+import ctypes
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import slangjit
+from slangjit.runtime import base
+from slangjit.runtime.device import BufferUsage, DeviceType, create_device
+
+KERNEL = """
+RWStructuredBuffer<float> outputBuffer;
+[numthreads(4, 1, 1)]
+void computeMain(uint3 tid : SV_DispatchThreadID, uniform float scale, uniform int count)
+{
+    if (int(tid.x) < count)
+        outputBuffer[tid.x] = scale * float(tid.x + 1);
+}
+"""
+
+
+@pytest.fixture
+def kernel(device, tmp_path):
+    p = tmp_path / "k.slang"
+    p.write_text(KERNEL)
+    return device.create_compute_kernel(device.load_program(str(p), ["computeMain"]))
+
+
+def _buf(device, n):
+    return device.create_buffer(element_count=n, struct_size=4, usage=BufferUsage.unordered_access)
+
+
+def test_thread_count_must_be_integers(device, kernel):
+    out = _buf(device, 16)
+    for bad in ("12", ["12"], 7.9, [7.9, 1, 1], [4.0], True, [2, True], None, b"12"):
+        with pytest.raises(TypeError, match="thread_count must be 1 to 3 non-negative integers"):
+            kernel.dispatch(thread_count=bad, vars={"outputBuffer": out}, scale=1.0, count=16)
+    with pytest.raises(ValueError, match="must not be negative"):
+        kernel.dispatch(thread_count=[-1, 1, 1], vars={"outputBuffer": out}, scale=1.0, count=16)
+    with pytest.raises(ValueError, match="1 to 3 components"):
+        kernel.dispatch(thread_count=[1, 1, 1, 1], vars={"outputBuffer": out}, scale=1.0, count=16)
+    assert not out.to_numpy().view(np.float32).any()         # nothing ran
+    kernel.dispatch(thread_count=[np.int64(8), 1, 1], vars={"outputBuffer": out}, scale=1.0, count=16)
+    np.testing.assert_array_equal(out.to_numpy().view(np.float32)[:9], [1, 2, 3, 4, 5, 6, 7, 8, 0])
+
+
+def test_missing_entry_point_uniform_is_named(device, kernel):
+    out = _buf(device, 4)
+    with pytest.raises(ValueError, match=r"no value for the entry point's uniform parameter 'count' \(int\)"):
+        kernel.dispatch(thread_count=[4, 1, 1], vars={"outputBuffer": out}, scale=2.0)
+    with pytest.raises(ValueError, match="uniform parameter 'scale'"):
+        kernel.dispatch(thread_count=[4, 1, 1], vars={"outputBuffer": out}, count=4)
+    kernel.dispatch(thread_count=[4, 1, 1], vars={"outputBuffer": out}, scale=2.0, count=4)
+    np.testing.assert_array_equal(out.to_numpy().view(np.float32), [2, 4, 6, 8])
+
+
+def test_too_small_output_buffer_drops_writes_in_bounds(device, kernel):
+    """Which indices a kernel writes is not known before launch: a too-small buffer drops the writes
+    past its end (bounds-safe, docs/security.md); the checked mode reports them."""
+    big = _buf(device, 8)
+    small = _buf(device, 2)
+    kernel.dispatch(thread_count=[8, 1, 1], vars={"outputBuffer": small}, scale=1.0, count=8)
+    np.testing.assert_array_equal(small.to_numpy().view(np.float32), [1, 2])
+    assert not big.to_numpy().any()
+
+
+def test_float_that_does_not_fit_is_named(device, kernel):
+    out = _buf(device, 4)
+    with pytest.raises(ValueError, match=r"'scale' value 1e\+300 does not fit a float"):
+        kernel.dispatch(thread_count=[4, 1, 1], vars={"outputBuffer": out}, scale=np.float64(1e300), count=4)
+    kernel.dispatch(thread_count=[1, 1, 1], vars={"outputBuffer": out}, scale=float("inf"), count=1)
+    assert out.to_numpy().view(np.float32)[0] == np.inf
+
+
+def test_big_endian_data_is_converted(device):
+    be = np.arange(4, dtype=">f4")
+    for b in (device.create_buffer(data=be, usage=BufferUsage.unordered_access), _buf(device, 4)):
+        if not b.to_numpy().any():
+            b.copy_from_numpy(be)
+        np.testing.assert_array_equal(b.to_numpy().view(np.float32), [0, 1, 2, 3])
+    b = _buf(device, 4)
+    b.set_data(np.array([7, 9], dtype=">i4"), 4)
+    np.testing.assert_array_equal(b.to_numpy().view(np.int32), [0, 7, 9, 0])
+
+
+def test_load_program_compile_error_has_no_compiler_frames(device, tmp_path):
+    p = tmp_path / "bad.slang"
+    p.write_text("RWStructuredBuffer<float> o;\n[numthreads(1,1,1)]\n"
+                 "void main(uint3 t : SV_DispatchThreadID) { o[t.x] = undefined_thing; }\n")
+    with pytest.raises(slangjit.CompileError, match="E2052: undefined identifier 'undefined_thing'") as e:
+        device.load_program(str(p), ["main"])
+    frames = [f for f in e.traceback if "slangjit" in str(f.path)]
+    assert len(frames) <= 4 and not any("/compiler/" in str(f.path) for f in frames)
+    assert e.value.__cause__ is None and e.value.__suppress_context__
+
+
+# ------------------------------------------------------------------------------------------ checked mode
+
+
+def test_checked_mode_switch(monkeypatch, tmp_path):
+    monkeypatch.delenv("SLANGJIT_CHECKED", raising=False)
+    assert not create_device(type=DeviceType.cpu).checked
+    assert not create_device(type=DeviceType.cpu).compile_options.checked
+    d = create_device(type=DeviceType.cpu, enable_debug_layers=True)
+    assert d.checked and d.compile_options.checked
+    monkeypatch.setenv("SLANGJIT_CHECKED", "1")                  # read when a device is created
+    assert create_device(type=DeviceType.cpu).compile_options.checked
+    monkeypatch.setenv("SLANGJIT_CHECKED", "0")
+    assert not create_device(type=DeviceType.cpu).checked
+    # the programs of a checked device are compiled with PipelineOptions(checked=True)
+    seen = []
+    real = slangjit.compiler.compile_program
+
+    def spy_compile(*a, **k):
+        seen.append(k["options"])
+        return real(*a, **k)
+
+    monkeypatch.setattr(slangjit.compiler, "compile_program", spy_compile)
+    p = tmp_path / "k.slang"
+    p.write_text(KERNEL)
+    d.load_program(str(p), ["computeMain"])
+    create_device(type=DeviceType.cpu).load_program(str(p), ["computeMain"])
+    assert [o.checked for o in seen] == [True, False]
+    assert ("checked", True) in seen[0].changed()                # a different front-end cache key
+
+
+def test_env_var_read_at_device_creation_not_import(tmp_path):
+    code = textwrap.dedent("""
+        import os, slangjit
+        os.environ["SLANGJIT_CHECKED"] = "1"
+        print(slangjit.create_device(type=slangjit.DeviceType.cpu).checked)
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.stdout.strip() == "True", r.stderr
+
+
+def test_raise_kernel_errors_formats_the_record():
+    base.raise_kernel_errors(None)
+    base.raise_kernel_errors({})
+    with pytest.raises(slangjit.KernelError, match=r"^k\.slang:7:12: local array index out of range "
+                                                   r"\(index 4, valid 0\.\.3\); 3 checks failed") as e:
+        base.raise_kernel_errors([{"file": "k.slang", "line": 7, "col": 12, "what": "local array index out of range",
+                                   "index": 4, "extent": 4, "count": 3}])
+    assert isinstance(e.value, IndexError) and (e.value.file, e.value.line, e.value.index) == ("k.slang", 7, 4)
+    raw = base.CHECK_RECORD.pack(1, 1, -2, 8)
+    rec = base.decode_check_record(raw, [("a.slang", 1, 1, "x"), ("b.slang", 9, 3, "buffer index out of range")])
+    assert rec["file"] == "b.slang" and rec["line"] == 9 and rec["index"] == -2 and rec["extent"] == 8
+    assert base.decode_check_record(base.CHECK_RECORD.pack(0, 0, 0, 0)) is None
+
+
+def test_checked_kernel_record_raised_after_dispatch(tmp_path, monkeypatch):
+    """The plumbing: a checked kernel whose error record reports a failure raises KernelError naming the
+    Slang file:line after the dispatch, and the record is re-armed (stand-in record: the generated code's
+    `sj_check_record` comes with the emitter's checked mode)."""
+    monkeypatch.delenv("SLANGJIT_CHECKED", raising=False)
+    d = create_device(type=DeviceType.cpu, enable_debug_layers=True)
+    p = tmp_path / "k.slang"
+    p.write_text(KERNEL)
+    k = d.create_compute_kernel(d.load_program(str(p), ["computeMain"]))
+    rec = (ctypes.c_char * base.CHECK_RECORD.size)()
+    k._check_rec, k._checked = rec, True
+    monkeypatch.setattr(k.compiled.reflection, "check_sites", [(str(p), 6, 9, "buffer index out of range")],
+                        raising=False)
+    out = _buf(d, 4)
+    k.dispatch(thread_count=[4, 1, 1], vars={"outputBuffer": out}, scale=1.0, count=4)     # nothing reported
+    base.CHECK_RECORD.pack_into(rec, 0, 1, 0, 5, 4)
+    with pytest.raises(slangjit.KernelError, match=r"k\.slang:6:9: buffer index out of range \(index 5, valid 0\.\.3\)"):
+        k.dispatch(thread_count=[4, 1, 1], vars={"outputBuffer": out}, scale=1.0, count=4)
+    assert bytes(rec) == bytes(base.CHECK_RECORD.size)
+    k.dispatch(thread_count=[4, 1, 1], vars={"outputBuffer": out}, scale=1.0, count=4)
