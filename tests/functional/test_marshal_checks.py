@@ -130,3 +130,38 @@ def test_checked_device_compiles_generated_kernels_checked(device, monkeypatch):
     mod = spy.Module.load_from_source(d, "marsh_checked", SRC)
     assert mod.f1(2.0) == 4.0
     assert seen and all(isinstance(o, PipelineOptions) and o.checked for o in seen)
+
+
+TENSOR_SRC = r"""
+float rd(Tensor<float, 1> t, int i) { return t[i]; }
+float rd2(Tensor<float, 2> t, int i, int j) { return t[i, j]; }
+void wr(RWTensor<float, 1> t, int i) { t[i] = 9; }
+void add1(AtomicTensor<float, 1> t, int i) { t.add(i, 1.0); }
+"""
+
+
+def test_tensor_parameter_indices_stay_in_bounds(device):
+    """A Tensor parameter indexed outside its shape never touches memory: loads give 0, stores / adds
+    are dropped (as for buffers), whatever lies beyond the view."""
+    tm = spy.Module.load_from_source(device, "marsh_tensor_bounds", TENSOR_SRC)
+    t = spy.Tensor.from_numpy(device, np.arange(1, 5, dtype=np.float32))
+    assert [tm.rd(t, i) for i in (0, 3, 4, 100, -1)] == [1, 4, 0, 0, 0]
+    big = np.arange(1, 9, dtype=np.float32)
+    assert tm.rd2(big.reshape(2, 4)[:, :2], 0, 2) == 0          # column 2 of a 2-wide view, not big[2]
+    for i in (2, 5, -1):
+        tm.wr(big[:2], i)
+    np.testing.assert_array_equal(big, np.arange(1, 9))
+    tm.wr(big[:2], 1)
+    assert big[1] == 9
+    a = spy.Tensor.from_numpy(device, np.zeros(8, np.float32))
+    tm.add1(a[:2], 5)
+    np.testing.assert_array_equal(a.to_numpy(), 0)
+
+
+def test_tensor_view_must_lie_in_its_storage(device):
+    t = spy.Tensor.from_numpy(device, np.arange(4, dtype=np.float32))
+    with pytest.raises(ValueError, match=r"reaches elements 0\.\.99 of a storage of 4 float elements"):
+        t.view([100])
+    with pytest.raises(ValueError, match=r"reaches elements 3\.\.6"):
+        t.view([4], offset=3)
+    np.testing.assert_array_equal(t.view([2], [2], 1).to_numpy(), [1, 3])
