@@ -165,3 +165,30 @@ def test_tensor_view_must_lie_in_its_storage(device):
     with pytest.raises(ValueError, match=r"reaches elements 3\.\.6"):
         t.view([4], offset=3)
     np.testing.assert_array_equal(t.view([2], [2], 1).to_numpy(), [1, 3])
+
+
+def test_bounds_safe_tensors_compile_with_nvrtc(device):
+    """The CUDA side of the tensor bounds checks: a kernel using every checked tensor access compiles."""
+    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-bindings (NVRTC) not installed")
+    from slangjit.compiler import SourceSpec, compile_program
+    from slangjit.runtime import cuda_compiler
+    try:
+        cuda_compiler.nvrtc_version()
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"NVRTC library not loadable: {e}")
+    src = TENSOR_SRC + """
+import "slangpy";
+[shader("compute")] [numthreads(32, 1, 1)]
+void k(uint3 t : SV_DispatchThreadID, uniform Tensor<float, 1> a, uniform RWTensor<float, 2> b,
+       uniform AtomicTensor<float, 1> c, uniform WTensor<float3, 1> d)
+{
+    int i = int(t.x);
+    b[i, i + 1] = a[i] + rd(a, i);
+    c.add(i, a.load(i));
+    d.store(i, float3(a[i]));
+}
+"""
+    compiled = compile_program([SourceSpec(path=None, text='import "slangpy";\n' + src, name="tb")], ["k"],
+                               target="cuda")
+    ptx, _ = cuda_compiler.compile_source(compiled.source, "compute_90")
+    assert b".entry" in ptx
