@@ -174,3 +174,55 @@ def test_checked_kernel_record_raised_after_dispatch(tmp_path, monkeypatch):
         k.dispatch(thread_count=[4, 1, 1], vars={"outputBuffer": out}, scale=1.0, count=4)
     assert bytes(rec) == bytes(base.CHECK_RECORD.size)
     k.dispatch(thread_count=[4, 1, 1], vars={"outputBuffer": out}, scale=1.0, count=4)
+
+
+CUDA_CHILD = r"""
+import ctypes, sys
+sys.path.insert(0, sys.argv[2])
+import slangjit
+from slangjit.runtime import base
+import cuda_stub_driver as drv
+drv.install()
+rec = base.CHECK_RECORD.pack(2, 0, 7, 4)
+def memcpy(dst, src, n, stream):
+    drv.calls.append(("cuMemcpyDtoHAsync", (src, n)))
+    ctypes.memmove(dst, rec, n)
+    return (0,)
+drv.cuMemcpyDtoHAsync = memcpy
+drv.cuStreamSynchronize = lambda s: (0,)
+drv.cuMemsetD8Async = lambda p, v, n, s: drv.calls.append(("cuMemsetD8Async", (p, v, n))) or (0,)
+plain = slangjit.create_device(type=slangjit.DeviceType.cuda)
+k0 = plain.create_compute_kernel(plain.load_program(sys.argv[1], ["computeMain"]))
+assert not k0._checked
+dev = slangjit.create_device(type=slangjit.DeviceType.cuda, enable_debug_layers=True)
+k = dev.create_compute_kernel(dev.load_program(sys.argv[1], ["computeMain"]))
+assert k._checked and k._check_ptr == 0x1000
+assert (b"sj_check_record",) in [c[1] for c in drv.calls if c[0] == "cuModuleGetGlobal"]
+k.compiled.reflection.check_sites = [(sys.argv[1], 6, 9, "buffer index out of range")]
+try:
+    k._check_after()
+except slangjit.KernelError as e:
+    print("RAISED", e)
+print([c for c in drv.calls if c[0] in ("cuMemcpyDtoHAsync", "cuMemsetD8Async")])
+"""
+
+
+def test_cuda_checked_kernel_reads_its_error_record(tmp_path):
+    """The CUDA device's side of the checked mode, on the stub driver (no GPU): a checked kernel looks up
+    `sj_check_record`, reads it after a launch, raises KernelError and re-arms it."""
+    from slangjit.runtime import cuda_compiler
+    try:
+        cuda_compiler.nvrtc_version()
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"NVRTC library not loadable: {e}")
+    import os
+    p = tmp_path / "k.slang"
+    p.write_text(KERNEL)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, SLANGJIT_CACHE_DIR=str(tmp_path / "cache"), SLANGJIT_CHECKED="0",
+               PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    r = subprocess.run([sys.executable, "-c", CUDA_CHILD, str(p), os.path.join(root, "tests", "helpers")], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "RAISED " + str(p) + ":6:9: buffer index out of range (index 7, valid 0..3); 2 checks failed" in r.stdout
+    assert "('cuMemcpyDtoHAsync', (4096, 24))" in r.stdout and "('cuMemsetD8Async', (4096, 0, 24))" in r.stdout
