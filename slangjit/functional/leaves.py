@@ -11,7 +11,7 @@ import numpy as np
 from ..runtime import layout_pack as lp
 from . import typeview as S
 from . import values as V
-from .errors import BoundVariableException, KernelGenException
+from .errors import KernelGenException, ShapeMismatchError
 from .generators import Generator
 
 from .calldata import Staging, _I32, _U64, _contig, _idx_paths, _zero_expr
@@ -136,11 +136,6 @@ def _plain(v):
 
 _FAST_FMT = {"float": "f", "double": "d", "int": "i", "uint": "I", "bool": "?", "int64_t": "q", "uint64_t": "Q",
              "int16_t": "h", "uint16_t": "H", "int8_t": "b", "uint8_t": "B", "half": "e"}
-
-
-class ShapeMismatchError(BoundVariableException, RuntimeError):
-    """An array / tensor argument whose element dimensions do not match the parameter (a ValueError, and a
-    RuntimeError as SlangPy raises for it)."""
 
 
 def _elem_shape_message(name: str, P: S.SType, shp, ne: int) -> str:
