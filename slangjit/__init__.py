@@ -3,14 +3,15 @@ from __future__ import annotations
 
 from .version import __version__
 
-from .runtime.device import (Buffer, BufferUsage, ComputeKernel, Device, DeviceType, MemoryType, ResourceState,
-                             ShaderProgram, SlangModule, create_device)
+from .runtime.device import (Buffer, BufferUsage, ComputeKernel, Device, DeviceType, KernelError, MemoryType,
+                             ResourceState, ShaderProgram, SlangModule, create_device)
 from .runtime.cpu_compiler import InternalCompilerError
 
 from .compiler.source import CompileError
 
 __all__ = ["__version__", "create_device", "DeviceType", "BufferUsage", "MemoryType", "ResourceState", "Device",
-           "Buffer", "ComputeKernel", "ShaderProgram", "SlangModule", "CompileError", "InternalCompilerError"]
+           "Buffer", "ComputeKernel", "ShaderProgram", "SlangModule", "CompileError", "InternalCompilerError",
+           "KernelError"]
 
 # ---- functional API (SlangPy's Module / Function / Tensor; slangjit/functional, slangjit/tensor.py) ----
 from .tensor import Tensor, Shape                                                   # noqa: E402

@@ -15,6 +15,7 @@ import numpy as np
 from .functional import dlpack as _dlpack
 from .functional import typeview as S
 from .functional import values as V
+from .runtime import layout_pack as lp
 from .runtime.device import Buffer, BufferDesc, BufferUsage, MemoryType
 
 DEFAULT_USAGE = BufferUsage.shader_resource | BufferUsage.unordered_access      # 24
@@ -142,6 +143,23 @@ def _small_buffer(device, nbytes: int, sz: int) -> Buffer:
     return b
 
 
+def _check_extent(storage, dt, shape, strides, offset: int) -> None:
+    """A view must lie inside its storage: kernels address it without further checks."""
+    size = getattr(storage, "size", None)
+    if size is None or not shape or any(d == 0 for d in shape):
+        return
+    lo = hi = offset
+    for d, st in zip(shape, strides):
+        if st > 0:
+            hi += (d - 1) * st
+        else:
+            lo += (d - 1) * st
+    esz = max(dt.size or 0, 1)
+    if lo < 0 or (hi + 1) * esz > size:
+        raise ValueError(f"Tensor view (shape {tuple(shape)}, strides {tuple(strides)}, offset {offset}) reaches "
+                         f"elements {lo}..{hi} of a storage of {size // esz} {dt.name} elements")
+
+
 class Tensor:
     """A strided N-D view over a Buffer of elements of a Slang type."""
 
@@ -174,6 +192,7 @@ class Tensor:
             raise ValueError(f"Shape dimensions ({len(self._shape)}) must match stride dimensions "
                              f"({len(self._strides)})")
         self.offset = int(offset)
+        _check_extent(self.storage, dt, self._shape, self._strides, self.offset)
         self.grad_in: Optional[Tensor] = grad_in
         self.grad_out: Optional[Tensor] = grad_out
 
@@ -259,7 +278,7 @@ class Tensor:
         if a.ndim == 0:
             a = a.reshape(1)
         t = Tensor(device, dt, a.shape, usage=usage)
-        t.copy_from_numpy(np.ascontiguousarray(a))
+        t.copy_from_numpy(np.ascontiguousarray(lp.native(a)))
         return t
 
     @staticmethod
@@ -339,7 +358,7 @@ class Tensor:
         return np.lib.stride_tricks.as_strided(raw, shape=tuple(self._shape) + (sz,), strides=strides).copy()
 
     def copy_from_numpy(self, data) -> None:
-        a = np.asarray(data)
+        a = lp.native(np.asarray(data))        # big-endian data is converted, never copied as raw bytes
         if not a.flags.c_contiguous:
             raise ValueError("copy_from_numpy: the numpy array must be contiguous")
         if not self.is_contiguous():

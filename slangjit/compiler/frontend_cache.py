@@ -4,7 +4,7 @@ A warm start in a new process then needs no parse / check / emit at all (and, wi
 runtime's library cache, no C++ compiler): `load_program` -> first dispatch in a few ms.
 
 * Key = sha256 over: the slangjit version, a hash of the compiler itself (every
-  `slangjit/compiler/**/*.py`, `core/*.slang`, `emit/prelude.h`; computed once per process),
+  `slangjit/compiler/**/*.py`, `core/*.slang`, `slang/*.slang`, `emit/prelude.h`; computed once per process),
   the target, entry points, include paths (absolute), the working directory (module lookup
   falls back to it), compiler args, type conformances, the pipeline options that differ from
   their defaults (passes/options.py PipelineOptions.changed), and the path and text of each source.
@@ -110,7 +110,7 @@ def _compiler_files(root: str) -> list:
             continue
         for e in entries:
             n = e.name
-            if n.endswith(".py") or (rel == "core" and n.endswith(".slang")) or \
+            if n.endswith(".py") or (rel in ("core", "slang") and n.endswith(".slang")) or \
                     (rel.startswith("emit") and n.endswith(".h")):
                 try:
                     st = e.stat()

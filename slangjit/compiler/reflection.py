@@ -86,6 +86,9 @@ class ProgramReflection:
     globals: list[FieldLayout] = field(default_factory=list)
     globals_size: int = 0
     entry_points: dict[str, EntryPointInfo] = field(default_factory=dict)
+    # The failure sites of the generated code's checks, "file:line: what", indexed by the error record's
+    # `site` (runtime/kernel_errors.py).
+    error_sites: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -231,6 +231,11 @@ class Binder:
             dt = S.scalar("bool" if v.dtype.name == "int8" else S.NUMPY_TO_SCALAR[v.dtype.name])
             writable = bool(v.flags.writeable)
             grads = (False, False)
+            if not v.dtype.isnative and (direction in ("out", "inout") or
+                                         (isinstance(P, S.TensorT) and "w" in P.access)):
+                raise BoundVariableException(
+                    f"argument '{name}': numpy array has non-native byte order (dtype {v.dtype.str}), which the "
+                    f"kernel cannot write; pass a native array (a.astype(a.dtype.newbyteorder('=')))")
         else:
             dt = v.dtype
             writable = v.writable

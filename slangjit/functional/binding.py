@@ -11,6 +11,7 @@ import numpy as np
 
 from ..compiler import SourceSpec, compile_program
 from ..compiler.source import CompileError
+from ..runtime.base import device_compile_options, thread_count3
 from ..runtime.device import _get_pool
 from ..runtime.kernel_errors import ErrorRecord, cpu_site_lookup, raise_if_failed
 from ..runtime.layout_pack import aligned_zeros
@@ -266,6 +267,10 @@ class CallData:
         self.go_leaves = [lf for lf in leaves if isinstance(lf, ContainerLeaf) and lf.grad_out]
         auto_leaf = self.result.leaf if self.auto_result else None
         self.shape_leaves = [lf for lf in leaves if lf.has_shape and lf.k > 0 and lf is not auto_leaf]
+        # Containers consumed whole by a vector / matrix / array parameter (no call dimensions): their element
+        # dimensions are checked at every call, so a short array is never read or written past its end.
+        self.elem_leaves = [lf for lf in leaves if isinstance(lf, ContainerLeaf) and lf.ne and lf.k == 0
+                            and lf is not auto_leaf]
         self.post_leaves = [lf for lf in leaves if isinstance(lf, RefLeaf)]
         self.instance_bounds = [b for b in self.bound if hasattr(b.leaf, "instance_getter")]
         for i, lf in enumerate(leaves):
@@ -471,9 +476,14 @@ class CallData:
         try:
             compiled = compile_program([spec], ["_sj_main"], target=self.device._target,
                                        include_paths=mod._include_paths,
-                                       compiler_args=self.device.compiler_args)
+                                       compiler_args=self.device.compiler_args,
+                                       options=device_compile_options(self.device))
         except CompileError as e:
-            raise KernelGenException(f"Slang compilation error: {e}\n--- generated kernel ---{code}") from None
+            # An error in the user's module needs no generated kernel beside it; one in the kernel shows it.
+            n_user = mod._source_text.count("\n") + 1
+            in_user = all(d.loc.line and d.loc.line <= n_user for d in e.diagnostics)
+            raise KernelGenException(f"Slang compilation error: {e}" +
+                                     ("" if in_user else f"\n--- generated kernel ---{code}")) from None
         kernel = self.device._create_kernel_from_compiled(compiled, "_sj_main")
         launch = getattr(kernel, "launch_raw", None) if self.gpu else None
         return compiled, kernel, (kernel, kernel._fn, launch)
@@ -566,6 +576,8 @@ class CallData:
             vals.append(res_v)
         cd = self.cd
         cs = [1] * cd
+        for lf in self.elem_leaves:
+            lf.shape(lf.get(vals))
         for lf in self.shape_leaves:
             shp = lf.shape(lf.get(vals))
             m = lf.mapping
@@ -585,7 +597,9 @@ class CallData:
             auto = Tensor._alloc(self.device, self.ret_t, tuple(cs))
             vals[-1] = auto
         if self.tc_mode:
-            n = int(kwargs["_thread_count"])
+            n, ty, tz = thread_count3(kwargs["_thread_count"])    # an integer >= 0 ("12", 7.9: errors)
+            if ty != 1 or tz != 1:
+                raise ValueError(f"_thread_count must be one integer, got {kwargs['_thread_count']!r}")
         else:
             n = 1
             for c in cs:

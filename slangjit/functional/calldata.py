@@ -22,6 +22,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from ..runtime import layout_pack as lp
 from ..runtime.device import BufferUsage
 from ..tensor import Tensor, staged
 from . import typeview as S
@@ -47,7 +48,7 @@ class Staging:
         self.gpu = not getattr(device, "_host_memory", True)
 
     def upload(self, a: np.ndarray):
-        raw = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+        raw = np.ascontiguousarray(lp.native(a)).reshape(-1).view(np.uint8)
         b = self.device.create_buffer(size=max(8, raw.size), usage=self.usage)
         if raw.size:
             b.set_data(raw)

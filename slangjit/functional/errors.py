@@ -17,3 +17,8 @@ class BoundVariableException(ValueError):
 
 class KernelGenException(ValueError):
     """The generated kernel failed to compile."""
+
+
+class ShapeMismatchError(BoundVariableException, RuntimeError):
+    """An array / tensor argument whose element dimensions do not match its parameter ("argument 'x':
+    expected last dimension 3 (float3), got 2"); a ValueError, and a RuntimeError as SlangPy raises."""

@@ -11,6 +11,7 @@ from ..runtime import layout_pack as lp
 from ..tensor import Tensor
 from .binding import CallData
 from .calldata import signature
+from .errors import KernelGenException, ResolveException
 from .rawdispatch import raw_dispatch
 
 _RETURN_MODES = {"numpy": "numpy", "tensor": "tensor"}
@@ -104,7 +105,10 @@ class FunctionNode:
             key = (key, tuple((k, signature(v)) for k, v in kwargs.items()))
         cd = self._cache.get(key)
         if cd is None:
-            cd = CallData(self, args, kwargs)
+            try:
+                cd = CallData(self, args, kwargs)
+            except (KernelGenException, ResolveException) as e:
+                raise e.with_traceback(None) from None       # the message says it all: no internal frames
             self._cache[key] = cd
         return cd.run(args, kwargs)
 

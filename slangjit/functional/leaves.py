@@ -11,7 +11,7 @@ import numpy as np
 from ..runtime import layout_pack as lp
 from . import typeview as S
 from . import values as V
-from .errors import KernelGenException
+from .errors import KernelGenException, ShapeMismatchError
 from .generators import Generator
 
 from .calldata import Staging, _I32, _U64, _contig, _idx_paths, _zero_expr
@@ -106,7 +106,7 @@ class ValueLeaf(Leaf):
             try:
                 fmt.pack_into(blk, self.off, v)
                 return
-            except struct.error:
+            except (struct.error, OverflowError):      # the general path below says what is wrong
                 pass
         off = self.offsets[self.u]
         P = self.ptype
@@ -115,7 +115,7 @@ class ValueLeaf(Leaf):
                 v = int(v)
             elif isinstance(P, S.VectorT):
                 v = [v] * P.n
-        lp.pack_value(_np_view(blk), off, self.layout, _plain(v), self.name, lp.PackContext("call"))
+        lp.pack_value(_np_view(blk), off, self.layout, _plain(v), self.name, lp.PackContext("argument"))
 
 
 def _np_view(blk):
@@ -136,6 +136,15 @@ def _plain(v):
 
 _FAST_FMT = {"float": "f", "double": "d", "int": "i", "uint": "I", "bool": "?", "int64_t": "q", "uint64_t": "Q",
              "int16_t": "h", "uint16_t": "H", "int8_t": "b", "uint8_t": "B", "half": "e"}
+
+
+def _elem_shape_message(name: str, P: S.SType, shp, ne: int) -> str:
+    want = tuple(P.shape)
+    got = tuple(shp[len(shp) - ne:]) if len(shp) >= ne else tuple(shp)
+    if ne == 1:
+        return (f"argument '{name}': expected last dimension {want[0]} ({P.name}), got {got[-1] if got else 0} "
+                f"(array shape {tuple(shp)})")
+    return f"argument '{name}': expected last {ne} dimensions {want} ({P.name}), got {got} (array shape {tuple(shp)})"
 
 
 class ContainerLeaf(Leaf):
@@ -302,10 +311,7 @@ class ContainerLeaf(Leaf):
             want = self.ptype.shape
             got = shp[len(shp) - self.ne:]
             if tuple(got) != tuple(want):
-                for i, (g, w) in enumerate(zip(got, want)):
-                    if g != w:
-                        raise RuntimeError(f"numpy array shape dim {len(shp) - self.ne + i} does not match the "
-                                           f"expected shape ({g} != {w})")
+                raise ShapeMismatchError(_elem_shape_message(self.name, self.ptype, shp, self.ne))
             return tuple(shp[:len(shp) - self.ne])
         return tuple(shp)
 
@@ -336,6 +342,9 @@ class ContainerLeaf(Leaf):
         if self.is_numpy:
             if not v.flags.c_contiguous and any(s < 0 for s in v.strides):
                 raise ValueError(f"argument '{self.name}': numpy arrays with negative strides are not supported")
+            if not v.dtype.isnative:           # big-endian: read from a native copy (writes are refused at bind)
+                v = lp.native(v)
+                keep.append((self, v, None, None))
             addr, shp, st, off = self._geom(v)
             self._pack_view(blk, self.u + "_", addr, shp, st, off, call_shape)
         elif self.fast1:                       # 1-D tensor over a 1-D call, no consumed element dims
@@ -345,6 +354,8 @@ class ContainerLeaf(Leaf):
             _I32.pack_into(blk, o_cs, v._strides[0] if v._shape[0] != 1 else 0)
         else:
             self._pack_view(blk, self.u + "_", v.storage._addr, v._shape, v._strides, v.offset, call_shape)
+        if self.grad_in or self.grad_out:
+            self._check_grads(v)
         if self.grad_in:
             g = v.grad_in
             self._pack_view(blk, self.u + "_gi", g.storage._addr, g._shape, g._strides, g.offset, call_shape)
@@ -353,6 +364,18 @@ class ContainerLeaf(Leaf):
             self._pack_view(blk, self.u + "_go", g.storage._addr, g._shape, g._strides, g.offset, call_shape)
             distinct = not self.shared_grads and self._distinct_per_thread(g._shape, g._strides, call_shape)
             _I32.pack_into(blk, self.offsets[self.u + "_goa"], 0 if distinct else 1)
+
+    def _check_grads(self, v):
+        for what, g in (("grad_in", v.grad_in if self.grad_in else None),
+                        ("grad_out", v.grad_out if self.grad_out else None)):
+            if g is None:
+                continue
+            gs, vs = tuple(g._shape), tuple(v._shape)
+            # same dims; a call dim of extent 1 broadcasts (a broadcast_to view keeps its grads' shape)
+            if gs != vs and (len(gs) != len(vs) or gs[self.k:] != vs[self.k:] or
+                             any(a != b and a != 1 for a, b in zip(gs[:self.k], vs[:self.k]))):
+                raise ValueError(f"argument '{self.name}': its {what} tensor has shape {gs}, "
+                                 f"expected the tensor's shape {vs}")
 
     shared_grads = False     # set per call when another argument accumulates into the same storage
 
@@ -474,6 +497,9 @@ class TensorParamLeaf(Leaf):
             keep.append((self, v, buf, None))
             return
         if self.is_numpy:
+            if not v.dtype.isnative:           # big-endian: read from a native copy (writes are refused at bind)
+                v = lp.native(v)
+                keep.append((self, v, None, None))
             isz = v.itemsize
             self._pack_one(blk, self.u + "_", v.ctypes.data, v.shape, tuple(s // isz for s in v.strides), 0)
             return
@@ -532,7 +558,7 @@ class RefLeaf(Leaf):
         keep.append((self, v, mem, None))
         init = v.value if self.kind == "ref" else (v.primal if self.kind == "pair" else None)
         if init is not None:
-            lp.pack_value(mem, 0, self.layout, _plain(init), self.name, lp.PackContext("call"))
+            lp.pack_value(mem, 0, self.layout, _plain(init), self.name, lp.PackContext("argument"))
         st = self.stage
         if st is not None:
             mem = st.upload(mem)
@@ -542,7 +568,7 @@ class RefLeaf(Leaf):
             # the gradient has the Differential's layout (a struct's synthesized Differential differs)
             g = lp.aligned_zeros(max((self.ptype.derivative or self.ptype).size, 8))
             if v.grad is not None:
-                lp.pack_value(g, 0, self.grad_layout, _plain(v.grad), self.name, lp.PackContext("call"))
+                lp.pack_value(g, 0, self.grad_layout, _plain(v.grad), self.name, lp.PackContext("argument"))
             if st is not None:
                 g = st.upload(g)
             keep[-1] = (self, v, mem, g)

@@ -3,13 +3,15 @@ dispatch thread id (or of a `[shader("compute")]` entry point)."""
 from __future__ import annotations
 
 from ..compiler import SourceSpec, compile_program
+from ..runtime.base import device_compile_options, thread_count3
 
 
 def raw_dispatch(node, thread_count, vars: dict, **kwargs):
     fn = node.function
     mod = fn.module
     cand = fn.overloads[0]
-    key = ("raw", tuple(sorted(kwargs)), tuple(thread_count) if not isinstance(thread_count, int) else thread_count)
+    thread_count = list(thread_count3(thread_count))      # 1 to 3 integers >= 0 ("12" and 7.9 are errors)
+    key = ("raw", tuple(sorted(kwargs)), tuple(thread_count))
     cache = fn._node_caches.setdefault("raw", {})
     k = cache.get(key[:2])
     if k is None:
@@ -17,7 +19,8 @@ def raw_dispatch(node, thread_count, vars: dict, **kwargs):
         if is_entry:
             compiled = compile_program([SourceSpec(path=mod._source_path, text=mod._source_text, name=mod.name)],
                                        [cand.name], target=mod.device._target,
-                                       include_paths=mod._include_paths)
+                                       include_paths=mod._include_paths,
+                                       options=device_compile_options(mod.device))
             k = mod.device._create_kernel_from_compiled(compiled, cand.name)
         else:
             params = cand.params
@@ -37,7 +40,8 @@ def raw_dispatch(node, thread_count, vars: dict, **kwargs):
                     f"    {cand.name}({', '.join(call)});\n}}\n")
             compiled = compile_program([SourceSpec(path=mod._source_path, text=mod._source_text + code,
                                                    name=mod.name)], ["_sj_raw"], target=mod.device._target,
-                                       include_paths=mod._include_paths)
+                                       include_paths=mod._include_paths,
+                                       options=device_compile_options(mod.device))
             k = mod.device._create_kernel_from_compiled(compiled, "_sj_raw")
             k._sj_raw = True
         cache[key[:2]] = k
@@ -46,8 +50,7 @@ def raw_dispatch(node, thread_count, vars: dict, **kwargs):
         if getattr(v, "_sj_tensor", False):
             vals[name] = {"_data": v.storage._addr, "_shape": list(v.shape), "_strides": list(v.strides),
                           "_offset": v.offset}
-    tc = [thread_count] if isinstance(thread_count, int) else list(thread_count)
-    tc += [1] * (3 - len(tc))
+    tc = thread_count
     if getattr(k, "_sj_raw", False):
         vals["_sj_count"] = tc
     k.dispatch(tc, vars=vars, **vals)

@@ -16,6 +16,8 @@ entry points and the block layouts are described in `slangjit/compiler/reflectio
 """
 from __future__ import annotations
 
+import dataclasses
+import operator
 import os
 import warnings
 from enum import IntEnum, IntFlag
@@ -25,6 +27,7 @@ import numpy as np
 
 from .. import compiler             # compiler.compile_program looked up per call (tests stand in for it)
 from ..compiler.passes.options import DEFAULT_OPTIONS, PipelineOptions
+from ..compiler.source import CompileError
 from ..compiler.reflection import CompiledProgram, EntryPointInfo, FieldLayout, ProgramReflection, TypeLayout
 from . import layout_pack as _lp
 
@@ -148,7 +151,7 @@ class Buffer:
         return self._mem[: self.desc.size].copy()
 
     def copy_from_numpy(self, data) -> None:
-        a = np.ascontiguousarray(data)
+        a = np.ascontiguousarray(_lp.native(np.asarray(data)))
         raw = a.reshape(-1).view(np.uint8)
         if raw.size > self.desc.size:
             raise ValueError(f"copy_from_numpy: data is {raw.size} bytes, larger than the buffer ({self.desc.size} bytes)")
@@ -156,7 +159,7 @@ class Buffer:
 
     # sgl spelling used by some tests
     def set_data(self, data, offset: int = 0) -> None:
-        raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+        raw = np.ascontiguousarray(_lp.native(np.asarray(data))).reshape(-1).view(np.uint8)
         if offset < 0 or offset + raw.size > self.desc.size:
             raise ValueError("set_data: upload would exceed the size of the destination buffer")
         self._mem[offset: offset + raw.size] = raw
@@ -281,27 +284,65 @@ class ShaderProgram:
         return f"ShaderProgram(modules={[m.name for m in self.modules]}, entry_points={self.entry_point_names})"
 
 
+# ------------------------------------------------------------------------------------------ checked mode
+
+def device_compile_options(device) -> PipelineOptions:
+    """The options generated kernels (the functional API) compile with on `device`: the defaults, checked
+    when the device is."""
+    return CHECKED_OPTIONS if getattr(device, "checked", False) else DEFAULT_OPTIONS
+
+
+CHECKED_OPTIONS = PipelineOptions(checked=True)
+
+
+def checked_from_env() -> bool:
+    """$SLANGJIT_CHECKED (read when a device is created): anything but empty / 0 / false / no / off."""
+    return os.environ.get("SLANGJIT_CHECKED", "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
 # ------------------------------------------------------------------------------------------ kernels
 
 _EXTRA_DISPATCH_KWARGS = ("queue", "cuda_stream", "query_pool", "query_index_before", "query_index_after")
 
 
-def _thread_count3(tc: Any) -> tuple[int, int, int]:
-    if isinstance(tc, (int, np.integer)):
+def _count_int(v: Any, tc: Any) -> int:
+    """One thread count component: an integer (int, numpy integer, anything with __index__), never a
+    string, float or bool (`"12"` is not [1, 2], 7.9 is not 7)."""
+    if isinstance(v, (bool, np.bool_, str, bytes, float, np.floating)):
+        raise TypeError(f"dispatch: thread_count must be 1 to 3 non-negative integers (e.g. [N, 1, 1]), got {tc!r}")
+    try:
+        return operator.index(v)
+    except TypeError:
+        raise TypeError(f"dispatch: thread_count must be 1 to 3 non-negative integers (e.g. [N, 1, 1]), "
+                        f"got {tc!r}") from None
+
+
+def thread_count3(tc: Any) -> tuple[int, int, int]:
+    """A dispatch's thread count as (x, y, z): 1 to 3 integers >= 0, or an object with .x/.y/.z."""
+    if isinstance(tc, np.ndarray) and tc.ndim == 0:
+        tc = tc.item()
+    if isinstance(tc, (str, bytes, bool, float, np.floating)) or tc is None:
+        vals = [_count_int(tc, tc)]
+    elif isinstance(tc, (int, np.integer)):
         vals = [int(tc)]
     elif hasattr(tc, "x") and not isinstance(tc, (list, tuple, np.ndarray)):
-        vals = [int(tc.x), int(getattr(tc, "y", 1)), int(getattr(tc, "z", 1))]
+        vals = [_count_int(getattr(tc, c, 1), tc) for c in "xyz"]
     else:
         try:
-            vals = [int(v) for v in tc]
-        except (TypeError, ValueError):
-            raise TypeError(f"dispatch: thread_count must be 1 to 3 ints (e.g. [N, 1, 1]), got {tc!r}") from None
+            items = list(tc)
+        except TypeError:
+            raise TypeError(f"dispatch: thread_count must be 1 to 3 non-negative integers (e.g. [N, 1, 1]), "
+                            f"got {tc!r}") from None
+        vals = [_count_int(v, tc) for v in items]
     if not 1 <= len(vals) <= 3:
         raise ValueError(f"dispatch: thread_count must have 1 to 3 components, got {len(vals)}")
     if any(v < 0 for v in vals):
         raise ValueError(f"dispatch: thread_count must not be negative, got {vals}")
     vals += [1] * (3 - len(vals))
     return vals[0], vals[1], vals[2]
+
+
+_thread_count3 = thread_count3
 
 
 class KernelBase:
@@ -350,6 +391,10 @@ class KernelBase:
     def _check_buffers(self, values: dict) -> None:
         """Reject arguments this device cannot use (CUDA: buffers of another device)."""
 
+    def _check_after(self) -> None:
+        """After a launch whose kernel may have recorded a failure (runtime/kernel_errors.py): raise it.
+        The CPU passes a record per dispatch and checks it in dispatch(); the CUDA kernel reads its module's."""
+
     def _bind(self, thread_count, vars: Optional[dict], kwargs: dict):
         """Validate and pack a dispatch's arguments: ((gx, gy, gz) group counts, globals block,
         parameter block).  `vars` binds globals by name, `kwargs` the entry's `uniform` parameters."""
@@ -376,6 +421,12 @@ class KernelBase:
         ctx = _lp.PackContext("dispatch")
         gblock = _lp.pack_block(self._globals, self._globals_size, vars, ctx, self._globals_required)
         pblock = _lp.pack_block(self._params, self._params_size, kwargs, ctx, self._params_required)
+        if len(kwargs) < len(self._params):
+            missing = [f for n, f in self._params.items() if n not in kwargs]
+            f = missing[0]
+            raise ValueError(f"dispatch: no value for the entry point's uniform parameter '{f.name}' "
+                             f"({f.layout.name}); pass it as {f.name}=... (entry-point uniforms are not "
+                             f"zero-initialised)")
         return groups, gblock, pblock
 
 
@@ -407,12 +458,18 @@ class Device:
     def __init__(self, type: DeviceType = DeviceType.cpu, include_paths: Sequence = (), compiler_args: Sequence = (),
                  enable_debug_layers: bool = False, compile_options: PipelineOptions = DEFAULT_OPTIONS):
         self.type = DeviceType(type)
-        # The pass pipeline's options for every program this device compiles (load_program and
-        # link_program may override them per program).
-        self.compile_options = compile_options
         self.include_paths = [str(p) for p in include_paths]
         self.compiler_args = [str(a) for a in compiler_args]
         self.enable_debug_layers = enable_debug_layers
+        # The checked mode (enable_debug_layers=True, or $SLANGJIT_CHECKED=1 when the device is created):
+        # programs are compiled with PipelineOptions(checked=True) and kernels report bad accesses after a
+        # dispatch (runtime/kernel_errors.py KernelError).
+        self.checked = bool(enable_debug_layers) or checked_from_env()
+        if self.checked and not compile_options.checked:
+            compile_options = dataclasses.replace(compile_options, checked=True)
+        # The pass pipeline's options for every program this device compiles (load_program and
+        # link_program may override them per program).
+        self.compile_options = compile_options
         self.info = self._make_info()
         self.closed = False
 
@@ -464,10 +521,16 @@ class Device:
             for tc in ep.type_conformances:
                 if tc not in tcs:
                     tcs.append(tc)
-        prog = compiler.compile_program([m._source_spec() for m in modules], [e.name for e in entry_points], target=self._target,
-                               include_paths=self.include_paths, compiler_args=self.compiler_args,
-                               type_conformances=tcs,
-                               options=self.compile_options if compile_options is None else compile_options)
+        opts = self.compile_options if compile_options is None else compile_options
+        if self.checked and not opts.checked:
+            opts = dataclasses.replace(opts, checked=True)
+        try:
+            prog = compiler.compile_program([m._source_spec() for m in modules], [e.name for e in entry_points],
+                                            target=self._target, include_paths=self.include_paths,
+                                            compiler_args=self.compiler_args, type_conformances=tcs, options=opts)
+        except CompileError as e:
+            # The diagnostic says where the user's program is wrong: no traceback through compiler frames.
+            raise e.with_traceback(None) from None
         # Compiler warnings (implicit truncation ...) reach the user as Python warnings, once.
         for w in getattr(prog, "warnings", None) or []:
             warnings.warn(w.format(), SlangWarning, stacklevel=3)
@@ -508,7 +571,7 @@ class Device:
             raise ValueError("create_buffer: size, element_count and struct_size must not be negative")
         raw = None
         if data is not None:
-            raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+            raw = np.ascontiguousarray(_lp.native(np.asarray(data))).reshape(-1).view(np.uint8)
         if resource_type_layout is not None and not struct_size:
             struct_size = _stride_of(resource_type_layout)
         if size:

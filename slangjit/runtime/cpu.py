@@ -154,6 +154,7 @@ class ComputeKernel(KernelBase):
         self._fn = fn
         self._init_layouts()
 
+
     def dispatch(self, thread_count, vars: Optional[dict] = None, command_encoder=None, **kwargs) -> None:
         (gx, gy, gz), gblock, pblock = self._bind(thread_count, vars, kwargs)
         total = gx * gy * gz

@@ -31,10 +31,12 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from ..compiler.passes.options import DEFAULT_OPTIONS, PipelineOptions
-from ..compiler.reflection import CUDA_GLOBALS_SYMBOL, CompiledProgram, EntryPointInfo
+from ..compiler.reflection import CUDA_GLOBALS_SYMBOL, CompiledProgram
 from . import cuda_compiler       # the image cache: every kernel load asks it (imports no NVRTC itself)
 from . import layout_pack as _lp
-from .base import (Buffer, BufferDesc, Device, DeviceInfo, DeviceType, KernelBase, ShaderProgram)
+from .kernel_errors import ERROR_RECORD_SYMBOL, ErrorRecord, raise_if_failed, sites_lookup
+from .base import (Buffer, BufferDesc, Device, DeviceInfo, DeviceType, KernelBase,
+                   ShaderProgram)
 
 
 class CudaError(RuntimeError):
@@ -285,13 +287,13 @@ class CudaBuffer(Buffer):
                 "cuMemcpyHtoDAsync")
 
     def copy_from_numpy(self, data) -> None:
-        raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+        raw = np.ascontiguousarray(_lp.native(np.asarray(data))).reshape(-1).view(np.uint8)
         if raw.size > self.desc.size:
             raise ValueError(f"copy_from_numpy: data is {raw.size} bytes, larger than the buffer ({self.desc.size} bytes)")
         self._upload(raw)
 
     def set_data(self, data, offset: int = 0) -> None:
-        raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+        raw = np.ascontiguousarray(_lp.native(np.asarray(data))).reshape(-1).view(np.uint8)
         if offset < 0 or offset + raw.size > self.desc.size:
             raise ValueError("set_data: upload would exceed the size of the destination buffer")
         self._upload(raw, offset)
@@ -400,9 +402,29 @@ class CudaComputeKernel(KernelBase):
         self.timings["load"] = time.perf_counter() - t1
         self._init_layouts()
         self._resident: Optional[int] = None
+        self._check_ptr: Optional[int] = None
+        if device.checked:                   # the checked mode reads the module's error record after a launch
+            r = ctx.d.cuModuleGetGlobal(mod.module, ERROR_RECORD_SYMBOL.encode())
+            if int(r[0]) == 0:
+                self._check_ptr = int(r[1])
         nt = self._numthreads[0] * self._numthreads[1] * self._numthreads[2]
         if nt > 1024:
             raise ValueError(f"[numthreads{self._numthreads}] has {nt} threads per group; CUDA allows at most 1024")
+
+    def _check_after(self) -> None:
+        """Checked mode: wait for the launch, read the module's error record (kernel_errors.ErrorRecord),
+        re-arm it, and raise KernelError naming the Slang file:line of the first failure."""
+        if self._check_ptr is None:
+            return
+        c = self._ctx
+        c.make_current()
+        rec = ErrorRecord()
+        size = ctypes.sizeof(rec)
+        _ck(c.d.cuMemcpyDtoHAsync(ctypes.addressof(rec), self._check_ptr, size, c.stream), "cuMemcpyDtoHAsync")
+        c.synchronize()
+        if rec.code:
+            _ck(c.d.cuMemsetD8Async(self._check_ptr, 0, size, c.stream), "cuMemsetD8Async")
+            raise_if_failed(rec, sites_lookup(getattr(self.compiled.reflection, "error_sites", [])), self.entry_name)
 
     def _check_buffers(self, values: dict) -> None:
         for k, v in values.items():
@@ -424,8 +446,8 @@ class CudaComputeKernel(KernelBase):
         with self._module.lock:
             self._module.set_globals(gblock, s)
             self._launch(pblock.ctypes.data, (gx, gy, gz), s)
-        if self.device.enable_debug_layers:
-            c.synchronize(s)
+        if self._check_ptr is not None:
+            self._check_after()
         del pblock
 
     def launch_raw(self, pblock, gblock: Optional[np.ndarray], groups: int) -> None:
@@ -439,8 +461,8 @@ class CudaComputeKernel(KernelBase):
             if gblock is not None:
                 self._module.set_globals(gblock, s)
             self._launch(ctypes.addressof(pblock), (groups, 1, 1), s)
-        if self.device.enable_debug_layers:
-            c.synchronize(s)
+        if self._check_ptr is not None:
+            self._check_after()        # checked mode: raise what the kernel recorded
 
     def _launch(self, pblock_address: int, groups: tuple[int, int, int], stream) -> None:
         """cuLaunchKernel over `groups`; a grid-stride (coarsened) kernel gets about one resident wave

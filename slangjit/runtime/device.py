@@ -10,9 +10,10 @@ from .base import (Buffer, BufferDesc, BufferUsage, Device, DeviceInfo, DeviceTy
                    MemoryType, ReflectionCursor, ResourceState, ShaderProgram, SlangModule,
                    SlangModuleNotFoundError, SlangWarning)
 from .cpu import ComputeKernel, CpuDevice, _get_pool, num_threads
+from .kernel_errors import KernelError
 
 __all__ = ["Buffer", "BufferDesc", "BufferUsage", "ComputeKernel", "CpuDevice", "Device", "DeviceInfo", "DeviceType",
-           "EntryPoint", "KernelBase", "MemoryType", "ReflectionCursor", "ResourceState", "ShaderProgram",
+           "EntryPoint", "KernelBase", "KernelError", "MemoryType", "ReflectionCursor", "ResourceState", "ShaderProgram",
            "SlangModule", "SlangModuleNotFoundError", "SlangWarning", "create_device", "num_threads", "_get_pool"]
 
 

@@ -54,6 +54,12 @@ class PackContext:
         self.what = what
         self.bound: set[str] = set()
 
+    def at(self, path: str) -> str:
+        """The start of a message about `path`: "dispatch: 'params.scale'" / "argument 'x':"."""
+        if self.what == "argument":
+            return f"argument '{path}':"
+        return f"{self.what}: '{path}'"
+
 
 def _describe(value: Any) -> str:
     if isinstance(value, np.ndarray):
@@ -63,6 +69,26 @@ def _describe(value: Any) -> str:
 
 def _is_buffer(value: Any) -> bool:
     return getattr(value, "_sj_buffer", False) is True
+
+
+def native(a: np.ndarray) -> np.ndarray:
+    """`a` in the machine's byte order: a big-endian (non-native) array is converted, never read as raw
+    little-endian bytes."""
+    if a.dtype.isnative or a.dtype.fields is not None:
+        return a
+    return a.astype(a.dtype.newbyteorder("="))
+
+
+def _check_float_range(flat: np.ndarray, dtype: str, layout: TypeLayout, path: str, ctx: PackContext) -> None:
+    """Finite values that a narrower float type cannot hold are an error (not a silent inf)."""
+    if flat.dtype.kind != "f" or flat.dtype.itemsize <= np.dtype(dtype).itemsize or not flat.size:
+        return
+    big = np.abs(flat.astype(np.float64)) > float(np.finfo(dtype).max)
+    bad = big & np.isfinite(flat)
+    if bad.any():
+        v = float(flat[int(np.argmax(bad))])
+        raise ValueError(f"{ctx.at(path)} value {v!r} does not fit a {layout.name} (largest finite "
+                         f"{dtype} is {float(np.finfo(dtype).max)!r})")
 
 
 def aligned_zeros(nbytes: int, align: int = 64) -> np.ndarray:
@@ -90,15 +116,15 @@ def _scalar_value(layout: TypeLayout, dtype: str, value: Any, path: str, ctx: Pa
             return int(value.device_address)
         if not isinstance(value, int):
             if isinstance(value, float):
-                raise TypeError(f"{ctx.what}: '{path}' expects {layout.name} (an integer), got float {value!r}")
+                raise TypeError(f"{ctx.at(path)} expects {layout.name} (an integer), got float {value!r}")
             try:
                 value = _index(value)
             except TypeError:
-                raise TypeError(f"{ctx.what}: '{path}' expects {layout.name} (an integer), got {_describe(value)}") from None
+                raise TypeError(f"{ctx.at(path)} expects {layout.name} (an integer), got {_describe(value)}") from None
         lo = -(1 << (bits - 1))
         hi = 1 << bits
         if not lo <= value < hi:
-            raise ValueError(f"{ctx.what}: '{path}' value {value} is out of range for {layout.name}")
+            raise ValueError(f"{ctx.at(path)} value {value} is out of range for {layout.name}")
         value &= hi - 1
         if signed and value >= 1 << (bits - 1):
             value -= hi
@@ -109,11 +135,11 @@ def _scalar_value(layout: TypeLayout, dtype: str, value: Any, path: str, ctx: Pa
         try:
             return float(value)
         except (TypeError, ValueError):
-            raise TypeError(f"{ctx.what}: '{path}' expects {layout.name} (a number), got {_describe(value)}") from None
+            raise TypeError(f"{ctx.at(path)} expects {layout.name} (a number), got {_describe(value)}") from None
     # bool
     if isinstance(value, (bool, int)):
         return bool(value)
-    raise TypeError(f"{ctx.what}: '{path}' expects {layout.name} (a bool), got {_describe(value)}")
+    raise TypeError(f"{ctx.at(path)} expects {layout.name} (a bool), got {_describe(value)}")
 
 
 def _index(value):
@@ -128,9 +154,9 @@ def _write_scalar(block, offset: int, layout: TypeLayout, dtype: str, size: int,
         return
     try:
         st.pack_into(block, offset, v)
-    except (OverflowError, struct.error):      # float32/float16 overflow -> inf, like a C cast
-        with np.errstate(over="ignore"):
-            block[offset:offset + st.size] = np.frombuffer(np.array(v, dtype=dtype).tobytes(), dtype=np.uint8)
+    except (OverflowError, struct.error):      # a finite value beyond float32/float16's range: never inf silently
+        raise ValueError(f"{ctx.at(path)} value {v!r} does not fit a {layout.name} (largest finite "
+                         f"{layout.name} is {float(np.finfo(dtype).max)!r}; pass inf explicitly)") from None
 
 
 # ------------------------------------------------------------------------------------------ sequences
@@ -173,16 +199,18 @@ def _write_scalar_seq(block, offset, layout: TypeLayout, n: int, value: Any, pat
     if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
         flat = value.reshape(-1)
         if flat.size != n:
-            raise ValueError(f"{ctx.what}: '{path}' expects {layout.name} ({what}), got {flat.size} values")
+            raise ValueError(f"{ctx.at(path)} expects {layout.name} ({what}), got {flat.size} values")
         if kind == "i" and flat.dtype.kind == "f":
-            raise TypeError(f"{ctx.what}: '{path}' expects {layout.name} (integers), got {_describe(value)}")
+            raise TypeError(f"{ctx.at(path)} expects {layout.name} (integers), got {_describe(value)}")
+        if kind == "f":
+            _check_float_range(flat, dtype, layout, path, ctx)
         arr = (flat != 0) if kind == "b" else flat
         data = np.ascontiguousarray(arr.astype(dtype, copy=False)).view(np.uint8)
         block[offset:offset + data.size] = data
         return
     items = _as_items(value)
     if items is None:
-        raise TypeError(f"{ctx.what}: '{path}' expects {layout.name} ({what}), got {_describe(value)}")
+        raise TypeError(f"{ctx.at(path)} expects {layout.name} ({what}), got {_describe(value)}")
     if items and n > 1 and len(items) != n and all(_as_items(r) is not None and not isinstance(r, np.generic)
                                                    for r in items):
         flat = []
@@ -190,7 +218,7 @@ def _write_scalar_seq(block, offset, layout: TypeLayout, n: int, value: Any, pat
             flat.extend(_as_items(r))
         items = flat
     if len(items) != n:
-        raise ValueError(f"{ctx.what}: '{path}' expects {layout.name} ({what}), got {len(items)} values")
+        raise ValueError(f"{ctx.at(path)} expects {layout.name} ({what}), got {len(items)} values")
     st = _STRUCTS[dtype]
     step = st.size
     for i, it in enumerate(items):
@@ -215,7 +243,7 @@ def pack_value(block, offset: int, layout: TypeLayout, value: Any, path: str, ct
     elif k == "matrix":
         n = layout.count * layout.cols
         if isinstance(value, np.ndarray) and value.ndim == 2 and value.shape != (layout.count, layout.cols):
-            raise ValueError(f"{ctx.what}: '{path}' expects {layout.name} ({layout.count}x{layout.cols}), "
+            raise ValueError(f"{ctx.at(path)} expects {layout.name} ({layout.count}x{layout.cols}), "
                              f"got shape {value.shape}")
         if isinstance(value, (list, tuple)) and len(value) == layout.count and layout.cols > 1:
             for r, row in enumerate(value):
@@ -232,7 +260,7 @@ def pack_value(block, offset: int, layout: TypeLayout, value: Any, path: str, ct
     elif k == "pointer":
         _pack_pointer(block, offset, layout, value, path, ctx)
     else:
-        raise TypeError(f"{ctx.what}: '{path}' has a type ({layout.name}, kind {k!r}) that cannot be written")
+        raise TypeError(f"{ctx.at(path)} has a type ({layout.name}, kind {k!r}) that cannot be written")
 
 
 def _leaf_scalar(layout: TypeLayout) -> Optional[str]:
@@ -242,9 +270,9 @@ def _leaf_scalar(layout: TypeLayout) -> Optional[str]:
 
 
 def _pack_raw(block, offset, layout: TypeLayout, value: np.ndarray, path, ctx) -> None:
-    data = np.ascontiguousarray(value).reshape(-1).view(np.uint8)
+    data = np.ascontiguousarray(native(value)).reshape(-1).view(np.uint8)
     if data.size > layout.size:
-        raise ValueError(f"{ctx.what}: '{path}' expects {layout.name} ({layout.size} bytes), got {data.size} bytes")
+        raise ValueError(f"{ctx.at(path)} expects {layout.name} ({layout.size} bytes), got {data.size} bytes")
     block[offset:offset + data.size] = data
 
 
@@ -271,7 +299,9 @@ def _pack_array(block, offset, layout: TypeLayout, value: Any, path, ctx) -> Non
             raw_words = raw_ok and lk == "f"       # data=[...] words for a float array
             if dense and not raw_words and value.size == total:
                 if lk == "i" and value.dtype.kind == "f":
-                    raise TypeError(f"{ctx.what}: '{path}' expects {layout.name} (integers), got {_describe(value)}")
+                    raise TypeError(f"{ctx.at(path)} expects {layout.name} (integers), got {_describe(value)}")
+                if lk == "f":
+                    _check_float_range(value.reshape(-1), leaf, layout, path, ctx)
                 arr = (value.reshape(-1) != 0) if lk == "b" else value.reshape(-1)
                 data = np.ascontiguousarray(arr.astype(leaf, copy=False)).view(np.uint8)
                 block[offset:offset + data.size] = data
@@ -280,15 +310,15 @@ def _pack_array(block, offset, layout: TypeLayout, value: Any, path, ctx) -> Non
                 _pack_raw(block, offset, layout, value, path, ctx)
                 return
             if dense and value.size != total and value.shape[:1] != (n,):
-                raise ValueError(f"{ctx.what}: '{path}' expects {layout.name} ({total} values), got {value.size} values")
+                raise ValueError(f"{ctx.at(path)} expects {layout.name} ({total} values), got {value.size} values")
         elif leaf is None and raw_ok and value.ndim <= 1:
             _pack_raw(block, offset, layout, value, path, ctx)
             return
     items = _as_items(value)
     if items is None:
-        raise TypeError(f"{ctx.what}: '{path}' expects {layout.name} (a sequence of {n}), got {_describe(value)}")
+        raise TypeError(f"{ctx.at(path)} expects {layout.name} (a sequence of {n}), got {_describe(value)}")
     if len(items) != n:
-        raise ValueError(f"{ctx.what}: '{path}' expects {layout.name} ({n} elements), got {len(items)} elements")
+        raise ValueError(f"{ctx.at(path)} expects {layout.name} ({n} elements), got {len(items)} elements")
     stride = el.size
     for i, it in enumerate(items):
         pack_value(block, offset + i * stride, el, it, f"{path}[{i}]", ctx)
@@ -313,7 +343,7 @@ def _pack_struct(block, offset, layout: TypeLayout, value: Any, path, ctx) -> No
         if hasattr(value, "__dataclass_fields__"):
             value = {k: getattr(value, k) for k in value.__dataclass_fields__}
         else:
-            raise TypeError(f"{ctx.what}: '{path}' expects {layout.name} (a dict of its fields), got {_describe(value)}")
+            raise TypeError(f"{ctx.at(path)} expects {layout.name} (a dict of its fields), got {_describe(value)}")
     pack_fields(block, offset, field_map(layout), value, path + ".", ctx, layout.name)
 
 
@@ -342,9 +372,9 @@ def _buffer_count(layout: TypeLayout, buf) -> int:
 
 def _pack_buffer(block, offset, layout: TypeLayout, value: Any, path, ctx) -> None:
     if not _is_buffer(value):
-        raise TypeError(f"{ctx.what}: '{path}' expects {layout.name} (a Buffer), got {_describe(value)}")
+        raise TypeError(f"{ctx.at(path)} expects {layout.name} (a Buffer), got {_describe(value)}")
     if layout.writable and not (int(value.usage) & UNORDERED_ACCESS):
-        raise TypeError(f"{ctx.what}: '{path}' is {layout.name}, which needs a buffer created with "
+        raise TypeError(f"{ctx.at(path)} is {layout.name}, which needs a buffer created with "
                         f"usage=BufferUsage.unordered_access")
     struct.pack_into("<QQ", block, offset, int(value.device_address), _buffer_count(layout, value))
     ctx.bound.add(path)
@@ -354,15 +384,15 @@ def _pack_pointer(block, offset, layout: TypeLayout, value: Any, path, ctx) -> N
     if _is_buffer(value):
         addr = int(value.device_address)
     elif isinstance(value, (bool, float)) or value is None:
-        raise TypeError(f"{ctx.what}: '{path}' expects {layout.name} (a device address or Buffer), got {_describe(value)}")
+        raise TypeError(f"{ctx.at(path)} expects {layout.name} (a device address or Buffer), got {_describe(value)}")
     else:
         try:
             addr = _index(value.item() if isinstance(value, np.generic) else value)
         except TypeError:
-            raise TypeError(f"{ctx.what}: '{path}' expects {layout.name} (a device address or Buffer), "
+            raise TypeError(f"{ctx.at(path)} expects {layout.name} (a device address or Buffer), "
                             f"got {_describe(value)}") from None
         if not 0 <= addr < (1 << 64):
-            raise ValueError(f"{ctx.what}: '{path}' address {addr} is out of range")
+            raise ValueError(f"{ctx.at(path)} address {addr} is out of range")
     struct.pack_into("<Q", block, offset, addr)
     ctx.bound.add(path)
 

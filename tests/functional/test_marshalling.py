@@ -147,7 +147,10 @@ def test_numpy_trailing_dims_to_vector(m):
 
 
 def test_numpy_trailing_dim_mismatch(m):
-    with pytest.raises(RuntimeError, match=r"numpy array shape dim 1 does not match the expected shape \(2 != 3\)"):
+    # names the argument, expected vs got; a ValueError, and a RuntimeError as SlangPy raises
+    with pytest.raises(RuntimeError, match=r"argument 'a': expected last dimension 3 \(float3\), got 2"):
+        m.dot3(np.zeros((4, 2), np.float32), spy.float3(1, 1, 1))
+    with pytest.raises(ValueError, match=r"argument 'a': expected last dimension 3 \(float3\), got 2"):
         m.dot3(np.zeros((4, 2), np.float32), spy.float3(1, 1, 1))
 
 

@@ -114,6 +114,7 @@ def assemble(program: Program, target: Target) -> tuple[str, ProgramReflection]:
         "\n\n".join(launchers),
         *target.trailer(),
     ]
+    refl.error_sites = list(em.sites)       # "file:line: what" per failure site (runtime/kernel_errors.py)
     return "\n\n".join(parts) + "\n", refl
 
 

@@ -70,9 +70,9 @@ class PipelineOptions:
     # Run the CUDA coarsened kernels' inlining, value reuse and dead-code removal (passes/fusion.py) on
     # every CPU entry point, with no adds deferred, so that the CPU tests exercise those passes.
     fuse_entries: bool = False
-    # The checked mode: every buffer, local-array, vector and pointer access is bounds-checked and a
-    # failure raises a Python exception naming the Slang file:line after the dispatch (emit/, prelude
-    # 13_checks.h, runtime/kernel_errors.py).
+    # The checked mode (create_device(enable_debug_layers=True) or $SLANGJIT_CHECKED=1): the emitter
+    # bounds-checks every buffer, local-array, vector and pointer access and records the first failure in
+    # the kernel's error record, which the runtime raises after the dispatch (runtime/base.py KernelError).
     checked: bool = False
     cuda: CudaOptions = field(default_factory=CudaOptions)
 
