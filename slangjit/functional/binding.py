@@ -668,6 +668,8 @@ class CallData:
                     if lf.writes and lf.writable:
                         v[...] = stage.read(mem, v.nbytes).view(v.dtype).reshape(v.shape)
                     continue
+                if lf.kind not in ("ref", "pair", "result"):
+                    continue                  # nothing to bring back (e.g. an array bound to a Tensor parameter)
                 mem = stage.read(mem, max(lf.ptype.size, 8))
                 if g is not None:
                     g = stage.read(g, max((lf.ptype.derivative or lf.ptype).size, 8))

@@ -56,6 +56,8 @@ class Staging:
 
     @staticmethod
     def read(buf, nbytes: int) -> np.ndarray:
+        if nbytes > buf.size:                  # as the CUDA buffer's read_bytes: never past the staged data
+            raise ValueError(f"staging: reading {nbytes} bytes from a {buf.size}-byte buffer")
         rb = getattr(buf, "read_bytes", None)
         if rb is not None:
             return rb(0, nbytes)

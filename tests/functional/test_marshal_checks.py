@@ -158,6 +158,21 @@ def test_tensor_parameter_indices_stay_in_bounds(device):
     np.testing.assert_array_equal(a.to_numpy(), 0)
 
 
+def test_tensor_parameter_from_a_strided_array_on_the_staged_path(device):  # noqa: ARG001 (own device below)
+    """The path a GPU takes (staged, run here on the CPU): a strided numpy view bound to a Tensor parameter
+    is uploaded and nothing is read back past the staged data (the write-back used to read the Tensor
+    parameter's 32-byte struct size from the 16-byte upload; on CUDA that raised)."""
+    d = spy.create_device(type=spy.DeviceType.cpu)
+    d.functional_staged = True
+    tm = spy.Module.load_from_source(d, "marsh_tensor_staged", TENSOR_SRC)
+    big = np.arange(1, 9, dtype=np.float32)
+    view = big.reshape(2, 4)[:, :2]
+    assert [tm.rd2(view, i, j) for i, j in ((0, 0), (0, 1), (1, 0), (1, 1), (0, 2))] == [1, 2, 5, 6, 0]
+    for i in (2, 5, -1):
+        tm.wr(big[:2], i)
+    np.testing.assert_array_equal(big, np.arange(1, 9))
+
+
 def test_tensor_view_must_lie_in_its_storage(device):
     t = spy.Tensor.from_numpy(device, np.arange(4, dtype=np.float32))
     with pytest.raises(ValueError, match=r"reaches elements 0\.\.99 of a storage of 4 float elements"):
