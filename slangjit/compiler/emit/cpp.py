@@ -10,6 +10,7 @@ import os
 from typing import Optional
 
 from ..ir import nodes as ir
+from ..passes.red_slots import counted_loop
 from .. import types as T
 
 _PRELUDE_PATH = os.path.join(os.path.dirname(__file__), "prelude.h")
@@ -53,6 +54,7 @@ class CppEmitter:
         # `self.sites` ("file:line: what"), which the generated code exports as sj_error_site(i).
         self.checked = checked
         self.sites: list[str] = []
+        self.counter_ranges: dict[int, tuple[int, int]] = {}   # Var uid -> (lo, hi) of an enclosing counted loop
         self.site_ids: dict[str, int] = {}
         self.cur_loc = None
         self.cur_fn: Optional[ir.Function] = None
@@ -392,6 +394,8 @@ class CppEmitter:
             n = ot.n if isinstance(ot, (T.ArrayType, T.VectorType)) else ot.rows
             if isinstance(e.index, ir.Const) and isinstance(e.index.value, int) and 0 <= e.index.value < (n or 1):
                 return f"{obj}[{idx}]"          # a constant index in range: no check
+            if self._counter_in_range(e.index, n or 1):
+                return f"{obj}[{idx}]"          # a counted loop's counter that stays in range: no check
             if getattr(getattr(e.obj, "var", None), "trusted_index", False) and not self.checked:
                 return f"{obj}.data[{idx}]"     # a reverse-mode stack: in range by construction
             if self.checked:
@@ -403,6 +407,14 @@ class CppEmitter:
         if isinstance(ot, T.PointerType) and self.null_checks():
             return f"sj::ptr_at({obj}, {idx}, {self.site(e.loc, 'null pointer dereference')}u)"
         return f"{obj}[{idx}]"
+
+    def _counter_in_range(self, index, n: int) -> bool:
+        """Is `index` the counter of an enclosing counted loop (passes/red_slots.py counted_loop: constant
+        bounds, step +-1, never written by the body) whose every value lies in [0, n)?"""
+        while isinstance(index, ir.Convert):
+            index = index.operand
+        r = self.counter_ranges.get(index.var.uid) if isinstance(index, ir.LocalRef) else None
+        return r is not None and 0 <= r[0] and r[1] < n
 
     def null_checks(self) -> bool:
         """Pointer accesses check for null on the CPU (a null pointer uniform must not crash the Python
@@ -502,7 +514,13 @@ class CppEmitter:
         else:
             self.out(d + 1, "do")
         self.out(d + 1, "{")
+        counted = counted_loop(s)
+        if counted is not None and counted.trips > 0:
+            last = counted.start + (counted.trips - 1) * counted.step
+            self.counter_ranges[counted.var.uid] = (min(counted.start, last), max(counted.start, last))
         self.stmt(s.body, d + 2)
+        if counted is not None:
+            self.counter_ranges.pop(counted.var.uid, None)
         self.out(d + 2, f"{cont}:;")
         if s.kind == "do":
             self.out(d + 1, f"}} while ({cond});")
