@@ -350,12 +350,27 @@ def _worker(conn, mem_mb: int):
         conn.send(r)
 
 
+def _warm():
+    """Import the compiler and parse the core library once in the parent, so that forked workers start warm."""
+    try:
+        from slangjit.compiler import SourceSpec, compile_program
+        compile_program([SourceSpec(text=_WARM, name="fuzz_warm")], ["computeMain"])
+    except Exception:      # noqa: BLE001 -- only a speed-up
+        pass
+
+
+_WARM = """RWStructuredBuffer<float> o;
+[numthreads(1, 1, 1)] void computeMain(uint3 t : SV_DispatchThreadID) { o[t.x] = sin(float(t.x)); }
+"""
+
+
 class Pool:
     """`jobs` worker processes; each mutant gets `timeout` seconds, after which its worker is killed."""
 
-    def __init__(self, jobs: int, timeout: float, mem_mb: int = 3072, recycle: int = 400):
+    def __init__(self, jobs: int, timeout: float, mem_mb: int = 3072, recycle: int = 2000):
         self.jobs, self.timeout, self.mem_mb, self.recycle = jobs, timeout, mem_mb, recycle
         self.ctx = mp.get_context("fork" if sys.platform != "win32" else "spawn")
+        _warm()
         self.workers = [self._spawn() for _ in range(jobs)]
 
     def _spawn(self):

@@ -23,6 +23,7 @@ from __future__ import annotations
 import datetime
 import importlib.util
 import os
+import signal
 import sys
 import time
 
@@ -129,7 +130,7 @@ def _hang_or_crash(path, text, cxx, nvrtc):
     if text == "HANG":
         time.sleep(60)
     if text == "CRASH":
-        os.abort()
+        os.kill(os.getpid(), signal.SIGKILL)      # as a segfault or the OOM killer would end it
     return {"status": "rejected", "code": "E0001"}
 
 
