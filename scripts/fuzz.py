@@ -278,6 +278,9 @@ def check_one(path: str, text: str, cxx: bool, nvrtc: bool) -> dict:
                 return _fail(f"masked internal {d.code}", d.format()[:400], f"{m.group(1)} " + d.message)
             if loc is None or loc.file is None or not getattr(loc.file, "path", None) or loc.line < 1:
                 return _fail("unlocated", f"{d.code} at {loc}: {d.message[:300]}", d.code + " " + d.message)
+            if loc.line > len(loc.file.line_starts()) or loc.col < 1:
+                return _fail("located past the end", f"{d.code} at {loc} (the file has "
+                             f"{len(loc.file.line_starts())} lines): {d.message[:300]}", d.code + " " + d.message)
         return {"status": "rejected", "code": e.diagnostics[0].code}
     except RecursionError as e:
         return _fail("RecursionError", _tb(e), "")

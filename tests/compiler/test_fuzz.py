@@ -132,6 +132,7 @@ def test_check_one_classifies_accepted_and_rejected(tmp_path):
     (CompileError(Diagnostic("E5001", "entry point 'main' not found", Loc(None, 0, 0))), "unlocated"),
     (CompileError(Diagnostic("E0010", "could not parse this (IndexError: list index out of range)",
                              Loc(SourceFile("m", "x"), 1, 1))), "masked internal E0010"),
+    (CompileError(Diagnostic("E2001", "past the end", Loc(SourceFile("m", "x"), 7, 1))), "located past the end"),
     (CompileError(Diagnostic("", "no code", Loc(SourceFile("m", "x"), 1, 1))), "no-code"),
     (KeyError("boom"), "KeyError"),
     (RecursionError("deep"), "RecursionError"),
