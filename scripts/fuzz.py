@@ -336,7 +336,12 @@ def _worker(conn, mem_mb: int):
     global _MEM_MB
     _MEM_MB = mem_mb
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 4000))
+    parent = os.getppid()
     while True:
+        # A worker whose parent died leaves (its siblings may hold the other end of its pipe, so no EOF comes).
+        while not conn.poll(1.0):
+            if os.getppid() != parent:
+                return
         try:
             job = conn.recv()
         except EOFError:
@@ -365,6 +370,9 @@ def _warm():
 _WARM = """RWStructuredBuffer<float> o;
 [numthreads(1, 1, 1)] void computeMain(uint3 t : SV_DispatchThreadID) { o[t.x] = sin(float(t.x)); }
 """
+
+
+STOP = []      # non-empty: hand out no more mutants (SIGINT / SIGTERM in the long mode); running ones finish
 
 
 class Pool:
@@ -399,7 +407,7 @@ class Pool:
         exhausted = False
         while True:
             for w in self.workers:
-                if w["job"] is None and not exhausted and (deadline is None or time.time() < deadline):
+                if w["job"] is None and not exhausted and not STOP and (deadline is None or time.time() < deadline):
                     try:
                         key, payload = next(it)
                     except StopIteration:
@@ -467,6 +475,8 @@ class Campaign:
         self.codes: dict[str, int] = {}
         self.failures: dict[str, dict] = {}   # signature -> first {index, path, ops, detail, text, count}
         self._seen: set[bytes] = set()
+        self.on_progress = None
+        self.seconds = 0.0
         self._accepted = 0
 
     def _jobs(self, start, count):
@@ -520,7 +530,10 @@ class Campaign:
             self._on_result(key, r)
             if progress and time.time() - last[0] > progress:
                 last[0] = time.time()
-                print(self.summary_line(time.time() - t0), flush=True)
+                self.seconds = time.time() - t0
+                print(self.summary_line(self.seconds), flush=True)
+                if self.on_progress:
+                    self.on_progress(self)
 
         try:
             pool.run(self._jobs(start, count), on, deadline)
@@ -577,13 +590,26 @@ def main(argv=None):
         return 0
     known = _known_from_test()
     c = Campaign(a.seed, a.jobs, a.timeout, a.cxx_every, a.nvrtc_every, known)
+
+    def dump(c):
+        if a.json:
+            import json
+            tmp = a.json + ".tmp"
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump({"seed": a.seed, "start": a.start, "seconds": c.seconds, "counts": c.counts,
+                           "codes": c.codes, "failures": c.failures}, f, indent=1)
+            os.replace(tmp, a.json)
+
+    import signal
+
+    def stop(signum, frame):
+        STOP.append(signum)
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    c.on_progress = dump
     c.run(seconds=a.seconds or None, count=a.count, start=a.start, progress=a.progress)
     print(c.report())
-    if a.json:
-        import json
-        with open(a.json, "w", encoding="utf-8") as f:
-            json.dump({"seed": a.seed, "seconds": c.seconds, "counts": c.counts, "codes": c.codes,
-                       "failures": c.failures}, f, indent=1)
+    dump(c)
     new = [s for s, f in c.failures.items() if not c.known_item(s, f)]
     return 1 if new else 0
 
