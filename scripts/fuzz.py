@@ -193,8 +193,9 @@ _DIAG_CODE = re.compile(r"^E\d{4}$")
 _MASKED = re.compile(r"\b(\w+Error|Exception): ")
 
 
-def _normalize(msg: str) -> str:
-    msg = re.sub(r"'[^']*'|\"[^\"]*\"|`[^`]*`", "_", msg)
+def _normalize(msg: str, quotes: bool = True) -> str:
+    if quotes:
+        msg = re.sub(r"'[^']*'|\"[^\"]*\"|`[^`]*`", "_", msg)
     msg = re.sub(r"\b(type|types|to|from) \S+", r"\1 _", msg)
     msg = re.sub(r"\d+", "0", msg)
     return msg.strip()[:90]
@@ -325,7 +326,10 @@ def _tb(e: BaseException) -> str:
 
 
 def _fail(kind: str, detail: str, sigtext: str) -> dict:
-    return {"status": "fail", "kind": kind, "detail": detail, "sig": f"{kind} | {_normalize(sigtext)}"}
+    # Names quoted in an internal error tell distinct bugs apart ('CppEmitter' vs 'NoneType' has no 'attrs').
+    internal = kind.startswith("internal") or kind.startswith("masked") or kind.endswith("Error")
+    return {"status": "fail", "kind": kind, "detail": detail,
+            "sig": f"{kind} | {_normalize(sigtext, quotes=not internal)}"}
 
 
 # ------------------------------------------------------------------------------------------ workers
@@ -511,6 +515,11 @@ class Campaign:
             self.codes[r["code"]] = self.codes.get(r["code"], 0) + 1
         else:
             self.counts["failed"] += 1
+            # A known failure is keyed by its KNOWN_FAILURES row, so an unknown one never hides under a
+            # known one of the same normalized message (and is judged on its own detail).
+            item = self.known_item(r["sig"], r)
+            if item is not None:
+                r = dict(r, sig=f"{r['sig']} [known row {self._known_row(r)}]")
             f = self.failures.get(r["sig"])
             if f is None or len(text) < len(f["text"]):
                 n = f["count"] if f else 0
@@ -542,12 +551,15 @@ class Campaign:
         self.seconds = time.time() - t0
         return self
 
-    def known_item(self, sig: str, fail: dict):
-        for item, kind, pattern in self.known:
-            if fail["kind"] == kind and re.search(pattern, fail["detail"]) or \
-                    (fail["kind"] == kind and re.search(pattern, sig)):
-                return item
+    def _known_row(self, fail: dict):
+        for k, (item, kind, pattern) in enumerate(self.known):
+            if fail["kind"] == kind and (re.search(pattern, fail["detail"]) or re.search(pattern, fail["sig"])):
+                return k
         return None
+
+    def known_item(self, sig: str, fail: dict):
+        k = self._known_row(dict(fail, sig=sig))
+        return None if k is None else self.known[k][0]
 
     def summary_line(self, secs):
         c = self.counts

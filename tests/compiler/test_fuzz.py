@@ -51,18 +51,27 @@ KNOWN_FAILURES = [
     ("6", "unlocated", r"E5001 at <unknown>.*entry point .* not found"),
     ("6", "c++ error", r"invalid cast from type .sj::vec<\w+, \d+>. to type"),
     ("6", "nvrtc error", r"no suitable conversion function from \"sj::vec<\w+, \d+>\" to"),
+    ("6", "internal E9000", r"'NoneType' object has no attribute 'attrs'"),
+    ("6", "c++ error", r"static assertion failed: vector size must be 1\.\.4"),
+    ("6", "nvrtc error", r"static assertion failed with \"vector size must be 1\.\.4\""),
+    ("6", "c++ error", r"narrowing conversion of .\d+. from .long int. to .int."),
+    ("6", "nvrtc error", r"invalid narrowing conversion from \"long\" to \"int\""),
+    ("6", "internal E9000", r"cannot add differentials of type"),
 ]
 
 # One minimal reproducer per row (found by the fuzz, reduced by hand): (row index, source, entry point).
 _HEAD = "RWStructuredBuffer<float> outputBuffer;\n[numthreads(1, 1, 1)]\n"
 _INOUT = ("RWStructuredBuffer<float> outputBuffer;\nvoid g(inout int v) { v = v * 10 + 1; }\n[numthreads(1, 1, 1)]\n"
           "void computeMain(uint3 tid : SV_DispatchThreadID) { float3 a = 0; g(a); outputBuffer[0] = a.x; }\n")
+_BIGARR = _HEAD + \
+    "void computeMain(uint3 tid : SV_DispatchThreadID) { float w[0xffffffff] = { 1.0, 2.0 }; outputBuffer[0] = w[1]; }\n"
 REPRODUCERS = [
     # a non-vector type on SV_DispatchThreadID: E9000 "bad system value type float*" (float3x3 too, issue item 6)
     (0, _HEAD + "void computeMain(float* tid : SV_DispatchThreadID) { outputBuffer[0] = 1.0; }\n", "computeMain"),
     # a [BackwardDerivative] member whose body has a type error (Optional<int> * Optional<int>) is not
     # checked when the method also has a [ForwardDerivative]: E9000 from the C++ emitter
-    (1, None, "custom-derivative-member-fn"),
+    (1, ("tests/autodiff/custom/custom-derivative-member-fn.slang", "        float t = tanh(x.p / limit);\n        updateDiff",
+         "        Optional<int> t = tanh(x.p / limit);\n        updateDiff"), "computeMain"),
     # float4 on SV_DispatchThreadID is accepted; the generated C++ fails a static_assert (issue item 6)
     (2, _HEAD + "void computeMain(float4 tid : SV_DispatchThreadID) { outputBuffer[0] = tid.w; }\n",
      "computeMain"),
@@ -76,18 +85,33 @@ REPRODUCERS = [
     # (issue item 6 names `int` into `inout uint3`)
     (5, _INOUT, "computeMain"),
     (6, _INOUT, "computeMain"),
+    # fwd_diff of nothing, inside fwd_diff: E9000 (AttributeError) instead of a diagnostic
+    (7, "RWStructuredBuffer<float> outputBuffer;\n[Differentiable] float h(float x) { return x * x; }\n"
+        "[numthreads(1, 1, 1)]\nvoid computeMain(uint3 tid : SV_DispatchThreadID) {\n"
+        "    let yy = fwd_diff(fwd_diff( ))(diffPair(diffPair(1.0, 0.0), diffPair(0.0, 0.0)));\n"
+        "    outputBuffer[0] = 1.0;\n}\n", "computeMain"),
+    # vector<float,5> is accepted; the C++ / CUDA prelude's static_assert rejects it (issue item 6)
+    (8, _HEAD + "void computeMain(uint3 tid : SV_DispatchThreadID) { vector<float,5> v = 1.0; outputBuffer[0] = v[0]; }\n",
+     "computeMain"),
+    (9, _HEAD + "void computeMain(uint3 tid : SV_DispatchThreadID) { vector<float,5> v = 1.0; outputBuffer[0] = v[0]; }\n",
+     "computeMain"),
+    # a local array of 0xffffffff elements is accepted; its size is emitted as a narrowing int (items 2, 6)
+    (10, _BIGARR, "computeMain"),
+    (11, _BIGARR, "computeMain"),
+    # a custom Differential struct with a uint8_t field: E9000 "cannot add differentials of type uint8_t"
+    (12, ("tests/autodiff/types/custom-differential-typealias.slang", "    float dr;", "    uint8_t dr;"),
+     "computeMain"),
 ]
 
 
-def _member_fn_reproducer():
-    p = os.path.join(fuzz.conformance_root() or "", "tests", "autodiff", "custom", "custom-derivative-member-fn.slang")
+def _conformance_mutant(rel, old, new):
+    """(path, text) of conformance program `rel` with `old` replaced by `new`; (None, None) without the corpus."""
+    p = os.path.join(fuzz.conformance_root() or "", rel)
     if not os.path.exists(p):
         return None, None
     text = open(p, encoding="utf-8").read()
-    bad = text.replace("        float t = tanh(x.p / limit);\n        updateDiff",
-                       "        Optional<int> t = tanh(x.p / limit);\n        updateDiff")
-    assert bad != text
-    return p, bad
+    assert old in text, (rel, old)
+    return p, text.replace(old, new, 1)
 
 
 def _env_int(name, default):
@@ -204,11 +228,10 @@ def test_known_failures_are_still_real(row, text, entry, tmp_path, monkeypatch):
     cleanly (accepted and built, or rejected with a located diagnostic): then its KNOWN_FAILURES row is stale
     and should be deleted -- reported, so that fixing the item does not break this test."""
     item, kind, pattern = KNOWN_FAILURES[row]
-    if text is None:
-        path, text = _member_fn_reproducer()
+    if isinstance(text, tuple):
+        path, text = _conformance_mutant(*text)
         if path is None:
             pytest.skip("conformance programs not found")
-        entry = "computeMain"
     else:
         path = str(tmp_path / "repro.slang")
     nvrtc = kind.startswith("nvrtc")
