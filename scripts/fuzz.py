@@ -517,9 +517,9 @@ class Campaign:
             self.counts["failed"] += 1
             # A known failure is keyed by its KNOWN_FAILURES row, so an unknown one never hides under a
             # known one of the same normalized message (and is judged on its own detail).
-            item = self.known_item(r["sig"], r)
-            if item is not None:
-                r = dict(r, sig=f"{r['sig']} [known row {self._known_row(r)}]")
+            row = self._known_row(dict(r, text=text))
+            if row is not None:
+                r = dict(r, sig=f"{r['sig']} [known row {row}]")
             f = self.failures.get(r["sig"])
             if f is None or len(text) < len(f["text"]):
                 n = f["count"] if f else 0
@@ -552,8 +552,11 @@ class Campaign:
         return self
 
     def _known_row(self, fail: dict):
-        for k, (item, kind, pattern) in enumerate(self.known):
-            if fail["kind"] == kind and (re.search(pattern, fail["detail"]) or re.search(pattern, fail["sig"])):
+        """The KNOWN_FAILURES row (item, kind, pattern on the detail[, pattern on the mutant's source])."""
+        for k, row in enumerate(self.known):
+            item, kind, pattern = row[:3]
+            if fail["kind"] == kind and (re.search(pattern, fail["detail"]) or re.search(pattern, fail["sig"])) \
+                    and (len(row) < 4 or re.search(row[3], fail.get("text", ""), re.S)):
                 return k
         return None
 
