@@ -58,6 +58,10 @@ KNOWN_FAILURES = [
     ("6", "nvrtc error", r"invalid narrowing conversion from \"long\" to \"int\""),
     ("6", "internal E9000", r"cannot add differentials of type"),
     ("6", "c++ error", r"invalid use of type .void. in parameter declaration"),
+    ("6", "internal E9001", r"cannot emit OutConvert"),
+    ("6", "nvrtc error", r"no suitable user-defined conversion from \"sj::vec<uint32_t, 3>\".* to \"sj::vec<uint32_t, 4>\""),
+    ("6", "c++ error", r"conversion from .float. to non-scalar type .sj::vec<"),
+    ("6", "c++ error", r"static assertion failed: matrix size must be 1\.\.4"),
     # A [Differentiable] function that reaches fwd_diff/bwd_diff of itself: the compiler does not return
     # (item 4).  Only for mutants with a [Differentiable] function whose body calls fwd_diff / bwd_diff.
     ("4", "hang", r"no result in", r"\[Differentiable\][^{]*\{[^}]*\b(fwd_diff|bwd_diff)\s*\("),
@@ -111,8 +115,19 @@ REPRODUCERS = [
      "computeMain"),
     # void on SV_DispatchThreadID is accepted; the C++ has a `void` parameter (item 6)
     (13, _HEAD + "void computeMain(void tid : SV_DispatchThreadID) { outputBuffer[0] = 1.0; }\n", "computeMain"),
+    # a float parameter assigned to an int3 local that a differentiable loop carries: E9001 from the emitter
+    (14, ("tests/autodiff/control/call-in-loop.slang", "    float x = x0;", "    int3 x = x0;"), "computeMain"),
+    # uint4 on SV_DispatchThreadID: accepted, NVRTC rejects the CUDA (item 6, as float4)
+    (15, _HEAD + "void computeMain(uint4 tid : SV_DispatchThreadID) { outputBuffer[0] = float(tid.w); }\n",
+     "computeMain"),
+    # an interface requirement `uint3 act(float)` met by `float act(float)`: accepted, the C++ fails
+    (16, ("tests/autodiff/generics/dynamic-dispatch.slang", "    float act(float x);", "    uint3 act(float x);"),
+     "computeMain"),
+    # matrix<float,2,-1> (item 6)
+    (17, "RWStructuredBuffer<matrix<float,2,-1>> outputBuffer;\n" + _NT +
+     "void computeMain(uint3 tid : SV_DispatchThreadID) { }\n", "computeMain"),
 ]
-# Row 14 (the item-4 hang) has no in-suite reproducer: it would cost the per-mutant time limit.  Reproduce with
+# The item-4 rows (hang, memory) have no in-suite reproducer: it would cost the per-mutant time limit.  Reproduce with
 # `python scripts/fuzz.py --seed 15 --replay 7649` (bwd-of-fwd-second-derivative.slang with `cos(x)` in f
 # replaced by `slope(x)`, where slope(x) = fwd_diff(f)(diffPair(x, 1.0)).d).
 
