@@ -62,6 +62,7 @@ KNOWN_FAILURES = [
     ("6", "nvrtc error", r"no suitable user-defined conversion from \"sj::vec<uint32_t, 3>\".* to \"sj::vec<uint32_t, 4>\""),
     ("6", "c++ error", r"conversion from .float. to non-scalar type .sj::vec<"),
     ("6", "c++ error", r"static assertion failed: matrix size must be 1\.\.4"),
+    ("6", "nvrtc error", r"static assertion failed with \"convert: cannot widen a vector\""),
     # A [Differentiable] function that reaches fwd_diff/bwd_diff of itself: the compiler does not return
     # (item 4).  Only for mutants with a [Differentiable] function whose body calls fwd_diff / bwd_diff.
     ("4", "hang", r"no result in", r"\[Differentiable\][^{]*\{[^}]*\b(fwd_diff|bwd_diff)\s*\("),
@@ -126,6 +127,9 @@ REPRODUCERS = [
     # matrix<float,2,-1> (item 6)
     (17, "RWStructuredBuffer<matrix<float,2,-1>> outputBuffer;\n" + _NT +
      "void computeMain(uint3 tid : SV_DispatchThreadID) { }\n", "computeMain"),
+    # float4 on SV_DispatchThreadID, the CUDA side of row 2
+    (18, _HEAD + "void computeMain(float4 tid : SV_DispatchThreadID) { outputBuffer[0] = tid.w; }\n",
+     "computeMain"),
 ]
 # The item-4 rows (hang, memory) have no in-suite reproducer: it would cost the per-mutant time limit.  Reproduce with
 # `python scripts/fuzz.py --seed 15 --replay 7649` (bwd-of-fwd-second-derivative.slang with `cos(x)` in f
