@@ -13,7 +13,7 @@ from typing import Callable, Sequence
 from ..parse import ast
 from ..ir.program import Program
 from .. import types as T
-from ..source import Loc, SourceFile, error
+from ..source import Loc, error
 from .checker import Checker
 from .scope import Env, FuncSym, GlobalSym
 from .stmts import FuncCtx
@@ -68,7 +68,7 @@ def _entry(checker: Checker, name: str, module_envs: list, modules: list):
             break
     if not syms:
         raise error("E5001", f"entry point '{name}' not found", Loc(None, 0, 0) if not modules else
-                    Loc(_file_of(modules[0]), 1, 1))
+                    modules[0].loc)
     sym = syms[0]
     if sym.decl.generic_params:
         raise error("E5002", f"entry point '{name}' must not be generic", sym.decl.loc)
@@ -114,12 +114,6 @@ def _check_system_values(decl, fn):
             want = "an integer scalar" if sem == "sv_groupindex" else "an integer scalar or vector of up to 3 components (uint3)"
             raise error("E5006", f"system value '{ap.semantic}' must be {want}, got '{t}'", ap.loc)
 
-
-def _file_of(mod):
-    if os.path.isfile(mod.path):
-        with open(mod.path, encoding="utf-8", errors="replace") as f:
-            return SourceFile(mod.path, f.read())
-    return None
 
 
 def _instantiate_uniforms(checker: Checker, decls, env):

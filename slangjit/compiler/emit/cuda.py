@@ -149,11 +149,12 @@ class CudaEmitter(CppEmitter):
         if isinstance(t, T.ScalarType) and t.kind == "float":
             fv = float(v)
             if fv != fv or fv in (float("inf"), float("-inf")):
-                bits = {16: "half", 32: "float", 64: "double"}[t.bits]
-                lit = "__builtin_nan(\"\")" if fv != fv else ("__builtin_huge_val()" if fv > 0 else "(-__builtin_huge_val())")
-                if bits == "half":
-                    return f"((sj::half)(float){lit})"
-                return f"(({bits}){lit})"
+                # By their bits: NVRTC has no __builtin_huge_val (a literal past FLT_MAX is inf).
+                if t.bits == 64:
+                    bits = 0x7FF8000000000000 if fv != fv else (0x7FF0000000000000 if fv > 0 else 0xFFF0000000000000)
+                    return f"__longlong_as_double((long long)0x{bits:016X}ull)"
+                bits = 0x7FC00000 if fv != fv else (0x7F800000 if fv > 0 else 0xFF800000)
+                return f"__int_as_float((int)0x{bits:08X}u)"
         return super().const(t, v)
 
 
