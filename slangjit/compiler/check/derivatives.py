@@ -45,7 +45,10 @@ class DerivativeResolver:
                 info.diff_type = self._struct_diff_type(t)
             except CompileError as ex:
                 info.diff_error = ex
-            info.diff_fields = self._diff_fields(t)
+            try:
+                info.diff_fields = self._diff_fields(t)
+            except CompileError as ex:
+                info.diff_error = info.__dict__.get("diff_error") or ex
         return info
 
     def _diff(self, t):
@@ -122,17 +125,22 @@ class DerivativeResolver:
             return {}
         out = {}
         members = {m.name: m for m in info.sym.decl.members if isinstance(m, ast.VarDecl)}
-        for name, _ in info.field_list():
+        for name, ft in info.field_list():
             m = members.get(name)
             if m is not None and "no_diff" in m.mods:
                 out[name] = None
                 continue
             named = [a.args[0].name for a in (m.attrs if m is not None else [])
                      if a.name == "DerivativeMember" and a.args and isinstance(a.args[0], ast.Member)]
-            if named:
-                out[name] = named[0]
-            else:
-                out[name] = name if dt.info.field_type(name) is not None else None
+            dname = named[0] if named else (name if dt.info.field_type(name) is not None else None)
+            if dname is not None and dt is not t:
+                want, got = self._diff(ft), dt.info.field_type(dname)
+                if got is None or (want is not None and got != want):
+                    where = m.loc if m is not None else info.sym.decl.loc
+                    raise error("E6016", f"the derivative of field '{name}' ({ft}) is '{dt}.{dname}', which "
+                                         f"{'does not exist' if got is None else f'has type {got}'}; it must be "
+                                         f"'{want}'", where)
+            out[name] = dname
         return out
 
     # ------------------------------------------------------------------ functions

@@ -109,6 +109,9 @@ class DiffsMixin:
     def diff_call(self, mode: str, fexpr: ast.Expr, args_ast: list, loc: Loc, ctx) -> ir.Expr:
         pre_args = None
         if isinstance(fexpr, ast.Call) and isinstance(fexpr.callee, ast.Name) and fexpr.callee.name in DIFF_OPS:
+            if len(fexpr.args) != 1:
+                raise self.err("E3030", f"{fexpr.callee.name} takes one function, got {len(fexpr.args)} argument(s)",
+                               fexpr.loc)
             args = self.call_args(args_ast, ctx)
             views = [ir.LocalRef(a.type.primal, ir.Var("x", a.type.primal)) if isinstance(a.type, T.PairType) else a
                      for a in args]
