@@ -555,6 +555,8 @@ class Campaign:
         """The KNOWN_FAILURES row (item, kind, pattern on the detail[, pattern on the mutant's source])."""
         for k, row in enumerate(self.known):
             item, kind, pattern = row[:3]
+            if str(item).startswith("fixed:"):
+                continue                      # fixed in the compiler: no longer excuses a failure
             if fail["kind"] == kind and (re.search(pattern, fail["detail"]) or re.search(pattern, fail["sig"])) \
                     and (len(row) < 4 or re.search(row[3], fail.get("text", ""), re.S)):
                 return k

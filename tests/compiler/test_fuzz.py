@@ -45,26 +45,26 @@ pytestmark = pytest.mark.usefixtures("private_cache")
 # (issue 15 item, failure kind, pattern searched in the failure's detail or signature).  scripts/fuzz.py reads
 # this list too (keep it a literal).
 KNOWN_FAILURES = [
-    ("6", "internal E9000", r"bad system value type"),
+    ("fixed:6", "internal E9000", r"bad system value type"),
     ("6", "internal E9000", r"'CppEmitter' object has no attribute 's_NoneType'"),
-    ("6", "c++ error", r"convert: cannot widen a vector"),
-    ("3", "nvrtc error", r"__builtin_huge_val"),
-    ("6", "unlocated", r"E5001 at <unknown>.*entry point .* not found"),
-    ("6", "c++ error", r"invalid cast from type .sj::vec<\w+, \d+>. to type"),
-    ("6", "nvrtc error", r"no suitable conversion function from \"sj::vec<\w+, \d+>\" to"),
-    ("6", "internal E9000", r"'NoneType' object has no attribute 'attrs'"),
-    ("6", "c++ error", r"static assertion failed: vector size must be 1\.\.4"),
-    ("6", "nvrtc error", r"static assertion failed with \"vector size must be 1\.\.4\""),
+    ("fixed:6", "c++ error", r"convert: cannot widen a vector"),
+    ("fixed:3", "nvrtc error", r"__builtin_huge_val"),
+    ("fixed:6", "unlocated", r"E5001 at <unknown>.*entry point .* not found"),
+    ("fixed:6", "c++ error", r"invalid cast from type .sj::vec<\w+, \d+>. to type"),
+    ("fixed:6", "nvrtc error", r"no suitable conversion function from \"sj::vec<\w+, \d+>\" to"),
+    ("fixed:6", "internal E9000", r"'NoneType' object has no attribute 'attrs'"),
+    ("fixed:6", "c++ error", r"static assertion failed: vector size must be 1\.\.4"),
+    ("fixed:6", "nvrtc error", r"static assertion failed with \"vector size must be 1\.\.4\""),
     ("6", "c++ error", r"narrowing conversion of .\d+. from .long int. to .int."),
     ("6", "nvrtc error", r"invalid narrowing conversion from \"long\" to \"int\""),
-    ("6", "internal E9000", r"cannot add differentials of type"),
-    ("6", "c++ error", r"invalid use of type .void. in parameter declaration"),
+    ("fixed:6", "internal E9000", r"cannot add differentials of type"),
+    ("fixed:6", "c++ error", r"invalid use of type .void. in parameter declaration"),
     ("6", "internal E9001", r"cannot emit OutConvert"),
-    ("6", "nvrtc error", r"no suitable user-defined conversion from \"sj::vec<uint32_t, 3>\".* to \"sj::vec<uint32_t, 4>\""),
+    ("fixed:6", "nvrtc error", r"no suitable user-defined conversion from \"sj::vec<uint32_t, 3>\".* to \"sj::vec<uint32_t, 4>\""),
     ("6", "c++ error", r"conversion from .float. to non-scalar type .sj::vec<"),
-    ("6", "c++ error", r"static assertion failed: matrix size must be 1\.\.4"),
-    ("6", "nvrtc error", r"static assertion failed with \"convert: cannot widen a vector\""),
-    ("6", "nvrtc error", r"no suitable constructor exists to convert from \"float\" to \"sj::vec<__nv_bool, 3>\""),
+    ("fixed:6", "c++ error", r"static assertion failed: matrix size must be 1\.\.4"),
+    ("fixed:6", "nvrtc error", r"static assertion failed with \"convert: cannot widen a vector\""),
+    ("fixed:6", "nvrtc error", r"no suitable constructor exists to convert from \"float\" to \"sj::vec<__nv_bool, 3>\""),
     # A [Differentiable] function that reaches fwd_diff/bwd_diff of itself: the compiler does not return
     # (item 4).  Only for mutants with a [Differentiable] function whose body calls fwd_diff / bwd_diff.
     ("4", "hang", r"no result in", r"\[Differentiable\][^{]*\{[^}]*\b(fwd_diff|bwd_diff)\s*\("),
@@ -264,6 +264,7 @@ def test_known_failures_are_still_real(row, text, entry, tmp_path, monkeypatch):
     cleanly (accepted and built, or rejected with a located diagnostic): then its KNOWN_FAILURES row is stale
     and should be deleted -- reported, so that fixing the item does not break this test."""
     item, kind, pattern = KNOWN_FAILURES[row][:3]
+    fixed = item.startswith("fixed:")
     if isinstance(text, tuple):
         path, text = _conformance_mutant(*text)
         if path is None:
@@ -274,6 +275,9 @@ def test_known_failures_are_still_real(row, text, entry, tmp_path, monkeypatch):
     if nvrtc and not fuzz._nvrtc_ok():
         pytest.skip("NVRTC not installed")
     r = _check_entry(path, text, entry, not nvrtc, nvrtc, monkeypatch)
+    if fixed:                 # a fixed row is a regression test: its reproducer must now be handled cleanly
+        assert r["status"] != "fail", r
+        return
     if r["status"] == "fail":
         import re
         assert r["kind"] == kind and (re.search(pattern, r["detail"]) or re.search(pattern, r["sig"])), r
