@@ -403,7 +403,11 @@ class CudaComputeKernel(KernelBase):
         self._init_layouts()
         self._resident: Optional[int] = None
         self._check_ptr: Optional[int] = None
-        if device.checked:                   # the checked mode reads the module's error record after a launch
+        # The module's error record is read back after each launch (which synchronizes) in the checked mode,
+        # and in the default mode for programs with a [MaxIters] loop in a reverse-mode derivative (an overrun
+        # would otherwise be a silently wrong gradient); the other default-mode checks record nothing on CUDA.
+        sites = getattr(compiled.reflection, "error_sites", [])
+        if device.checked or any("[MaxIters(" in site for site in sites):
             r = ctx.d.cuModuleGetGlobal(mod.module, ERROR_RECORD_SYMBOL.encode())
             if int(r[0]) == 0:
                 self._check_ptr = int(r[1])

@@ -187,6 +187,15 @@ def test_max_iters_overrun_raises(device, tmp_path, count):
     assert ei.value.code == ERR_MAX_ITERS
 
 
+@pytest.mark.parametrize("device", ["cuda"], indirect=True)
+def test_max_iters_overrun_raises_on_cuda(device, tmp_path):
+    """On the GPU too (default mode): a program with a [MaxIters] loop in a reverse-mode derivative has its
+    error record read back after the launch."""
+    with pytest.raises(KernelError, match=r"mi\.slang:9: loop in 'f' ran past its \[MaxIters\(4\)\] bound"):
+        _run(device, _file(tmp_path, "mi.slang", MAXITERS), {"n": 16}, np.float32)
+    _run(device, _file(tmp_path, "mi2.slang", MAXITERS), {"n": 3}, np.float32)        # within the bound: fine
+
+
 def test_max_iters_overrun_through_functional_api(tmp_path):
     mod_path = _file(tmp_path, "mifn.slang", """
 [Differentiable]
