@@ -669,7 +669,11 @@ class CallData:
                         v[...] = stage.read(mem, v.nbytes).view(v.dtype).reshape(v.shape)
                     continue
                 if lf.kind not in ("ref", "pair", "result"):
-                    continue                  # nothing to bring back (e.g. an array bound to a Tensor parameter)
+                    if getattr(lf, "is_numpy", False) and lf.writable and mem is not None:
+                        # a numpy array bound to a writable Tensor parameter: its staged (contiguous) copy
+                        # comes back into the array, views included
+                        v[...] = stage.read(mem, v.size * v.itemsize).view(v.dtype).reshape(v.shape)
+                    continue                  # nothing else to bring back
                 mem = stage.read(mem, max(lf.ptype.size, 8))
                 if g is not None:
                     g = stage.read(g, max((lf.ptype.derivative or lf.ptype).size, 8))

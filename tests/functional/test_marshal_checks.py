@@ -171,6 +171,11 @@ def test_tensor_parameter_from_a_strided_array_on_the_staged_path(device):  # no
     for i in (2, 5, -1):
         tm.wr(big[:2], i)
     np.testing.assert_array_equal(big, np.arange(1, 9))
+    tm.wr(big[:2], 1)                                            # in range: written back into the array
+    np.testing.assert_array_equal(big, [1, 9, 3, 4, 5, 6, 7, 8])
+    grid = np.zeros((2, 4), np.float32)
+    tm.wr(grid[1, ::2], 1)                                       # a strided view: only its own elements
+    np.testing.assert_array_equal(grid, [[0, 0, 0, 0], [0, 0, 9, 0]])
 
 
 def test_tensor_view_must_lie_in_its_storage(device):
