@@ -134,11 +134,13 @@ class CppTarget(Target):
     def launch_prologue(self) -> list[str]:
         """The launcher's first lines: this thread's failures go to the dispatch's error record
         (`sj_ep`, runtime/kernel_errors.py ErrorRecord), restored by launch_epilogue."""
+        if not self.em.sites:       # nothing in this program can record a failure: no thread-local to set
+            return []               # (setting it measurably slowed small kernels' launchers)
         return ["    sj::ErrorRecord* sj_prev_ep = sj::error_record();",
                 "    if (sj_ep) sj::error_record() = (sj::ErrorRecord*)sj_ep;"]
 
     def launch_epilogue(self) -> list[str]:
-        return ["    sj::error_record() = sj_prev_ep;"]
+        return ["    sj::error_record() = sj_prev_ep;"] if self.em.sites else []
 
     def after_prelude(self) -> list[str]:
         return ["#include <cstddef>",
