@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import os
 import struct
 from typing import Optional
@@ -27,6 +28,12 @@ _RESERVED_KW = ("_result", "_thread_count", "_append_to", "_this")
 _U64 = struct.Struct("<Q")
 _I32 = struct.Struct("<i")
 from .binder import _Fail, _is_tensor, Bound, _all_leaves, Binder
+
+def _generated_kernel_options(device):
+    """The device's compile options for a generated kernel: its data pointers are the kernel's own
+    parameters, bound by this layer and never null while threads run (PipelineOptions.trusted_entry_pointers)."""
+    return dataclasses.replace(device_compile_options(device), trusted_entry_pointers=True)
+
 
 # ----------------------------------------------------------------------------------------- call data
 
@@ -477,7 +484,7 @@ class CallData:
             compiled = compile_program([spec], ["_sj_main"], target=self.device._target,
                                        include_paths=mod._include_paths,
                                        compiler_args=self.device.compiler_args,
-                                       options=device_compile_options(self.device))
+                                       options=_generated_kernel_options(self.device))
         except CompileError as e:
             # An error in the user's module needs no generated kernel beside it; one in the kernel shows it.
             n_user = mod._source_text.count("\n") + 1

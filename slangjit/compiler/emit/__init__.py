@@ -19,4 +19,5 @@ def emit_program(optimized: Optimized):
         target.em.checked = checked
     else:
         target = CppTarget(program.uses_group_barrier, checked)
+    target.em.trusted_entry_pointers = optimized.options.trusted_entry_pointers
     return assemble(program, target)

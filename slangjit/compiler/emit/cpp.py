@@ -55,6 +55,8 @@ class CppEmitter:
         self.checked = checked
         self.sites: list[str] = []
         self.counter_ranges: dict[int, tuple[int, int]] = {}   # Var uid -> (lo, hi) of an enclosing counted loop
+        self.trusted_entry_pointers = False    # PipelineOptions.trusted_entry_pointers (see null_check)
+        self.entry_ids: set = set()            # id() of the program's entry functions
         self.site_ids: dict[str, int] = {}
         self.cur_loc = None
         self.cur_fn: Optional[ir.Function] = None
@@ -357,7 +359,7 @@ class CppEmitter:
         return f"{ct}{{{self.args_str(e.args)}}}"
 
     def x_Field(self, e):
-        if e.via_pointer and not self.null_checks():
+        if e.via_pointer and not self.null_check(e.obj):
             return f"{self.expr(e.obj)}->{e.name}"
         if e.via_pointer:
             return f"sj::deref({self.expr(e.obj)}, {self.site(e.loc, 'null pointer dereference')}u).{e.name}"
@@ -404,7 +406,7 @@ class CppEmitter:
             return f"sj::at({obj}, {idx})"
         if isinstance(ot, T.BufferType) and not ot.byte_address and self.checked:
             return f"sj::at_chk({obj}, {idx}, {self.site(e.loc, f'buffer index out of range ({ot})')}u)"
-        if isinstance(ot, T.PointerType) and self.null_checks():
+        if isinstance(ot, T.PointerType) and self.null_check(e.obj):
             return f"sj::ptr_at({obj}, {idx}, {self.site(e.loc, 'null pointer dereference')}u)"
         return f"{obj}[{idx}]"
 
@@ -416,6 +418,19 @@ class CppEmitter:
         r = self.counter_ranges.get(index.var.uid) if isinstance(index, ir.LocalRef) else None
         return r is not None and 0 <= r[0] and r[1] < n
 
+    def null_check(self, ptr) -> bool:
+        """Check this pointer access for null?  Not where the runtime itself bound the pointer: an entry
+        point's own pointer parameter when PipelineOptions.trusted_entry_pointers (the functional API's
+        generated kernels, whose data pointers are never null while threads run) and not checked."""
+        if not self.null_checks():
+            return False
+        if self.checked or not self.trusted_entry_pointers or self.cur_fn is None or \
+                id(self.cur_fn) not in self.entry_ids:
+            return True
+        while isinstance(ptr, ir.Convert):
+            ptr = ptr.operand
+        return not (isinstance(ptr, ir.LocalRef) and any(ptr.var is p for p in self.cur_fn.params))
+
     def null_checks(self) -> bool:
         """Pointer accesses check for null on the CPU (a null pointer uniform must not crash the Python
         process) and in the checked mode; the CUDA default mode leaves them to the driver (a fault
@@ -423,7 +438,7 @@ class CppEmitter:
         return self.checked or self.target == "cpp"
 
     def x_Deref(self, e):
-        if not self.null_checks():
+        if not self.null_check(e.ptr):
             return f"(*{self.expr(e.ptr)})"
         return f"sj::deref({self.expr(e.ptr)}, {self.site(e.loc, 'null pointer dereference')}u)"
 

@@ -79,6 +79,7 @@ class Target:
 
 def assemble(program: Program, target: Target) -> tuple[str, ProgramReflection]:
     em = target.em
+    em.entry_ids = {id(fn) for fn, _ in program.entries}
     uniforms = [g for g in program.globals if g.kind == "uniform"]
     others = [g for g in program.globals if g.kind != "uniform"]
     g_fields, g_size = block_layout([(g.slang_name, g.type) for g in uniforms])

@@ -74,6 +74,10 @@ class PipelineOptions:
     # bounds-checks every buffer, local-array, vector and pointer access and records the first failure in
     # the kernel's error record, which the runtime raises after the dispatch (runtime/base.py KernelError).
     checked: bool = False
+    # The entry points' own pointer parameters are bound by the runtime and never null while threads run
+    # (the functional API's generated kernels): the default mode does not null-check accesses through
+    # them (emit/cpp.py null_check).  Every other pointer access still is, on the CPU.
+    trusted_entry_pointers: bool = False
     cuda: CudaOptions = field(default_factory=CudaOptions)
 
     def with_cuda(self, **changes) -> "PipelineOptions":
