@@ -82,3 +82,31 @@ def test_cuda_checks_compile_with_nvrtc(checked):
     assert ("sj::at_chk(" in src[src.index("sj_Globals"):]) == checked
     ptx, _log = cuda_compiler.compile_source(src, "compute_90")
     assert b".entry" in ptx and b"sj_error_record" in ptx
+
+
+def test_trusted_entry_pointers_skip_only_the_entrys_own_pointer_parameters():
+    """PipelineOptions.trusted_entry_pointers (the functional API's generated kernels): accesses through the
+    entry point's own pointer parameters are not null-checked on the CPU; a pointer reached any other way
+    (here: a helper's parameter) still is, and without the option every access is."""
+    from slangjit.compiler import SourceSpec, compile_program
+    from slangjit.compiler.passes.options import PipelineOptions
+    src = """
+void add_one(float* q) { *q = *q + 1.0; }
+[numthreads(1, 1, 1)]
+void main(uint3 tid : SV_DispatchThreadID, uniform float* p)
+{
+    p[tid.x] = p[tid.x] * 2.0;
+    add_one(p);
+}
+"""
+    def checks(options):
+        code = compile_program([SourceSpec(text=src, name="trust")], ["main"], options=options).source
+        body = code[code.index("static void main_"):]          # the entry's definition and what follows
+        return code.count("sj::ptr_at("), code.count("sj::deref("), body
+    idx_default, deref_default, _ = checks(PipelineOptions())
+    idx_trusted, deref_trusted, _ = checks(PipelineOptions(trusted_entry_pointers=True))
+    assert idx_default >= 2 and deref_default >= 2
+    assert idx_trusted == 0                      # p[tid.x]: the entry's own parameter
+    assert deref_trusted == deref_default        # *q in the helper: still checked
+    idx_checked, _, _ = checks(PipelineOptions(trusted_entry_pointers=True, checked=True))
+    assert idx_checked >= 2                      # the checked mode checks everything
