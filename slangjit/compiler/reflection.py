@@ -6,10 +6,13 @@ Contract between the compiler (producer) and the runtime (consumer):
 
       extern "C" void <EntryPointInfo.symbol>(void* globals, void* params,
                                               const uint32_t group_count[3],
-                                              uint32_t group_begin, uint32_t group_end);
+                                              uint32_t group_begin, uint32_t group_end,
+                                              void* error_record);
 
   that runs the thread groups whose *linear* index g = gx + X*(gy + Y*gz) (X, Y from
   group_count) lies in [group_begin, group_end), every thread of each group in turn.
+  `error_record` (may be null) receives the dispatch's first failed check
+  (runtime/kernel_errors.py ErrorRecord; its `site` indexes ProgramReflection.error_sites).
   The runtime splits [0, X*Y*Z) across worker threads; any split is valid.
 * `globals` points to a block of `ProgramReflection.globals_size` bytes laid out as
   `ProgramReflection.globals` says (every global `uniform`/buffer/pointer/cbuffer);

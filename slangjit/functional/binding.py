@@ -14,7 +14,7 @@ from ..compiler import SourceSpec, compile_program
 from ..compiler.source import CompileError
 from ..runtime.base import device_compile_options, thread_count3
 from ..runtime.device import _get_pool
-from ..runtime.kernel_errors import ErrorRecord, cpu_site_lookup, raise_if_failed
+from ..runtime.kernel_errors import ErrorRecord, raise_if_failed, sites_lookup
 from ..runtime.layout_pack import aligned_zeros
 from ..tensor import Tensor, resolve_dtype
 from . import typeview as S
@@ -663,7 +663,7 @@ class CallData:
                 else:
                     _get_pool().run(fn, (gblk, blk, gc), groups, (ctypes.addressof(rec),))
                 if rec.code:
-                    raise_if_failed(rec, cpu_site_lookup(kernel.library), self.name)
+                    raise_if_failed(rec, sites_lookup(kernel.compiled.reflection.error_sites), self.name)
         finally:
             self._blk = blk
         # write-backs

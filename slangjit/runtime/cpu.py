@@ -16,7 +16,7 @@ from ..compiler.passes.options import DEFAULT_OPTIONS, PipelineOptions
 from ..compiler.reflection import CompiledProgram
 from .base import Buffer, BufferDesc, Device, DeviceInfo, DeviceType, KernelBase, ShaderProgram
 from .cpu_compiler import load_library
-from .kernel_errors import ErrorRecord, cpu_site_lookup, raise_if_failed
+from .kernel_errors import ErrorRecord, raise_if_failed, sites_lookup
 
 
 # ------------------------------------------------------------------------------------------ thread pool
@@ -169,7 +169,7 @@ class ComputeKernel(KernelBase):
         # keep the blocks, the group counts and the bound buffers alive until here
         del gblock, pblock, gc, vars, kwargs
         if rec.code:
-            raise_if_failed(rec, cpu_site_lookup(self.library), self.entry_name)
+            raise_if_failed(rec, sites_lookup(self.compiled.reflection.error_sites), self.entry_name)
 
 
     def __repr__(self) -> str:

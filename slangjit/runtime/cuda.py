@@ -406,7 +406,7 @@ class CudaComputeKernel(KernelBase):
         # The module's error record is read back after each launch (which synchronizes) in the checked mode,
         # and in the default mode for programs with a [MaxIters] loop in a reverse-mode derivative (an overrun
         # would otherwise be a silently wrong gradient); the other default-mode checks record nothing on CUDA.
-        sites = getattr(compiled.reflection, "error_sites", [])
+        sites = compiled.reflection.error_sites
         if device.checked or any("[MaxIters(" in site for site in sites):
             r = ctx.d.cuModuleGetGlobal(mod.module, ERROR_RECORD_SYMBOL.encode())
             if int(r[0]) == 0:
@@ -428,7 +428,7 @@ class CudaComputeKernel(KernelBase):
         c.synchronize()
         if rec.code:
             _ck(c.d.cuMemsetD8Async(self._check_ptr, 0, size, c.stream), "cuMemsetD8Async")
-            raise_if_failed(rec, sites_lookup(getattr(self.compiled.reflection, "error_sites", [])), self.entry_name)
+            raise_if_failed(rec, sites_lookup(self.compiled.reflection.error_sites), self.entry_name)
 
     def _check_buffers(self, values: dict) -> None:
         for k, v in values.items():

@@ -6,9 +6,8 @@ first failure of the dispatch wins, code 0 means none).  On the CPU the runtime 
 the launcher's sixth argument (`void* sj_ep`, emit/program.py CppTarget.launcher); each worker thread
 points its thread-local `sj::error_record()` at it for the range it runs.  On CUDA it is the module
 global `sj_error_record` (`__device__ sj::ErrorRecord`), read back after a launch in the checked mode.
-`site` indexes the program's table of failure sites ("file:line: what failed"): the generated C++
-exports it as `const char* sj_error_site(uint32_t)`, and every program's reflection carries it
-(`ProgramReflection.error_sites`).
+`site` indexes the program's table of failure sites ("file:line: what failed"), which its reflection
+carries (`ProgramReflection.error_sites`), on both targets.
 
 What is recorded: in every mode, a null pointer dereference, a reverse-mode loop that runs past its
 [MaxIters(N)] bound (or constant trip count) and recursion deeper than the stack budget (1 MiB per
@@ -62,15 +61,3 @@ def raise_if_failed(rec: ErrorRecord, site_text, entry_name: str) -> None:
 def sites_lookup(sites):
     """site_text over a program's reflection.error_sites."""
     return lambda i: sites[i] if 0 <= i < len(sites) else "?"
-
-
-def cpu_site_lookup(library):
-    """site_text for a CPU library (the generated sj_error_site function)."""
-    fn = library.symbol("sj_error_site")
-    fn.argtypes = (ctypes.c_uint32,)
-    fn.restype = ctypes.c_char_p
-
-    def text(i: int) -> str:
-        r = fn(i)
-        return r.decode("utf-8", "replace") if r is not None else "?"
-    return text

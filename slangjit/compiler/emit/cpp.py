@@ -51,7 +51,7 @@ class CppEmitter:
         self.target = target
         # PipelineOptions.checked: every buffer / local-array / vector / pointer access is checked and a
         # failure is recorded in the dispatch's error record (prelude 13_checks.h) at a site of
-        # `self.sites` ("file:line: what"), which the generated code exports as sj_error_site(i).
+        # `self.sites` ("file:line: what"), which the program's reflection carries (error_sites).
         self.checked = checked
         self.sites: list[str] = []
         self.counter_ranges: dict[int, tuple[int, int]] = {}   # Var uid -> (lo, hi) of an enclosing counted loop
@@ -622,15 +622,6 @@ class CppEmitter:
         else:
             self.stmt(fn.body, 0)
         self.out(0, "")
-
-    def site_table(self) -> list[str]:
-        """The exported table of failure sites (runtime/kernel_errors.py reads it on a failure)."""
-        def q(t: str) -> str:
-            return '"' + t.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ") + '"'
-        entries = ", ".join(q(t) for t in self.sites) or '"?"'
-        return ['extern "C" SJ_EXPORT const char* sj_error_site(uint32_t i)', "{",
-                f"    static const char* const sites[] = {{{entries}}};",
-                f"    return i < {max(1, len(self.sites))}u ? sites[i] : \"?\";", "}"]
 
 
 # ---------------------------------------------------------------------- layouts

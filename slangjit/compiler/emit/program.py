@@ -129,9 +129,6 @@ class CppTarget(Target):
         super().__init__(CppEmitter("cpp", checked))
         self.group_barrier = group_barrier
 
-    def trailer(self) -> list[str]:
-        return ["\n".join(self.em.site_table())]
-
     def launch_prologue(self) -> list[str]:
         """The launcher's first lines: this thread's failures go to the dispatch's error record
         (`sj_ep`, runtime/kernel_errors.py ErrorRecord), restored by launch_epilogue."""

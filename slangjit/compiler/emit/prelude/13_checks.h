@@ -2,7 +2,7 @@
 // ============================================================================ checks
 // The error record of a dispatch (runtime/kernel_errors.py reads it after the dispatch and raises).
 // The first failed check of a dispatch wins (code 0: no error); `site` indexes the program's table
-// of Slang locations (sj_error_site(i) in the generated code), `index`/`count` say what was wrong.
+// of Slang locations (ProgramReflection.error_sites), `index`/`count` say what was wrong.
 // Local-array / vector / matrix indices (sj::at) never touch memory outside the object in any mode:
 // an out-of-range read gives 0 and a write lands in a discarded scratch element, as for buffers.
 // The checked mode (PipelineOptions.checked) also records the failure (sj::at_chk); in both modes a
