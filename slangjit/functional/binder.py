@@ -128,7 +128,9 @@ class Binder:
             if not (isinstance(P, S.ScalarT) and P.skind in "iu"):
                 raise _Fail(f"python type range does not match slang type {P.name}")
             g = lambda vals, g=getter, dt=P.np: np.arange(g(vals).start, g(vals).stop, g(vals).step, dtype=dt)
-            return ContainerLeaf(name, P, g, P, 1, 0, False, True)
+            leaf = ContainerLeaf(name, P, g, P, 1, 0, False, True)
+            leaf.temp = True
+            return leaf
         if getattr(v, "_sj_buffer", False):
             return self.bind_buffer(v, P, name, getter)
         if writes:
@@ -172,7 +174,9 @@ class Binder:
                 ndim = 2
             else:
                 ndim = 1
-            return ContainerLeaf(name, P, lambda vals, g=getter, c=conv: c(g(vals)), arr_dt, ndim, ne, False, True)
+            leaf = ContainerLeaf(name, P, lambda vals, g=getter, c=conv: c(g(vals)), arr_dt, ndim, ne, False, True)
+            leaf.temp = True          # a fresh array per call: it must outlive the launch
+            return leaf
         raise _Fail(f"python type {_py_type_name(v)} does not match slang type {P.name}")
 
     def _value_converts(self, v, nat: Optional[S.SType], P: S.SType) -> bool:

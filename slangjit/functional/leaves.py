@@ -8,6 +8,7 @@ from typing import Optional
 
 import numpy as np
 
+from ..compiler.ir.difftypes import diff_field_name
 from ..runtime import layout_pack as lp
 from . import typeview as S
 from . import values as V
@@ -333,7 +334,11 @@ class ContainerLeaf(Leaf):
         if self.ne:
             struct.pack_into(f"<{self.ne}i", blk, o[p + "es"], *st[self.k:])
 
+    temp = False             # the value is an array converted from the argument on every call (see Binder.bind)
+
     def pack(self, v, blk, call_shape, keep):
+        if self.temp and self.stage is None:   # keep it alive until the launch returns (staged: copied)
+            keep.append((self, v, None, None))
         if self.is_numpy and self.stage is not None:
             buf = self.stage.upload(v)
             self._pack_view(blk, self.u + "_", buf.device_address, v.shape, _contig(v.shape), 0, call_shape)
@@ -490,7 +495,11 @@ class TensorParamLeaf(Leaf):
                     cs[self.mapping[i]] += st[i]
             struct.pack_into(f"<{self.cd}i", blk, o[p + "cs"], *cs)
 
+    temp = False             # the value is an array converted from the argument on every call (see Binder.bind)
+
     def pack(self, v, blk, call_shape, keep):
+        if self.temp and self.stage is None:   # keep it alive until the launch returns (staged: copied)
+            keep.append((self, v, None, None))
         if self.is_numpy and self.stage is not None:
             buf = self.stage.upload(v)
             self._pack_one(blk, self.u + "_", buf.device_address, v.shape, _contig(v.shape), 0)
@@ -557,7 +566,7 @@ class RefLeaf(Leaf):
         mem = self._scratch(keep)
         keep.append((self, v, mem, None))
         init = v.value if self.kind == "ref" else (v.primal if self.kind == "pair" else None)
-        if init is not None:
+        if init is not None and not (self.kind == "pair" and _default_zero(init, self.ptype)):
             lp.pack_value(mem, 0, self.layout, _plain(init), self.name, lp.PackContext("argument"))
         st = self.stage
         if st is not None:
@@ -567,12 +576,17 @@ class RefLeaf(Leaf):
         if self.kind == "pair":
             # the gradient has the Differential's layout (a struct's synthesized Differential differs)
             g = lp.aligned_zeros(max((self.ptype.derivative or self.ptype).size, 8))
-            if v.grad is not None:
+            if v.grad is not None and not _default_zero(v.grad, self.ptype.derivative or self.ptype):
                 lp.pack_value(g, 0, self.grad_layout, _plain(v.grad), self.name, lp.PackContext("argument"))
             if st is not None:
                 g = st.upload(g)
             keep[-1] = (self, v, mem, g)
             struct.pack_into("<Q", blk, self.offsets[self.u + "_g"], g.device_address if st else g.ctypes.data)
+
+
+def _default_zero(g, D: S.SType) -> bool:
+    """A DiffPair's default gradient (a Python 0 / 0.0) for a non-scalar Differential: the zeroed buffer."""
+    return isinstance(g, (int, float)) and not isinstance(g, bool) and g == 0 and not isinstance(D, S.ScalarT)
 
 
 class GeneratorLeaf(Leaf):
@@ -695,6 +709,47 @@ class StructLeaf(Leaf):
         kb.line(f"{self.ptype.name} {var} = {expr};")
         for f, c in self.children:
             c.emit_store(kb, f"{var}.{f}")
+
+    # .bwds: each field's gradient goes to (comes from) the field of the Differential holding it
+    def _diff_children(self):
+        D = self.ptype.derivative
+        if D is None:
+            return None, []
+        out = []
+        for f, c in self.children:
+            if isinstance(self.ptype, S.VectorT):
+                df = f
+            elif isinstance(self.ptype, S.StructT):
+                df = diff_field_name(self.ptype.ct, f)
+            else:
+                df = None
+            if df is not None:
+                out.append((df, c))
+        return D, out
+
+    def has_grads(self):
+        return any(c.has_grads() for _, c in self.children)
+
+    def emit_grad_in(self, kb):
+        D, kids = self._diff_children()
+        if D is None:
+            return _zero_expr(self.ptype.derivative)
+        var = kb.tmp()
+        kb.line(f"{D.name} {var} = {_zero_expr(D)};")
+        for df, c in kids:
+            if c.has_grads():
+                kb.line(f"{var}.{df} = {c.emit_grad_in(kb)};")
+        return var
+
+    def emit_grad_prefetch(self, kb):
+        _, kids = self._diff_children()
+        return [(df, c, c.emit_grad_prefetch(kb)) for df, c in kids]
+
+    def emit_grad_out(self, kb, expr, pre=None):
+        if pre is None:
+            pre = self.emit_grad_prefetch(kb)
+        for df, c, cpre in pre:
+            c.emit_grad_out(kb, f"{expr}.{df}", cpre)
 
 
 # ----------------------------------------------------------------------------------------- kernel builder

@@ -4,20 +4,35 @@ from __future__ import annotations
 
 from ..compiler import SourceSpec, compile_program
 from ..runtime.base import device_compile_options, thread_count3
+from . import typeview as S
 
 
 def raw_dispatch(node, thread_count, vars: dict, **kwargs):
     fn = node.function
     mod = fn.module
+    # SlangPy's raw-dispatch rules (its wording)
+    if len(fn.overloads) > 1:
+        raise ValueError("Cannot use raw dispatch on overloaded functions.")
     cand = fn.overloads[0]
+    if cand.owner is not None or getattr(node, "this", None) is not None:
+        raise ValueError("Cannot use raw dispatch on type methods.")
+    if any(p.direction != "in" for p in cand.params):
+        raise ValueError("Raw dispatch functions cannot have out or inout parameters.")
+    if not isinstance(cand.return_type, S.VoidT):
+        raise ValueError("Raw dispatch functions cannot have return values.")
+    if getattr(node, "bwds_mode", False):
+        raise ValueError("Raw dispatch cannot run a backwards (.bwds) call.")
+    consts = dict(getattr(node, "constants_", {}) or {})
     thread_count = list(thread_count3(thread_count))      # 1 to 3 integers >= 0 ("12" and 7.9 are errors)
-    key = ("raw", tuple(sorted(kwargs)), tuple(thread_count))
+    key = ("raw", tuple(sorted(kwargs)), repr(sorted(consts.items())))
     cache = fn._node_caches.setdefault("raw", {})
-    k = cache.get(key[:2])
+    k = cache.get(key)
     if k is None:
         is_entry = "shader" in cand.attrs
+        prefix = "".join(_constant_decl(c, v) for c, v in consts.items())
         if is_entry:
-            compiled = compile_program([SourceSpec(path=mod._source_path, text=mod._source_text, name=mod.name)],
+            compiled = compile_program([SourceSpec(path=mod._source_path, text=mod._source_text + prefix,
+                                                   name=mod.name)],
                                        [cand.name], target=mod.device._target,
                                        include_paths=mod._include_paths,
                                        options=device_compile_options(mod.device))
@@ -32,7 +47,7 @@ def raw_dispatch(node, thread_count, vars: dict, **kwargs):
                 decl.append(f"uniform {p.type.name} {p.name}")
                 call.append(p.name)
             first = params[0].type.name
-            code = ("\nimport \"slangpy\";\n[shader(\"compute\")]\n[numthreads(32, 1, 1)]\n"
+            code = (prefix + "\nimport \"slangpy\";\n[shader(\"compute\")]\n[numthreads(32, 1, 1)]\n"
                     f"void _sj_raw(uint3 _sj_tid0 : SV_DispatchThreadID, uniform uint3 _sj_count"
                     f"{''.join(', ' + d for d in decl)})\n{{\n"
                     "    if (any(_sj_tid0 >= _sj_count)) return;\n"
@@ -44,13 +59,37 @@ def raw_dispatch(node, thread_count, vars: dict, **kwargs):
                                        options=device_compile_options(mod.device))
             k = mod.device._create_kernel_from_compiled(compiled, "_sj_raw")
             k._sj_raw = True
-        cache[key[:2]] = k
+        cache[key] = k
+    # values given with .set(...) (dicts, or hooks called with the function node), then `vars`
+    merged: dict = {}
+    for item in getattr(node, "sets", ()):
+        merged.update(item(node) if callable(item) else item)
+    merged.update(vars)
+    vars = {n: _tensor_view(v) for n, v in merged.items()}
     vals = dict(kwargs)
     for name, v in list(vals.items()):
-        if getattr(v, "_sj_tensor", False):
-            vals[name] = {"_data": v.storage._addr, "_shape": list(v.shape), "_strides": list(v.strides),
-                          "_offset": v.offset}
+        vals[name] = _tensor_view(v)
     tc = thread_count
     if getattr(k, "_sj_raw", False):
         vals["_sj_count"] = tc
     k.dispatch(tc, vars=vars, **vals)
+
+
+def _tensor_view(v):
+    """A spy.Tensor as the fields of a slangpy Tensor<T, D> uniform (other values unchanged)."""
+    if getattr(v, "_sj_tensor", False):
+        return {"_data": v.storage._addr, "_shape": list(v.shape), "_strides": list(v.strides), "_offset": v.offset}
+    if isinstance(v, dict):
+        return {k: _tensor_view(x) for k, x in v.items()}
+    return v
+
+
+def _constant_decl(name: str, v) -> str:
+    """A link-time constant given with .constants({...}), declared before the module's `extern` one."""
+    if isinstance(v, bool):
+        return f"\nexport static const bool {name} = {'true' if v else 'false'};\n"
+    if isinstance(v, int):
+        return f"\nexport static const int {name} = {v};\n"
+    if isinstance(v, float):
+        return f"\nexport static const float {name} = {v!r};\n"
+    raise ValueError(f"constants: unsupported value for '{name}': {v!r}")

@@ -250,7 +250,13 @@ class DiffPair:
     """A differentiable scalar/vector: primal `.primal` (`.p`) and gradient `.grad` (`.d`)."""
 
     def __init__(self, p: Any = None, d: Any = None, needs_grad: bool = True):
-        self.primal = p
+        # as SlangPy: a missing primal is 0.0, a missing gradient the zero of the primal's Python type
+        self.primal = p if p is not None else 0.0
+        if d is None:
+            try:
+                d = type(self.primal)()
+            except TypeError:
+                d = 0.0
         self.grad = d
         self.needs_grad = needs_grad
 
