@@ -10,8 +10,8 @@ import numpy as np
 from . import typeview as S
 from . import values as V
 from .calldata import (_py_type_name, _scalar_to_slang)
-from .leaves import (ContainerLeaf, GeneratorLeaf, Leaf, RefLeaf, StructLeaf, TensorParamLeaf, ValueLeaf,
-                     _FAST_FMT)
+from .leaves import (ContainerLeaf, GeneratorLeaf, GradValueLeaf, Leaf, RefLeaf, StructLeaf, TensorParamLeaf,
+                     ValueLeaf, _FAST_FMT)
 from .errors import BoundVariableException
 from .generators import Generator
 
@@ -55,7 +55,7 @@ class Binder:
         self.bwds = bwds
 
     # natural Slang type of a Python value (for generic inference)
-    def natural(self, v, pattern: S.SType, type_override=None) -> Optional[S.SType]:
+    def natural(self, v, pattern: S.SType, type_override=None, dims_map=None) -> Optional[S.SType]:
         if type_override is not None:
             return type_override
         if isinstance(v, (bool, int, float, np.number)):
@@ -69,6 +69,8 @@ class Binder:
                 d = pattern.dims if isinstance(pattern.dims, int) else nd
                 return S.TensorT(pattern.tkind, dt, d, pattern.decls)
             if isinstance(pattern, S.GenericT):
+                if dims_map is not None and len(dims_map) == nd:
+                    return dt           # explicit mapping of every dimension: the element is the value
                 raise _Fail("Ambiguous call: a tensor to the generic parameter type "
                             f"'{pattern.name}' (use .map to give the element type)")
             return dt
@@ -92,7 +94,7 @@ class Binder:
             return self.natural(v.get_this(), pattern)
         return None
 
-    def bind(self, v, P: S.SType, direction: str, name: str, getter, type_override=None) -> Leaf:
+    def bind(self, v, P: S.SType, direction: str, name: str, getter, type_override=None, dims_map=None) -> Leaf:
         if hasattr(v, "get_this") and not isinstance(v, (dict, list)) and not _is_tensor(v):
             inner = v.get_this()
             leaf = self.bind(inner, P, direction, name, lambda vals, g=getter: g(vals).get_this(), type_override)
@@ -109,7 +111,9 @@ class Binder:
             self._check_generator(leaf, P)
             return leaf
         if _is_tensor(v) or isinstance(v, np.ndarray):
-            return self.bind_container(v, P, direction, name, getter)
+            return self.bind_container(v, P, direction, name, getter,
+                                       explicit=dims_map is not None or type_override is not None,
+                                       type_override=type_override)
         if isinstance(v, V.ValueRef):
             if not P.is_concrete():
                 raise _Fail(f"python type ValueRef does not match slang type {P.name}")
@@ -133,6 +137,14 @@ class Binder:
             return leaf
         if getattr(v, "_sj_buffer", False):
             return self.bind_buffer(v, P, name, getter)
+        if writes and self.bwds and direction == "out" and P.derivative is not None and \
+                isinstance(v, (int, float, np.floating, V.VectorValue, V.MatrixValue, list)) and \
+                not isinstance(v, bool):
+            # .bwds: a plain value for an output (the result) is its gradient, e.g. f.bwds(x, 1.0)
+            D = P.derivative
+            if not self._value_converts(v, self.natural(v, D), D):
+                raise _Fail(f"python type {_py_type_name(v)} does not match the gradient type {D.name}")
+            return GradValueLeaf(name, D, getter, _FAST_FMT.get(D.name) if isinstance(D, S.ScalarT) else None)
         if writes:
             raise BoundVariableException("Cannot read back value for non-writable type")
         if isinstance(v, str) or not isinstance(v, (bool, int, float, np.number, V.VectorValue, V.MatrixValue,
@@ -180,7 +192,34 @@ class Binder:
         raise _Fail(f"python type {_py_type_name(v)} does not match slang type {P.name}")
 
     def _value_converts(self, v, nat: Optional[S.SType], P: S.SType) -> bool:
-        if isinstance(P, (S.GenericT, S.InterfaceT)) or nat is None:
+        if isinstance(P, (S.GenericT, S.InterfaceT)):
+            return False
+        if isinstance(v, dict):
+            # a dict of plain values for a struct (e.g. an element of a list for a struct array: [{"x": 1}, ...])
+            if not (isinstance(P, S.StructT) and P.is_concrete()):
+                return False
+            fields = P.fields
+            for k, x in v.items():
+                if k == "_type":
+                    continue
+                if k not in fields:
+                    return False
+                ft = fields[k]
+                if not self._value_converts(x, None if isinstance(x, (dict, list, tuple)) else self.natural(x, ft), ft):
+                    return False
+            return True
+        if isinstance(v, (list, tuple)):
+            if isinstance(P, (S.ArrayT, S.VectorT)) and P.is_concrete():
+                if len(v) != P.n:
+                    return False
+                if isinstance(P, S.VectorT):
+                    return all(isinstance(x, (int, float)) for x in v)
+                return all(self._value_converts(x, None if isinstance(x, (dict, list, tuple)) else
+                                                self.natural(x, P.elem), P.elem) for x in v)
+            if isinstance(P, S.MatrixT) and P.is_concrete():
+                return len(v) == P.rows and all(isinstance(r, (list, tuple)) and len(r) == P.cols for r in v)
+            return False
+        if nat is None:
             return False
         if isinstance(v, (bool, int, float, np.number)):
             if isinstance(P, (S.ScalarT, S.EnumT)):
@@ -192,16 +231,6 @@ class Binder:
             return False
         if isinstance(v, (V.VectorValue, V.MatrixValue)):
             return nat == P
-        if isinstance(v, (list, tuple)):
-            if isinstance(P, (S.ArrayT, S.VectorT)) and P.is_concrete():
-                n = P.n
-                if len(v) != n:
-                    return False
-                return all(self._value_converts(x, self.natural(x, P.elem), P.elem) if isinstance(P, S.ArrayT)
-                           else isinstance(x, (int, float)) for x in v)
-            if isinstance(P, S.MatrixT) and P.is_concrete():
-                return len(v) == P.rows and all(isinstance(r, (list, tuple)) and len(r) == P.cols for r in v)
-            return False
         return False
 
     def _check_generator(self, leaf: GeneratorLeaf, P: S.SType):
@@ -226,7 +255,7 @@ class Binder:
         if not ok:
             raise ValueError(f"Could not find suitable conversion from {leaf._gname()} to {P.name}")
 
-    def bind_container(self, v, P: S.SType, direction, name, getter) -> Leaf:
+    def bind_container(self, v, P: S.SType, direction, name, getter, explicit=False, type_override=None) -> Leaf:
         is_np = isinstance(v, np.ndarray)
         if is_np:
             if v.dtype.names is not None or v.dtype.name not in S.NUMPY_TO_SCALAR:
@@ -246,6 +275,8 @@ class Binder:
             grads = (v.grad_in is not None, v.grad_out is not None)
         nd = len(v.shape)
         writes = direction in ("out", "inout")
+        if isinstance(P, S.BufferT) and not is_np:
+            return self.bind_tensor_buffer(v, P, name, getter)
         if isinstance(P, S.TensorT):
             if not (P.elem == dt):
                 raise TypeError(f"Can't convert tensor with element type {dt.name} to tensor with element type "
@@ -263,11 +294,17 @@ class Binder:
         if writes and not writable:
             raise BoundVariableException("Cannot read back value for non-writable type")
         ne = 0
+        convert = False
         if P == dt:
             ne = 0
         elif dt.kind == "scalar" and P.is_concrete() and P.kind in ("vector", "matrix", "array") and \
                 P.scalar == dt.name and len(P.shape) <= nd:
             ne = len(P.shape)
+        elif explicit and not writes and isinstance(P, S.ScalarT) and dt.kind == "scalar" and \
+                P.skind in "fiu" and dt.skind in "fiu" and (type_override is None or type_override == dt):
+            # SlangPy: an explicit mapping (.map((0,)) or .map(float)) makes the element type the container's,
+            # which the call converts to the parameter's (a float tensor into an `int` parameter)
+            convert = True
         else:
             raise _Fail(f"python type {_py_type_name(v)} does not match slang type {P.name}")
         use_grads = (False, False)
@@ -275,6 +312,7 @@ class Binder:
             use_grads = grads
         leaf = ContainerLeaf(name, P, getter, dt, nd, ne, writable, is_np, use_grads)
         leaf.writes = writes
+        leaf.convert = convert
         return leaf
 
     def _concrete_tensor(self, P: S.TensorT, v) -> str:
@@ -335,6 +373,39 @@ class Binder:
             leaf = BufferLeaf(name, P, getter)
             return leaf
         raise _Fail(f"python type Buffer does not match slang type {P.name}")
+
+
+    def bind_tensor_buffer(self, v, P: S.BufferT, name, getter) -> Leaf:
+        """A spy.Tensor for a (RW)StructuredBuffer<T> parameter: its elements, in order, as the buffer (SlangPy
+        passes the tensor's storage; the call gets no dimensions from it)."""
+        if P.elem is None or P.elem != v.dtype:
+            raise _Fail(f"python type {_py_type_name(v)} does not match slang type {P.name} (element type "
+                        f"{v.dtype.name})")
+        if P.bkind.startswith("RW") and not v.writable:
+            raise _Fail(f"a read-only tensor does not match slang type {P.name}")
+        return TensorBufferLeaf(name, P, getter)
+
+
+class TensorBufferLeaf(Leaf):
+    """A contiguous spy.Tensor bound to a structured buffer parameter."""
+
+    def uniforms(self):
+        return [(self.u, self.ptype.name)]
+
+    def emit_load(self, kb):
+        return self.u
+
+    def emit_store(self, kb, expr):
+        pass                     # written through the buffer
+
+    def pack(self, v, blk, call_shape, keep):
+        if not v.is_contiguous():
+            raise ValueError(f"argument '{self.name}': a tensor bound to {self.ptype.name} must be contiguous "
+                             f"(shape {tuple(v.shape)}, strides {tuple(v.strides)})")
+        n = 1
+        for d in v.shape:
+            n *= d
+        struct.pack_into("<QQ", blk, self.offsets[self.u], v.storage._addr + v.offset * v.dtype.size, n)
 
 
 class BufferLeaf(Leaf):

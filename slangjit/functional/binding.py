@@ -159,7 +159,7 @@ class CallData:
                 v = value_of(sources[i])
                 m = map_of(sources[i])
                 override = _type_override(m, refl)
-                nat = self._binder().natural(v, t, override)
+                nat = self._binder().natural(v, t, override, m if isinstance(m, tuple) else None)
                 if nat is None:
                     continue
                 if not unify(t, nat, b2):
@@ -169,6 +169,12 @@ class CallData:
                 if n not in b2 or not _bound(b2[n]):
                     raise _Fail(f"Ambiguous call: could not infer generic parameter '{n}' from the arguments")
             bindings.update(b2)
+            for gname, iface in cand.constraints:        # an inferred type must satisfy its constraint
+                t = bindings.get(gname)
+                if gname in b2 and isinstance(t, S.SType) and t.is_concrete() and \
+                        not self.refl.decls.conforms_to(t.ct, iface):
+                    raise _Fail(f"Argument could not be resolved: type {t.name} does not conform to {iface} "
+                                f"(generic parameter '{gname}')")
             try:
                 decl_ptypes, ret_t = cand.signature(bindings)
             except CompileError as e:
@@ -182,7 +188,9 @@ class CallData:
             v = value_of(src)
             getter = _getter(i)
             try:
-                leaf = binder.bind(v, t, p.direction, p.name, getter, _type_override(map_of(src), refl))
+                m = map_of(src)
+                leaf = binder.bind(v, t, p.direction, p.name, getter, _type_override(m, refl),
+                                   m if isinstance(m, tuple) else None)
             except _Fail as e:
                 raise _Fail(f"Argument {i} could not be resolved: {e} (parameter '{p.name}')") from None
             m = map_of(src)

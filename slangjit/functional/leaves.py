@@ -119,6 +119,19 @@ class ValueLeaf(Leaf):
         lp.pack_value(_np_view(blk), off, self.layout, _plain(v), self.name, lp.PackContext("argument"))
 
 
+class GradValueLeaf(ValueLeaf):
+    """A plain value given for an output of a .bwds call: the output's gradient (ptype is the Differential)."""
+
+    def emit_load(self, kb):
+        return self.u
+
+    def emit_store(self, kb, expr):
+        pass
+
+    def emit_grad_in(self, kb):
+        return self.u
+
+
 def _np_view(blk):
     return blk if isinstance(blk, np.ndarray) else np.frombuffer(blk, dtype=np.uint8)
 
@@ -220,7 +233,11 @@ class ContainerLeaf(Leaf):
             kb.line(f"{var}{''.join(f'[{i}]' for i in path)} = {p}d[{e}];")
         return var
 
+    convert = False          # elements of another scalar type, converted to the parameter's on load
+
     def emit_load(self, kb):
+        if self.convert:
+            return f"{self.ptype.name}({self._load_from(kb, self.u + '_', self.dtype)})"
         return self._load_from(kb, self.u + "_", self.ptype)
 
     def emit_store(self, kb, expr):

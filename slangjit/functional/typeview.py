@@ -426,6 +426,9 @@ class FuncInfo:
         self.owner = struct if struct is not None else (view(fd.owner, decls) if fd.owner is not None else None)
         self.has_this = fd.has_this
         self.attrs = {a.name for a in fd.sym.decl.attrs}
+        # (generic parameter, interface name) of each `T : IFoo` constraint spelled as a plain name
+        self.constraints = [(g.name, g.type.name) for g in getattr(fd.sym.decl, "generic_params", ())
+                            if g.kind == "type" and type(g.type).__name__ == "Name"]
 
     def signature(self, bindings: dict) -> tuple:
         """(parameter views, return view) with the generic parameters bound (`bindings`: name -> view / int)."""
