@@ -359,14 +359,16 @@ class Tensor:
 
     def copy_from_numpy(self, data) -> None:
         a = lp.native(np.asarray(data))        # big-endian data is converted, never copied as raw bytes
+        # SlangPy's wording
         if not a.flags.c_contiguous:
-            raise ValueError("copy_from_numpy: the numpy array must be contiguous")
+            raise ValueError("Source Numpy array must be contiguous")
         if not self.is_contiguous():
-            raise ValueError("copy_from_numpy: the tensor must be contiguous")
+            raise ValueError("Destination tensor must be contiguous")
         raw = a.reshape(-1).view(np.uint8)
         start = self.offset * self.dtype.size
         if start + raw.size > self.storage.size:
-            raise ValueError(f"copy_from_numpy: data ({raw.size} bytes) does not fit the tensor's storage")
+            raise ValueError(f"Numpy array is larger than the tensor storage ({raw.size} > "
+                             f"{self.storage.size - start})")
         _write_bytes(self.storage, start, raw)
 
     def clear(self, command_encoder=None) -> None:

@@ -163,6 +163,10 @@ class Binder:
             arr_dt = P
             conv = lambda x, dt=P.np: np.array(x._v, dtype=dt)
             ne = 0
+        elif isinstance(v, V.MatrixValue) and isinstance(P, S.ScalarT) and P.name == v._elem:
+            arr_dt = P                # a matrix over a parameter of its element type: call shape (rows, cols)
+            conv = lambda x: x.to_numpy()
+            ne = 0
         elif isinstance(v, V.MatrixValue) and isinstance(P, S.VectorT) and P.n == v._cols and \
                 P.elem.name == v._elem:
             arr_dt = P.elem
@@ -300,8 +304,8 @@ class Binder:
         elif dt.kind == "scalar" and P.is_concrete() and P.kind in ("vector", "matrix", "array") and \
                 P.scalar == dt.name and len(P.shape) <= nd:
             ne = len(P.shape)
-        elif explicit and not writes and isinstance(P, S.ScalarT) and dt.kind == "scalar" and \
-                P.skind in "fiu" and dt.skind in "fiu" and (type_override is None or type_override == dt):
+        elif explicit and isinstance(P, S.ScalarT) and dt.kind == "scalar" and \
+                P.skind in "fiu" and dt.skind in "fiu" and (type_override is None or type_override in (dt, P)):
             # SlangPy: an explicit mapping (.map((0,)) or .map(float)) makes the element type the container's,
             # which the call converts to the parameter's (a float tensor into an `int` parameter)
             convert = True

@@ -221,6 +221,13 @@ class CallData:
     def _binder(self):
         return Binder(self.name, self.refl, self.bwds)
 
+    @property
+    def debug_only_bindings(self) -> "DebugBindings":
+        """How each argument was bound (SlangPy's `debug_only_bindings`): `.args` (positional, in order) and
+        `.kwargs` (by name, with `_result`), each with `.vector_mapping.as_tuple()` (the call dimension each
+        of its dimensions maps to) and `.vector_type` (the type a thread reads: `.name`, `.full_name`)."""
+        return DebugBindings(self)
+
     # -- dimensionality, codegen, compile
 
     def _finish(self, args, kwargs):
@@ -779,3 +786,65 @@ def _value_for(b, args, kwargs, sources):
         return kwargs.get("_result")
     src = sources[b.index]
     return args[src[1]] if src[0] == "pos" else kwargs[src[1]]
+
+
+# ----------------------------------------------------------------------------------------- debug view
+
+
+class _Mapping:
+    def __init__(self, t: tuple):
+        self._t = tuple(t)
+
+    def as_tuple(self) -> tuple:
+        return self._t
+
+    def __repr__(self):
+        return f"Shape{self._t}"
+
+
+class _DebugType:
+    def __init__(self, t: S.SType):
+        self.name = t.name
+        if isinstance(t, S.VectorT):
+            self.full_name = f"vector<{t.elem.name},{t.n}>"
+        elif isinstance(t, S.MatrixT):
+            self.full_name = f"matrix<{t.elem.name},{t.rows},{t.cols}>"
+        else:
+            self.full_name = t.name
+
+    def __repr__(self):
+        return self.full_name
+
+
+class DebugBinding:
+    def __init__(self, name: str, ptype: S.SType, leaf):
+        self.variable_name = name
+        self.param_type = _DebugType(ptype)
+        lvs = [lf for lf in _all_leaves(leaf)] if leaf is not None else []
+        maps = [lf.mapping for lf in lvs if lf.mapping is not None]
+        self.vector_mapping = _Mapping(max(maps, key=len) if maps else ())
+        if isinstance(leaf, ContainerLeaf) and leaf.convert:
+            vt = leaf.dtype
+        else:
+            vt = ptype
+        self.vector_type = _DebugType(vt)
+        self.call_dimensionality = len(self.vector_mapping.as_tuple())
+
+    def __repr__(self):
+        return f"DebugBinding({self.variable_name}: {self.vector_type}, {self.vector_mapping})"
+
+
+class DebugBindings:
+    def __init__(self, cd: CallData):
+        self.args: list = []
+        self.kwargs: dict = {}
+        for b, src in zip(cd.bound, cd.sources):
+            if b.pname == "this" and cd.cand.has_this and b.index == 0:
+                continue
+            db = DebugBinding(b.pname, b.ptype, b.leaf)
+            if src[0] == "pos":
+                self.args.append(db)
+            else:
+                self.kwargs[src[1]] = db
+        if cd.result is not None:
+            self.kwargs["_result"] = DebugBinding("_result", cd.result.ptype, cd.result.leaf)

@@ -244,7 +244,7 @@ class ContainerLeaf(Leaf):
         p = self.u + "_"
         off = kb.offset(p, self.cd)
         if not self.ne:
-            kb.line(f"{p}d[{off}] = {expr};")
+            kb.line(f"{p}d[{off}] = {self.dtype.name + '(' + expr + ')' if self.convert else expr};")
             return
         var = kb.tmp()
         kb.line(f"int {var}_o = {off};")

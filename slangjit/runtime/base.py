@@ -154,7 +154,7 @@ class Buffer:
         a = np.ascontiguousarray(_lp.native(np.asarray(data)))
         raw = a.reshape(-1).view(np.uint8)
         if raw.size > self.desc.size:
-            raise ValueError(f"copy_from_numpy: data is {raw.size} bytes, larger than the buffer ({self.desc.size} bytes)")
+            raise ValueError(f"numpy array is larger than the buffer ({raw.size} > {self.desc.size})")
         self._mem[: raw.size] = raw
 
     # sgl spelling used by some tests

@@ -289,7 +289,7 @@ class CudaBuffer(Buffer):
     def copy_from_numpy(self, data) -> None:
         raw = np.ascontiguousarray(_lp.native(np.asarray(data))).reshape(-1).view(np.uint8)
         if raw.size > self.desc.size:
-            raise ValueError(f"copy_from_numpy: data is {raw.size} bytes, larger than the buffer ({self.desc.size} bytes)")
+            raise ValueError(f"numpy array is larger than the buffer ({raw.size} > {self.desc.size})")
         self._upload(raw)
 
     def set_data(self, data, offset: int = 0) -> None:
