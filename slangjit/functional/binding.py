@@ -163,7 +163,7 @@ class CallData:
                 if nat is None:
                     continue
                 if not unify(t, nat, b2):
-                    raise _Fail(f"Argument {i} could not be resolved: python type {_py_type_name(v)} does not "
+                    raise _Fail(f"Argument '{p.name}' could not be resolved: python type {_py_type_name(v)} does not "
                                 f"match slang type {t.name} (parameter '{p.name}')")
             for n in open_names:
                 if n not in b2 or not _bound(b2[n]):
@@ -192,7 +192,7 @@ class CallData:
                 leaf = binder.bind(v, t, p.direction, p.name, getter, _type_override(m, refl),
                                    m if isinstance(m, tuple) else None)
             except _Fail as e:
-                raise _Fail(f"Argument {i} could not be resolved: {e} (parameter '{p.name}')") from None
+                raise _Fail(f"Argument '{p.name}' could not be resolved: {e} (argument {i})") from None
             m = map_of(src)
             if isinstance(m, tuple):
                 leaf.mapping = m

@@ -1,0 +1,264 @@
+"""SlangPy compatibility of values (issue 16 items 1, 4 and 6): results that were silently wrong, conversions
+SlangPy performs, raw dispatch, and SlangPy's error wording.  Every value is checked against numpy or an
+analytic derivative."""
+import numpy as np
+import pytest
+
+import slangjit as spy
+from slangjit.functional.errors import BoundVariableException
+
+pytestmark = pytest.mark.parametrize("device", ["cpu", "cuda"], indirect=True)
+
+SRC = r"""
+import "slangpy";
+float add(float a, float b) { return a + b; }
+float foo(float a) { return a; }
+float foo2(float a, float b) { return a + b; }
+float foo_v3(float3 a) { return a.x; }
+float foo_ol(float a) { return a; }
+float foo_ol(float a, float b) { return a + b; }
+
+struct P : IDifferentiable { float x; float y; };
+[Differentiable] float poly(P p) { return p.x * p.x + 3.0 * p.y; }
+[Differentiable] float2 poly_v(float2 v) { return float2(v.x * v.y, v.x + 2.0 * v.y); }
+[Differentiable] float sq(float x) { return x * x; }
+[Differentiable] float3 scale3(float3 v, float k) { return v * k; }
+
+struct Val { int x; }
+int sum_vals(Val[4] vals) { int s = 0; for (int i = 0; i < 4; i++) s += vals[i].x; return s; }
+struct Pair { int a; float b; }
+float sum_pairs(Pair[2] ps) { return float(ps[0].a) + ps[0].b + float(ps[1].a) + ps[1].b; }
+int read_int(StructuredBuffer<int> b, int i) { return b[i]; }
+float read_float(StructuredBuffer<float> b, int i) { return b[i]; }
+void write_float(RWStructuredBuffer<float> b, int i, float v) { b[i] = v; }
+float intfoo(int a) { return float(a) * 2.0; }
+
+void ndbuffer_multiply(uint3 dispatchThreadID, RWTensor<uint3, 1> buffer, uint amount) {
+    buffer[dispatchThreadID.x] = dispatchThreadID * amount;
+}
+extern static const int VAL;
+void ndbuffer_multiply_const(uint3 dispatchThreadID, RWTensor<uint3, 1> buffer) {
+    buffer[dispatchThreadID.x] = dispatchThreadID * VAL;
+}
+struct Params { int k; }
+ParameterBlock<Params> params;
+void ndbuffer_multiply_uniform(uint3 dispatchThreadID, RWTensor<uint3, 1> buffer) {
+    buffer[dispatchThreadID.x] = dispatchThreadID * params.k;
+}
+void raw_overloaded(uint3 t) {}
+void raw_overloaded(uint3 t, int x) {}
+void raw_out(uint3 t, out int x) { x = 1; }
+int raw_returns(uint3 t) { return 1; }
+struct Thing { int n; void method(uint3 t) {} }
+"""
+
+
+@pytest.fixture(scope="module")
+def m(device):
+    return spy.Module.load_from_source(device, "slangpy_values", SRC)
+
+
+def tensor(device, a, grads=False):
+    t = spy.Tensor.from_numpy(device, np.asarray(a, dtype=np.float32))
+    return t.with_grads(zero=True) if grads else t
+
+
+# --------------------------------------------------------------------------- item 1: silently wrong results
+
+def test_scalar_function_over_vector_values(m, device):
+    # each vector is its own container: [1+4, 2+5, 3+6], never b + b
+    t = spy.Tensor.empty(device, shape=(3,), dtype=float)
+    m.add(spy.float3(1, 2, 3), spy.float3(4, 5, 6), _result=t)
+    np.testing.assert_array_equal(t.to_numpy(), [5, 7, 9])
+    # lists and matrices convert per call too: two temporaries alive at once
+    np.testing.assert_array_equal(m.add([1.0, 2.0, 3.0], [10.0, 20.0, 30.0], _result="numpy"), [11, 22, 33])
+    np.testing.assert_array_equal(m.add(spy.float2x2([[1, 2], [3, 4]]), spy.float2x2([[10, 20], [30, 40]]),
+                                        _result="numpy"), [[11, 22], [33, 44]])
+    np.testing.assert_array_equal(m.intfoo(range(3, 6), _result="numpy"), [6, 8, 10])
+
+
+def test_soa_dict_gradients_in_bwds(m, device):
+    xv, yv = np.array([1, 2, 3], np.float32), np.array([4, 5, 6], np.float32)
+    xs, ys = tensor(device, xv, True), tensor(device, yv, True)
+    res = m.poly({"x": xs, "y": ys})
+    np.testing.assert_allclose(res.to_numpy(), xv * xv + 3 * yv)
+    res = res.with_grads()
+    gv = np.array([1.0, 0.5, 2.0], np.float32)
+    res.grad.copy_from_numpy(gv)
+    m.poly.bwds({"x": xs, "y": ys}, res)
+    np.testing.assert_allclose(xs.grad.to_numpy(), 2 * xv * gv)          # d/dx = 2x
+    np.testing.assert_allclose(ys.grad.to_numpy(), 3 * gv)               # d/dy = 3
+    # a second call accumulates
+    m.poly.bwds({"x": xs, "y": ys}, res)
+    np.testing.assert_allclose(xs.grad.to_numpy(), 4 * xv * gv)
+
+
+def test_soa_dict_for_a_vector_in_bwds(m, device):
+    xv, yv = np.array([1, 2], np.float32), np.array([3, -1], np.float32)
+    xs, ys = tensor(device, xv, True), tensor(device, yv, True)
+    res = m.poly_v({"x": xs, "y": ys}).with_grads()
+    np.testing.assert_allclose(res.to_numpy().reshape(-1, 2), np.stack([xv * yv, xv + 2 * yv], 1))
+    res.grad.copy_from_numpy(np.array([[1, 0], [0, 1]], np.float32))
+    m.poly_v.bwds({"x": xs, "y": ys}, res)
+    # element 0: grad of out.x = x*y -> (y, x) = (3, 1); element 1: grad of out.y = x + 2y -> (1, 2)
+    np.testing.assert_allclose(xs.grad.to_numpy(), [3, 1])
+    np.testing.assert_allclose(ys.grad.to_numpy(), [1, 2])
+
+
+def test_soa_dict_with_a_plain_field_in_bwds(m, device):
+    xv = np.array([1, 2, 3], np.float32)
+    xs = tensor(device, xv, True)
+    res = spy.Tensor.empty(device, shape=(3,), dtype=float).with_grads()
+    res.grad.copy_from_numpy(np.ones(3, np.float32))
+    m.poly.bwds({"x": xs, "y": 2.0}, res)
+    np.testing.assert_allclose(xs.grad.to_numpy(), 2 * xv)
+
+
+def test_diffpair_defaults(m):
+    p = spy.DiffPair()
+    assert p.primal == 0.0 and p.grad == 0.0
+    p = spy.diffPair(3.0)
+    assert p.primal == 3.0 and p.grad == 0.0
+    v = spy.DiffPair(spy.float3(1, 2, 3))
+    assert isinstance(v.grad, spy.float3) and list(v.grad) == [0, 0, 0]
+    # a default gradient reads as zero in a call
+    x = spy.diffPair(3.0)
+    m.sq.bwds(x, 1.0)
+    assert x.grad == pytest.approx(6.0)
+    x = spy.diffPair(3.0)
+    assert m.sq(x) == pytest.approx(9.0)
+
+
+# --------------------------------------------------------------------------- item 1: raw dispatch
+
+def _uint3_rows(t):
+    return t.to_numpy().reshape(-1, 3)
+
+
+def test_dispatch_scalar_argument(m, device):
+    b = spy.Tensor.empty(device, shape=(32,), dtype=m.uint3)
+    m.ndbuffer_multiply.dispatch(spy.uint3(32, 1, 1), buffer=b, amount=10)
+    np.testing.assert_array_equal(_uint3_rows(b), [[i * 10, 0, 0] for i in range(32)])
+
+
+def test_dispatch_constants(m, device):
+    b = spy.Tensor.empty(device, shape=(32,), dtype=m.uint3)
+    m.ndbuffer_multiply_const.constants({"VAL": 5}).dispatch(spy.uint3(32, 1, 1), buffer=b)
+    np.testing.assert_array_equal(_uint3_rows(b), [[i * 5, 0, 0] for i in range(32)])
+    m.ndbuffer_multiply_const.constants({"VAL": 7}).dispatch(spy.uint3(32, 1, 1), buffer=b)
+    np.testing.assert_array_equal(_uint3_rows(b), [[i * 7, 0, 0] for i in range(32)])
+
+
+def test_dispatch_honours_set(m, device):
+    b = spy.Tensor.empty(device, shape=(32,), dtype=m.uint3)
+    func = m.ndbuffer_multiply_uniform.as_func().set({"params": {"k": 20}})
+    func.dispatch(spy.uint3(32, 1, 1), buffer=b)
+    np.testing.assert_array_equal(_uint3_rows(b), [[i * 20, 0, 0] for i in range(32)])
+    func = m.ndbuffer_multiply_uniform.as_func().set(lambda x: {"params": {"k": 30}})
+    func.dispatch(spy.uint3(32, 1, 1), buffer=b)
+    np.testing.assert_array_equal(_uint3_rows(b), [[i * 30, 0, 0] for i in range(32)])
+    # `vars` given to dispatch itself win over .set
+    func.dispatch(spy.uint3(32, 1, 1), vars={"params": {"k": 2}}, buffer=b)
+    np.testing.assert_array_equal(_uint3_rows(b), [[i * 2, 0, 0] for i in range(32)])
+
+
+@pytest.mark.parametrize("fn,msg", [
+    ("raw_overloaded", "Cannot use raw dispatch on overloaded functions."),
+    ("raw_out", "Raw dispatch functions cannot have out or inout parameters."),
+    ("raw_returns", "Raw dispatch functions cannot have return values."),
+])
+def test_dispatch_misuse(m, fn, msg):
+    with pytest.raises(ValueError, match=msg.replace(".", r"\.")):
+        getattr(m, fn).dispatch(spy.uint3(1, 1, 1))
+
+
+def test_dispatch_on_a_method_is_refused(m):
+    with pytest.raises(ValueError, match=r"Cannot use raw dispatch on type methods\."):
+        m.Thing.method.dispatch(spy.uint3(1, 1, 1))
+
+
+# --------------------------------------------------------------------------- item 4: conversions
+
+def test_list_of_dicts_into_struct_array(m):
+    assert m.sum_vals([{"x": 1}, {"x": 2}, {"x": 3}, {"x": 4}]) == 10
+    assert m.sum_vals([{"x": -5}, {"x": 20}, {"x": 0}, {"x": 7}]) == 22
+    assert m.sum_pairs([{"a": 1, "b": 0.5}, {"a": 10, "b": 0.25}]) == pytest.approx(11.75)
+    with pytest.raises(ValueError):
+        m.sum_vals([{"x": 1}, {"x": 2}, {"x": 3}])              # 3 elements for Val[4]
+    with pytest.raises(ValueError):
+        m.sum_vals([{"x": 1}, {"x": 2}, {"x": 3}, {"nope": 4}])
+
+
+def test_tensor_into_structured_buffer(m, device):
+    ib = spy.Tensor.from_numpy(device, np.arange(10, dtype=np.int32) * 3)
+    assert m.read_int(ib, 4) == 12
+    fb = tensor(device, np.linspace(0, 1, 8))
+    np.testing.assert_allclose(m.read_float(fb, spy.Tensor.from_numpy(device, np.arange(8, dtype=np.int32)),
+                                            _result="numpy"), np.linspace(0, 1, 8), rtol=1e-6)
+    wb = spy.Tensor.zeros(device, shape=(4,), dtype=float)
+    m.write_float(wb, 2, 1.5)
+    np.testing.assert_array_equal(wb.to_numpy(), [0, 0, 1.5, 0])
+    with pytest.raises(ValueError):
+        m.read_int(fb, 0)                # float elements for StructuredBuffer<int>
+
+
+def test_bwds_with_a_plain_float_result(m):
+    x = spy.diffPair(3.0)
+    m.sq.bwds(x, 1.0)
+    assert x.grad == pytest.approx(6.0)
+    x = spy.diffPair(-2.0)
+    m.sq.bwds(x, _result=0.5)
+    assert x.grad == pytest.approx(-2.0)
+    v = spy.diffPair(spy.float3(1, 2, 3))
+    k = spy.diffPair(2.0)
+    m.scale3.bwds(v, k, spy.float3(1, 1, 1))
+    np.testing.assert_allclose(list(v.grad), [2, 2, 2])
+    assert k.grad == pytest.approx(6.0)
+
+
+def test_float_tensor_into_int_parameter(m, device):
+    data = np.array([0.5, 1.9, -2.7, 4.0], np.float32)
+    buf = tensor(device, data)
+    with pytest.raises(ValueError):
+        m.intfoo(buf)                                   # implicitly: refused, as SlangPy
+    want = np.trunc(data) * 2
+    np.testing.assert_array_equal(m.intfoo.map((0,))(buf).to_numpy(), want)
+    np.testing.assert_array_equal(m.intfoo.map(float)(buf).to_numpy(), want)
+    assert m.intfoo(7.9) == 14.0                        # a single value converts
+
+
+# --------------------------------------------------------------------------- item 6: SlangPy's error wording
+
+def test_error_wording(m, device):
+    with pytest.raises(ValueError, match=r"Too many arguments: expected 1, got 2"):
+        m.foo(1.0, 2.0)
+    with pytest.raises(ValueError, match=r"No parameter named"):
+        m.foo(b=10.0)
+    with pytest.raises(ValueError, match=r"Parameter 'a' not specified"):
+        m.foo()
+    with pytest.raises(ValueError, match=r"Parameter 'b' not specified"):
+        m.foo2(10.0)
+    with pytest.raises(ValueError, match=r"Parameter 'a' specified multiple times"):
+        m.foo2(10.0, a=20.0)
+    with pytest.raises(BoundVariableException, match=r"Unsupported type"):
+        m.foo("hello")
+    with pytest.raises(ValueError, match=r"Argument 'a' could not be resolved"):
+        m.foo_v3(spy.Tensor.empty(device, shape=(10,), dtype=spy.float4))
+    with pytest.raises(ValueError, match=r"Shape mismatch"):
+        m.foo2(spy.Tensor.empty(device, shape=(10, 5), dtype=float), spy.Tensor.empty(device, shape=(10, 10),
+                                                                                       dtype=float))
+    with pytest.raises(AttributeError, match=r"has no function or type named"):
+        m.nope
+
+
+def test_copy_from_numpy_wording(device):
+    t = spy.Tensor.empty(device, shape=(4,), dtype=float)
+    with pytest.raises(ValueError, match=r"Numpy array is larger than the tensor storage \(32 > 16\)"):
+        t.copy_from_numpy(np.zeros(8, np.float32))
+    with pytest.raises(ValueError, match=r"Source Numpy array must be contiguous"):
+        t.copy_from_numpy(np.zeros(8, np.float32)[::2])
+    b = device.create_buffer(size=16, usage=spy.BufferUsage.shader_resource)
+    with pytest.raises(ValueError, match=r"numpy array is larger than the buffer \(32 > 16\)"):
+        b.copy_from_numpy(np.zeros(8, np.float32))
+    t.copy_from_numpy(np.arange(4, dtype=np.float32))
+    np.testing.assert_array_equal(t.to_numpy(), [0, 1, 2, 3])
