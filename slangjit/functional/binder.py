@@ -11,7 +11,7 @@ from . import typeview as S
 from . import values as V
 from .calldata import (_py_type_name, _scalar_to_slang)
 from .leaves import (ContainerLeaf, GeneratorLeaf, GradValueLeaf, Leaf, RefLeaf, StructLeaf, TensorParamLeaf,
-                     ValueLeaf, _FAST_FMT)
+                     ValueLeaf, ValueListLeaf, _FAST_FMT)
 from .errors import BoundVariableException
 from .generators import Generator
 
@@ -156,6 +156,11 @@ class Binder:
         if self._value_converts(v, nat, P):
             fmt = _FAST_FMT.get(P.name) if isinstance(P, S.ScalarT) else None
             return ValueLeaf(name, P, getter, fmt)
+        # a list of values of the parameter's type (dicts for a struct ...): a 1-D container of them
+        if isinstance(v, (list, tuple)) and v and P.is_concrete() and isinstance(P, (S.StructT, S.ArrayT)) and \
+                all(self._value_converts(x, None if isinstance(x, (dict, list, tuple)) else self.natural(x, P), P)
+                    for x in v):
+            return ValueListLeaf(name, P, getter)
         # vectorise a vector / matrix / list over a parameter of its element (row) type
         arr_dt = None
         if isinstance(v, V.VectorValue) and isinstance(P, S.ScalarT) and P.name == (
@@ -212,6 +217,11 @@ class Binder:
                 if not self._value_converts(x, None if isinstance(x, (dict, list, tuple)) else self.natural(x, ft), ft):
                     return False
             return True
+        if getattr(v, "_sj_buffer", False):           # a buffer inside a list / dict value
+            return isinstance(P, S.BufferT) and (not P.bkind.startswith("RW") or bool(int(v.usage) & 16))
+        if _is_tensor(v):                               # a tensor inside a list / dict value: its Tensor<T, D>
+            return isinstance(P, S.TensorT) and P.tkind in ("Tensor", "RWTensor", "WTensor") and \
+                P.elem == v.dtype and P.dims == len(v.shape) and ("w" not in P.access or v.writable)
         if isinstance(v, (list, tuple)):
             if isinstance(P, (S.ArrayT, S.VectorT)) and P.is_concrete():
                 if len(v) != P.n:

@@ -192,7 +192,7 @@ class CallData:
                 leaf = binder.bind(v, t, p.direction, p.name, getter, _type_override(m, refl),
                                    m if isinstance(m, tuple) else None)
             except _Fail as e:
-                raise _Fail(f"Argument '{p.name}' could not be resolved: {e} (argument {i})") from None
+                raise _Fail(f"Argument '{p.name}' could not be resolved: {e} (parameter '{p.name}')") from None
             m = map_of(src)
             if isinstance(m, tuple):
                 leaf.mapping = m

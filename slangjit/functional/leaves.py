@@ -137,11 +137,13 @@ def _np_view(blk):
 
 
 def _plain(v):
+    if getattr(v, "_sj_tensor", False):          # a spy.Tensor inside a value: the fields of Tensor<T, D>
+        return {"_data": v.storage._addr, "_shape": list(v.shape), "_strides": list(v.strides), "_offset": v.offset}
     if isinstance(v, (V.VectorValue,)):
         return list(v)
     if isinstance(v, V.MatrixValue):
         return v.to_numpy()
-    if isinstance(v, list):
+    if isinstance(v, (list, tuple)):
         return [_plain(x) for x in v]
     if isinstance(v, dict):
         return {k: _plain(x) for k, x in v.items() if k != "_type"}
@@ -422,6 +424,34 @@ class ContainerLeaf(Leaf):
                 return False
             extent += (d - 1) * s
         return True
+
+
+class ValueListLeaf(ContainerLeaf):
+    """A Python list of N values (dicts for a struct, ...) vectorised over a parameter of their type: the values
+    are packed per call into an array of the parameter's layout, read as a 1-D container of N elements."""
+
+    def __init__(self, name, ptype, getter):
+        super().__init__(name, ptype, getter, ptype, 1, 0, False, True)
+        self.layout = ptype.layout
+        self.temp = True
+
+    def shape(self, v):
+        return (len(v),)
+
+    def pack(self, v, blk, call_shape, keep):
+        stride = max(self.layout.size, 1)
+        raw = lp.aligned_zeros(stride * max(len(v), 1))
+        ctx = lp.PackContext("argument")
+        for i, x in enumerate(v):
+            lp.pack_value(raw, i * stride, self.layout, _plain(x), f"{self.name}[{i}]", ctx)
+        if self.stage is not None:
+            buf = self.stage.upload(raw)
+            keep.append((self, v, buf, None))
+            addr = buf.device_address
+        else:
+            keep.append((self, raw, None, None))
+            addr = raw.ctypes.data
+        self._pack_view(blk, self.u + "_", addr, (len(v),), (1,), 0, call_shape)
 
 
 class TensorParamLeaf(Leaf):

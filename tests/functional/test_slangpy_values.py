@@ -262,3 +262,63 @@ def test_copy_from_numpy_wording(device):
         b.copy_from_numpy(np.zeros(8, np.float32))
     t.copy_from_numpy(np.arange(4, dtype=np.float32))
     np.testing.assert_array_equal(t.to_numpy(), [0, 1, 2, 3])
+
+
+# --------------------------------------------------------------------------- lists of structs and resources
+
+ARRAY_SRC = r"""
+import "slangpy";
+struct Val { int x; }
+int inc(Val val) { return val.x + 1; }
+struct BufVal { StructuredBuffer<int> x; }
+int inc_buf(BufVal val) { return val.x[0] + 1; }
+struct TenVal { Tensor<float, 1> x; }
+float add_ten(TenVal val, float val2) { return val.x[0] + val2; }
+struct Pair { int vals[2]; }
+int pair_sum(Pair p) { return p.vals[0] + p.vals[1]; }
+int sum_buffers(StructuredBuffer<int> buffers[4]) { int s = 0; for (int i = 0; i < 4; i++) s += buffers[i][0]; return s; }
+void double_buffers(RWStructuredBuffer<int> buffers[4]) { for (int i = 0; i < 4; i++) buffers[i][0] = buffers[i][0] * 2; }
+float sum_tensors(Tensor<float, 1> tensors[4]) { float s = 0.0; for (int i = 0; i < 4; i++) s += tensors[i][0]; return s; }
+void double_tensors(RWTensor<float, 1> tensors[4]) { for (int i = 0; i < 4; i++) tensors[i][0] = tensors[i][0] * 2.0; }
+"""
+
+
+@pytest.fixture(scope="module")
+def ma(device):
+    return spy.Module.load_from_source(device, "slangpy_values_arrays", ARRAY_SRC)
+
+
+def test_list_of_dicts_vectorised_over_a_struct(ma):
+    r = ma.inc([{"x": i, "_type": "Val"} for i in (1, 2, 3, 4)], _result="numpy")
+    assert r.dtype == np.int32
+    np.testing.assert_array_equal(r, [2, 3, 4, 5])
+    np.testing.assert_array_equal(ma.inc([{"x": 7}, {"x": -1}], _result="numpy"), [8, 0])
+    r = ma.pair_sum.map((0,))([{"vals": [1, 2]}, {"vals": [3, 4]}, {"vals": [5, 6]}], _result="numpy")
+    np.testing.assert_array_equal(r, [3, 7, 11])
+
+
+def _int_buffer(device, v, rw=False):
+    usage = spy.BufferUsage.shader_resource | (spy.BufferUsage.unordered_access if rw else 0)
+    return device.create_buffer(element_count=1, struct_size=4, data=np.array([v], np.int32), usage=usage)
+
+
+def test_structs_holding_resources_vectorised(ma, device):
+    bufs = [_int_buffer(device, i + 1) for i in range(4)]
+    np.testing.assert_array_equal(ma.inc_buf([{"x": b, "_type": "BufVal"} for b in bufs], _result="numpy"),
+                                  [2, 3, 4, 5])
+    ts = [spy.Tensor.from_numpy(device, np.array([i + 1], np.float32)) for i in range(4)]
+    r = ma.add_ten.map((0,), (1,))([{"x": t} for t in ts], [5.0, 10.0, 15.0, 20.0], _result="numpy")
+    np.testing.assert_array_equal(r, np.arange(1, 5)[:, None] + np.array([5, 10, 15, 20])[None, :])
+
+
+def test_arrays_of_buffers_and_tensors(ma, device):
+    bufs = [_int_buffer(device, (i + 1) * 10, rw=True) for i in range(4)]
+    assert ma.sum_buffers(bufs) == 100
+    ma.double_buffers(bufs)
+    assert [int(b.to_numpy().view(np.int32)[0]) for b in bufs] == [20, 40, 60, 80]
+    with pytest.raises(ValueError):
+        ma.double_buffers([_int_buffer(device, 1) for _ in range(4)])      # read-only buffers for RW
+    ts = [spy.Tensor.from_numpy(device, np.array([(i + 1) * 10], np.float32)) for i in range(4)]
+    assert ma.sum_tensors(ts) == pytest.approx(100.0)
+    ma.double_tensors(ts)
+    assert [float(t.to_numpy()[0]) for t in ts] == [20, 40, 60, 80]
