@@ -157,10 +157,13 @@ _FAST_FMT = {"float": "f", "double": "d", "int": "i", "uint": "I", "bool": "?", 
 def _elem_shape_message(name: str, P: S.SType, shp, ne: int) -> str:
     want = tuple(P.shape)
     got = tuple(shp[len(shp) - ne:]) if len(shp) >= ne else tuple(shp)
+    # which dimensions differ, then SlangPy's phrase ("does not match the expected shape")
+    tail = f"; the array's shape does not match the expected shape (..., {', '.join(str(w) for w in want)})"
     if ne == 1:
         return (f"argument '{name}': expected last dimension {want[0]} ({P.name}), got {got[-1] if got else 0} "
-                f"(array shape {tuple(shp)})")
-    return f"argument '{name}': expected last {ne} dimensions {want} ({P.name}), got {got} (array shape {tuple(shp)})"
+                f"(array shape {tuple(shp)})" + tail)
+    return (f"argument '{name}': expected last {ne} dimensions {want} ({P.name}), got {got} "
+            f"(array shape {tuple(shp)})" + tail)
 
 
 class ContainerLeaf(Leaf):
