@@ -11,7 +11,7 @@ from . import typeview as S
 from . import values as V
 from .calldata import (_py_type_name, _scalar_to_slang)
 from .leaves import (ContainerLeaf, GeneratorLeaf, GradValueLeaf, Leaf, RefLeaf, StructLeaf, TensorParamLeaf,
-                     ValueLeaf, ValueListLeaf, _FAST_FMT)
+                     ReadOnlyValueLeaf, ValueLeaf, ValueListLeaf, _FAST_FMT)
 from .errors import BoundVariableException
 from .generators import Generator
 
@@ -53,6 +53,7 @@ class Binder:
         self.fn_name = fn_name
         self.refl = refl
         self.bwds = bwds
+        self._soa_depth = 0          # > 0 while binding the fields of a dict (structure of arrays)
 
     # natural Slang type of a Python value (for generic inference)
     def natural(self, v, pattern: S.SType, type_override=None, dims_map=None) -> Optional[S.SType]:
@@ -145,6 +146,13 @@ class Binder:
             if not self._value_converts(v, self.natural(v, D), D):
                 raise _Fail(f"python type {_py_type_name(v)} does not match the gradient type {D.name}")
             return GradValueLeaf(name, D, getter, _FAST_FMT.get(D.name) if isinstance(D, S.ScalarT) else None)
+        if writes and self._soa_depth and isinstance(v, (bool, int, float, np.number, V.VectorValue, V.MatrixValue)):
+            # a plain value for a field of a writable SOA dict (e.g. a mutating method's `this`): an input, and
+            # what the function writes to the field is dropped (as SlangPy; pass a ValueRef to read it back)
+            P2 = P
+            if not self._value_converts(v, self.natural(v, P2), P2):
+                raise _Fail(f"python type {_py_type_name(v)} does not match slang type {P.name}")
+            return ReadOnlyValueLeaf(name, P, getter, _FAST_FMT.get(P.name) if isinstance(P, S.ScalarT) else None)
         if writes:
             raise BoundVariableException("Cannot read back value for non-writable type")
         if isinstance(v, str) or not isinstance(v, (bool, int, float, np.number, V.VectorValue, V.MatrixValue,
@@ -367,14 +375,18 @@ class Binder:
         else:
             raise _Fail(f"python type dict does not match slang type {P.name}")
         children = []
-        for k, fv in v.items():
-            if k == "_type":
-                continue
-            if k not in fields:
-                raise ValueError(f"Slang type '{P.name}' has no field '{k}'")
-            child = self.bind(fv, fields[k], direction, f"{name}.{k}",
-                              lambda vals, g=getter, k=k: g(vals)[k])
-            children.append((k, child))
+        self._soa_depth += 1
+        try:
+            for k, fv in v.items():
+                if k == "_type":
+                    continue
+                if k not in fields:
+                    raise ValueError(f"Slang type '{P.name}' has no field '{k}'")
+                child = self.bind(fv, fields[k], direction, f"{name}.{k}",
+                                  lambda vals, g=getter, k=k: g(vals)[k])
+                children.append((k, child))
+        finally:
+            self._soa_depth -= 1
         return StructLeaf(name, P, getter, children)
 
     def bind_buffer(self, v, P, name, getter) -> Leaf:

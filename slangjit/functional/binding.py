@@ -51,6 +51,10 @@ class CallData:
         self.bwds = node.bwds_mode
         self.name = fn.name
         self.refl = self.module._refl
+        # an object with get_this() (an instance list, SlangPy's IThis) is asked for its data once while the
+        # call is set up (as SlangPy: once for the signature, once here, once per call)
+        args = tuple(_Once(a) if _is_this(a) else a for a in args)
+        kwargs = {k: (_Once(a) if _is_this(a) else a) for k, a in kwargs.items()}
         cands = fn.overloads
         if self.bwds and not any(c.differentiable for c in cands):
             raise ResolveException(f"Could not call function '{fn.name}': Function is not differentiable")
@@ -295,6 +299,7 @@ class CallData:
                             and lf is not auto_leaf]
         self.post_leaves = [lf for lf in leaves if isinstance(lf, RefLeaf)]
         self.instance_bounds = [b for b in self.bound if hasattr(b.leaf, "instance_getter")]
+        self.this_slots = [b.index for b in self.instance_bounds]
         for i, lf in enumerate(leaves):
             lf.u = f"_a{i}"
         # bwds checks
@@ -587,6 +592,8 @@ class CallData:
     def run(self, args: tuple, kwargs: dict):
         node = self.node
         vals = [args[i] if pos else kwargs[i] for pos, i in self._srcs]
+        for i in self.this_slots:               # get_this() once per call (its leaves all read the snapshot)
+            vals[i] = _Once(vals[i])
         res_v = None
         if self.result is not None:
             if self.result_from_pos:
@@ -722,6 +729,27 @@ class CallData:
             ret = res_v
         return node._convert_return(ret, self)
 
+
+
+def _is_this(v) -> bool:
+    return hasattr(v, "get_this") and not isinstance(v, (dict, list, tuple, Tensor, np.ndarray, _Once))
+
+
+class _Once:
+    """An IThis object whose get_this() was called once: later calls return that value; update_this goes on."""
+    __slots__ = ("obj", "value")
+
+    def __init__(self, obj):
+        if isinstance(obj, _Once):
+            obj = obj.obj
+        self.obj = obj
+        self.value = obj.get_this()
+
+    def get_this(self):
+        return self.value
+
+    def update_this(self, value) -> None:
+        self.obj.update_this(value)
 
 
 def _constant_decl(name: str, v) -> str:

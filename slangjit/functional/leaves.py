@@ -119,6 +119,13 @@ class ValueLeaf(Leaf):
         lp.pack_value(_np_view(blk), off, self.layout, _plain(v), self.name, lp.PackContext("argument"))
 
 
+class ReadOnlyValueLeaf(ValueLeaf):
+    """A plain value for a field of a writable SOA dict: read, and the function's writes to it dropped."""
+
+    def emit_store(self, kb, expr):
+        pass
+
+
 class GradValueLeaf(ValueLeaf):
     """A plain value given for an output of a .bwds call: the output's gradient (ptype is the Differential)."""
 

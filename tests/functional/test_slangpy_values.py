@@ -322,3 +322,55 @@ def test_arrays_of_buffers_and_tensors(ma, device):
     assert ma.sum_tensors(ts) == pytest.approx(100.0)
     ma.double_tensors(ts)
     assert [float(t.to_numpy()[0]) for t in ts] == [20, 40, 60, 80]
+
+
+# --------------------------------------------------------------------------- SOA `this` of a mutating method
+
+PARTICLE_SRC = r"""
+import "slangpy";
+struct Material { float3 color; float3 emission; }
+struct Particle {
+    float2 position; float2 velocity; float size; Material material;
+    [mutating] void reset(float2 p, float2 v) {
+        position = p; velocity = v; size = 0.5; material.color = float3(1); material.emission = float3(0);
+    }
+    [mutating] void update_position(float dt) { position += velocity * dt; }
+}
+"""
+
+
+class ThisType:
+    def __init__(self, data):
+        self.data = data
+        self.get_called = 0
+        self.update_called = 0
+
+    def get_this(self):
+        self.get_called += 1
+        return self.data
+
+    def update_this(self, value):
+        self.update_called += 1
+
+
+def test_soa_this_with_plain_values(device):
+    m = spy.Module.load_from_source(device, "slangpy_values_particles", PARTICLE_SRC)
+    this = ThisType({"position": spy.Tensor.zeros(device, dtype=spy.float2, shape=(1,)),
+                     "velocity": spy.float2(1, 0), "size": 0.5,
+                     "material": {"color": spy.float3(1, 1, 1), "emission": spy.float3(0, 0, 0)}})
+    m.Particle.reset.bind(this)(spy.float2(1, 2), spy.float2(3, 4))
+    np.testing.assert_array_equal(this.data["position"].to_numpy().reshape(-1), [1, 2])
+    # the plain values are inputs: the method's writes to them are dropped, the Python values stay
+    assert list(this.data["velocity"]) == [1, 0] and this.data["size"] == 0.5
+    # SlangPy's counts: get_this once for the signature, once to set the call up, once for the call
+    assert this.get_called == 3 and this.update_called == 1
+    # a plain velocity is read by a later method
+    m.Particle.update_position.bind(this)(0.5)
+    np.testing.assert_array_equal(this.data["position"].to_numpy().reshape(-1), [1.5, 2])
+    # ValueRefs read the writes back
+    this2 = ThisType({"position": spy.Tensor.zeros(device, dtype=spy.float2, shape=(1,)),
+                      "velocity": spy.ValueRef(spy.float2(9, 9)), "size": spy.floatRef(9.0),
+                      "material": {"color": spy.ValueRef(spy.float3(9)), "emission": spy.ValueRef(spy.float3(9))}})
+    m.Particle.reset.bind(this2)(spy.float2(1, 2), spy.float2(3, 4))
+    assert list(this2.data["velocity"].value) == [3, 4] and this2.data["size"].value == 0.5
+    assert list(this2.data["material"]["color"].value) == [1, 1, 1]
