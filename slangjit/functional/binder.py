@@ -10,7 +10,8 @@ import numpy as np
 from . import typeview as S
 from . import values as V
 from .calldata import (_py_type_name, _scalar_to_slang)
-from .leaves import (ContainerLeaf, GeneratorLeaf, GradValueLeaf, Leaf, RefLeaf, StructLeaf, TensorParamLeaf,
+from .genleaf import GeneratorLeaf
+from .leaves import (ContainerLeaf, GradValueLeaf, Leaf, RefLeaf, StructLeaf, TensorParamLeaf,
                      ReadOnlyValueLeaf, ValueLeaf, ValueListLeaf, _FAST_FMT)
 from .errors import BoundVariableException
 from .generators import Generator

@@ -16,18 +16,23 @@ from ..runtime.base import device_compile_options, thread_count3
 from ..runtime.device import _get_pool
 from ..runtime.kernel_errors import ErrorRecord, raise_if_failed, sites_lookup
 from ..runtime.layout_pack import aligned_zeros
-from ..tensor import Tensor, resolve_dtype
+from ..tensor import Tensor
 from . import typeview as S
 from . import values as V
 from .calldata import (NUMTHREADS, NUMTHREADS_GPU, staging_for, _py_type_name, _zero_expr, generic_names,
                        unify)
-from .leaves import (ContainerLeaf, GeneratorLeaf, KernelBuilder, RefLeaf, TensorParamLeaf, ValueLeaf)
+from .kernelbuilder import KernelBuilder
+from .genleaf import GeneratorLeaf
+from .leaves import (ContainerLeaf, RefLeaf, TensorParamLeaf, ValueLeaf)
 from .errors import KernelGenException, ResolveException
 
 _RESERVED_KW = ("_result", "_thread_count", "_append_to", "_this")
 _U64 = struct.Struct("<Q")
 _I32 = struct.Struct("<i")
 from .binder import _Fail, _is_tensor, Bound, _all_leaves, Binder
+from .callhelpers import (_bound, _constant_decl, _decl_type, _exact, _getter, _type_override, _uniform_decl,
+                          _value_for)
+from .callviews import DebugBindings, _Once, _is_this
 
 def _generated_kernel_options(device):
     """The device's compile options for a generated kernel: its data pointers are the kernel's own
@@ -224,6 +229,14 @@ class CallData:
 
     def _binder(self):
         return Binder(self.name, self.refl, self.bwds)
+
+    last_call_shape: tuple = ()          # the call shape of the latest run (SlangPy's CallData.last_call_shape)
+
+    def call(self, _opts=None, *args, **kwargs):
+        """Run this call data with new arguments (SlangPy's `CallData.call(runtime_options, *args, **kwargs)`)."""
+        if self.node.this is not None:
+            args = (self.node.this,) + args
+        return self.run(args, kwargs)
 
     @property
     def debug_only_bindings(self) -> "DebugBindings":
@@ -621,6 +634,7 @@ class CallData:
                     raise ValueError(f"Shape mismatch for {lf.name} between value ({n}) and call ({cur})\n"
                                      "This is typically caused when attempting to combine containers with the same "
                                      "dimensionality but different sizes.")
+        self.last_call_shape = tuple(cs)
         auto = None
         if self.auto_result == "tensor":
             auto = Tensor._alloc(self.device, self.ret_t, tuple(cs))
@@ -731,148 +745,4 @@ class CallData:
 
 
 
-def _is_this(v) -> bool:
-    return hasattr(v, "get_this") and not isinstance(v, (dict, list, tuple, Tensor, np.ndarray, _Once))
-
-
-class _Once:
-    """An IThis object whose get_this() was called once: later calls return that value; update_this goes on."""
-    __slots__ = ("obj", "value")
-
-    def __init__(self, obj):
-        if isinstance(obj, _Once):
-            obj = obj.obj
-        self.obj = obj
-        self.value = obj.get_this()
-
-    def get_this(self):
-        return self.value
-
-    def update_this(self, value) -> None:
-        self.obj.update_this(value)
-
-
-def _constant_decl(name: str, v) -> str:
-    if isinstance(v, bool):
-        return f"export static const bool {name} = {'true' if v else 'false'};\n"
-    if isinstance(v, int):
-        return f"export static const int {name} = {v};\n"
-    if isinstance(v, float):
-        return f"export static const float {name} = {v!r};\n"
-    if isinstance(v, (V.VectorValue,)):
-        t = V.slang_type_of_vector(v)
-        return f"export static const {t.name} {name} = {t.name}({', '.join(repr(x) for x in v)});\n"
-    raise ValueError(f"constants: unsupported value for '{name}': {v!r}")
 _GC: dict = {}
-
-
-def _uniform_decl(utype: str, uname: str) -> str:
-    # `int[3] x` -> `int x[3]`
-    if utype.endswith("]") and "[" in utype and not utype.endswith("*"):
-        base, dims = utype.split("[", 1)
-        return f"uniform {base} {uname}[{dims}"
-    return f"uniform {utype} {uname}"
-
-
-def _decl_type(P: S.SType, leaf) -> str:
-    if isinstance(leaf, TensorParamLeaf):
-        return "var"
-    if isinstance(P, S.ArrayT):
-        return "var"
-    return P.name
-
-
-def _getter(i):
-    return lambda vals: vals[i]
-
-
-def _bound(x) -> bool:
-    return x is not None and not isinstance(x, (S.GenericT, S.ValueParam))
-
-
-def _exact(v, t) -> bool:
-    if isinstance(v, bool):
-        return t.name == "bool"
-    if isinstance(v, int):
-        return t.name == "int"
-    if isinstance(v, float):
-        return t.name == "float"
-    return True
-
-
-def _type_override(m, refl):
-    if m is None or isinstance(m, tuple):
-        return None
-    try:
-        return resolve_dtype(m, None) if not isinstance(m, str) else (refl.find_type(m) or S.parse_type_string(m, refl))
-    except Exception:
-        return None
-
-
-def _value_for(b, args, kwargs, sources):
-    if b.pname == "_result":
-        return kwargs.get("_result")
-    src = sources[b.index]
-    return args[src[1]] if src[0] == "pos" else kwargs[src[1]]
-
-
-# ----------------------------------------------------------------------------------------- debug view
-
-
-class _Mapping:
-    def __init__(self, t: tuple):
-        self._t = tuple(t)
-
-    def as_tuple(self) -> tuple:
-        return self._t
-
-    def __repr__(self):
-        return f"Shape{self._t}"
-
-
-class _DebugType:
-    def __init__(self, t: S.SType):
-        self.name = t.name
-        if isinstance(t, S.VectorT):
-            self.full_name = f"vector<{t.elem.name},{t.n}>"
-        elif isinstance(t, S.MatrixT):
-            self.full_name = f"matrix<{t.elem.name},{t.rows},{t.cols}>"
-        else:
-            self.full_name = t.name
-
-    def __repr__(self):
-        return self.full_name
-
-
-class DebugBinding:
-    def __init__(self, name: str, ptype: S.SType, leaf):
-        self.variable_name = name
-        self.param_type = _DebugType(ptype)
-        lvs = [lf for lf in _all_leaves(leaf)] if leaf is not None else []
-        maps = [lf.mapping for lf in lvs if lf.mapping is not None]
-        self.vector_mapping = _Mapping(max(maps, key=len) if maps else ())
-        if isinstance(leaf, ContainerLeaf) and leaf.convert:
-            vt = leaf.dtype
-        else:
-            vt = ptype
-        self.vector_type = _DebugType(vt)
-        self.call_dimensionality = len(self.vector_mapping.as_tuple())
-
-    def __repr__(self):
-        return f"DebugBinding({self.variable_name}: {self.vector_type}, {self.vector_mapping})"
-
-
-class DebugBindings:
-    def __init__(self, cd: CallData):
-        self.args: list = []
-        self.kwargs: dict = {}
-        for b, src in zip(cd.bound, cd.sources):
-            if b.pname == "this" and cd.cand.has_this and b.index == 0:
-                continue
-            db = DebugBinding(b.pname, b.ptype, b.leaf)
-            if src[0] == "pos":
-                self.args.append(db)
-            else:
-                self.kwargs[src[1]] = db
-        if cd.result is not None:
-            self.kwargs["_result"] = DebugBinding("_result", cd.result.ptype, cd.result.leaf)

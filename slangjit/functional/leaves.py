@@ -1,6 +1,6 @@
-"""The leaves of a call: how each argument (value, container, tensor, reference, generator, struct) is
-declared in the generated kernel, loaded/stored at the call index and packed into the uniforms; and the
-KernelBuilder that assembles the kernel text.  See calldata.py for the overall model."""
+"""The leaves of a call: how each argument (value, container, tensor, reference, struct) is declared in the
+generated kernel, loaded/stored at the call index and packed into the uniforms (generator leaves: genleaf.py;
+the KernelBuilder: kernelbuilder.py).  See calldata.py for the overall model."""
 from __future__ import annotations
 
 import struct
@@ -13,7 +13,7 @@ from ..runtime import layout_pack as lp
 from . import typeview as S
 from . import values as V
 from .errors import KernelGenException, ShapeMismatchError
-from .generators import Generator
+from .kernelbuilder import KernelBuilder, _float_paths  # noqa: F401  (KernelBuilder: for annotations)
 
 from .calldata import Staging, _I32, _U64, _contig, _idx_paths, _zero_expr
 
@@ -646,106 +646,6 @@ def _default_zero(g, D: S.SType) -> bool:
     return isinstance(g, (int, float)) and not isinstance(g, bool) and g == 0 and not isinstance(D, S.ScalarT)
 
 
-class GeneratorLeaf(Leaf):
-    def __init__(self, name, ptype, getter, gen: Generator, cd_hint=None):
-        super().__init__(name, ptype, getter)
-        self.gen = gen
-        self.kind = gen.kind
-        if self.kind == "grid":
-            self.k = gen.dims
-            self.has_shape = True
-        elif self.kind == "call_id":
-            self.k = -1
-        self.cd = 0
-
-    def uniforms(self):
-        if self.kind == "grid":
-            return [(self.u + "_off", f"int[{self.k}]"), (self.u + "_st", f"int[{self.k}]")]
-        if self.kind in ("wang_hash", "rand_float"):
-            u = [(self.u + "_seed", "uint"), (self.u + "_w", "int")]
-            if self.kind == "rand_float":
-                u += [(self.u + "_lo", "float"), (self.u + "_hi", "float")]
-            return u
-        return []
-
-    def _deliver(self, comps: list, order_array: bool) -> str:
-        """Deliver a list of int expressions (array order) to the parameter type."""
-        P = self.ptype
-        if isinstance(P, S.ScalarT):
-            return f"{P.name}({comps[-1]})" if comps else f"{P.name}(0)"
-        if isinstance(P, S.VectorT):
-            n = P.n
-            rev = list(reversed(comps))[:n]
-            rev += ["0"] * (n - len(rev))
-            return f"{P.name}({', '.join(f'{P.elem.name}({c})' for c in rev)})"
-        if isinstance(P, S.ArrayT):
-            n = P.n
-            cs = comps[-n:] if len(comps) >= n else ["0"] * (n - len(comps)) + comps
-            return "{" + ", ".join(f"{P.elem.name}({c})" for c in cs) + "}"
-        raise ValueError(f"Could not find suitable conversion from {self._gname()} to {P.name}")
-
-    def _gname(self):
-        if self.kind == "grid":
-            return f"GridArg<{self.k}>"
-        return {"call_id": "CallIdArg", "thread_id": "ThreadIdArg", "wang_hash": "WangHashArg",
-                "rand_float": "RandFloatArg"}[self.kind]
-
-    def emit_load(self, kb):
-        P = self.ptype
-        if self.kind == "call_id":
-            return self._materialize(kb, self._deliver([kb.cid(c) for c in range(kb.cd)], True))
-        if self.kind == "grid":
-            comps = [f"({self.u}_off[{i}] + {kb.cid(self.mapping[i])} * {self.u}_st[{i}])" for i in range(self.k)]
-            return self._materialize(kb, self._deliver(comps, True))
-        if self.kind == "thread_id":
-            if isinstance(P, S.ScalarT):
-                return f"{P.name}({kb.flat})"
-            if isinstance(P, S.VectorT):
-                comps = [kb.flat] + ["0"] * (P.n - 1)
-                return f"{P.name}({', '.join(f'{P.elem.name}({c})' for c in comps)})"
-            raise ValueError(f"Could not find suitable conversion from ThreadIdArg to {P.name}")
-        if self.kind == "wang_hash":
-            if isinstance(P, S.ScalarT):
-                return f"{P.name}(_sj_wang_hash_scalar(uint({kb.flat}), {self.u}_seed, {self.u}_w))"
-            return f"{P.name}(_sj_wang_hash_vec<{P.n}>(uint({kb.flat}), {self.u}_seed, {self.u}_w))"
-        if self.kind == "rand_float":
-            lo, hi = self.u + "_lo", self.u + "_hi"
-            if isinstance(P, S.ScalarT):
-                return (f"{P.name}(_sj_hash_to_float(_sj_wang_hash_scalar(uint({kb.flat}), {self.u}_seed, "
-                        f"{self.u}_w), {lo}, {hi}))")
-            var = kb.tmp()
-            kb.line(f"vector<uint, {P.n}> {var}_h = _sj_wang_hash_vec<{P.n}>(uint({kb.flat}), {self.u}_seed, {self.u}_w);")
-            kb.line(f"{P.name} {var};")
-            for i in range(P.n):
-                kb.line(f"{var}[{i}] = _sj_hash_to_float({var}_h[{i}], {lo}, {hi});")
-            return var
-        raise ValueError(f"unknown generator {self.kind}")
-
-    def _materialize(self, kb, expr):
-        if expr.startswith("{"):
-            var = kb.tmp()
-            kb.line(f"{self.ptype.name} {var} = {expr};")
-            return var
-        return expr
-
-    def shape(self, v):
-        if self.kind == "grid":
-            return tuple(v.shape)
-        return ()
-
-    def pack(self, v, blk, call_shape, keep):
-        o = self.offsets
-        if self.kind == "grid":
-            struct.pack_into(f"<{self.k}i", blk, o[self.u + "_off"], *v.offset)
-            struct.pack_into(f"<{self.k}i", blk, o[self.u + "_st"], *v.stride)
-        elif self.kind in ("wang_hash", "rand_float"):
-            struct.pack_into("<I", blk, o[self.u + "_seed"], v.seed)
-            _I32.pack_into(blk, o[self.u + "_w"], v.warmup)
-            if self.kind == "rand_float":
-                struct.pack_into("<f", blk, o[self.u + "_lo"], v.min)
-                struct.pack_into("<f", blk, o[self.u + "_hi"], v.max)
-
-
 class StructLeaf(Leaf):
     """A dict bound to a struct (or vector) parameter: one child leaf per field (SOA)."""
 
@@ -807,95 +707,3 @@ class StructLeaf(Leaf):
             pre = self.emit_grad_prefetch(kb)
         for df, c, cpre in pre:
             c.emit_grad_out(kb, f"{expr}.{df}", cpre)
-
-
-# ----------------------------------------------------------------------------------------- kernel builder
-
-
-class KernelBuilder:
-    """Writes the per-element code of a generated kernel.
-
-    A thread handles `unroll` call elements (see CallData._codegen).  Each element is written in two parts: the
-    load phase (every read of an argument, into locals) and the body (the call, then the stores).  The kernel
-    puts the load phases of all its elements before the first body, so a thread's reads are in flight together
-    (a store could alias a later read, so the compiler may not hoist reads over it on its own).  Names local to
-    an element end with its suffix (`kb.name`, `kb.flat`, `kb.cid`; `kb.tmp` names are unique anyway).
-
-    In the `linear` variant every strided view is addressed as `_o + flat * _cs[cd - 1]` (the host packs the one
-    linear stride there when each view's call strides are a multiple of the call shape's row-major strides)
-    instead of splitting the flat index into per-dimension indices."""
-
-    def __init__(self, cd: int, linear: bool = False):
-        self.cd = cd
-        self.linear = linear
-        self.lines: list[str] = []
-        self._n = 0
-        self.indent = "    "
-        self.sfx = ""
-        self._has_cid = False
-        self.load_lines: list[str] = []
-        self.body_lines: list[str] = []
-
-    def tmp(self) -> str:
-        self._n += 1
-        return f"_t{self._n}"
-
-    def line(self, s: str):
-        self.lines.append(self.indent + s)
-
-    # -- elements
-
-    def start_element(self, sfx: str):
-        self.sfx = sfx
-        self._has_cid = False
-        self.load_lines, self.body_lines = [], []
-        self.lines = self.load_lines
-
-    def start_body(self):
-        self.lines = self.body_lines
-
-    def name(self, base: str) -> str:
-        return base + self.sfx
-
-    @property
-    def flat(self) -> str:
-        """The element's flat call index (row-major over the call shape)."""
-        return f"_sj_flat{self.sfx}"
-
-    def cid(self, c: int) -> str:
-        """The element's index along call dimension c (split from the flat index on first use)."""
-        if self.cd == 1:
-            return self.flat
-        cid = f"_sj_cid{self.sfx}"
-        if not self._has_cid:
-            self._has_cid = True
-            self.line(f"int {cid}[{self.cd}];")
-            self.line(f"int _sj_rem{self.sfx} = {self.flat};")
-            for c2 in reversed(range(self.cd)):
-                self.line(f"{cid}[{c2}] = _sj_rem{self.sfx} % _sj_cs[{c2}];")
-                if c2:
-                    self.line(f"_sj_rem{self.sfx} = _sj_rem{self.sfx} / _sj_cs[{c2}];")
-        return f"{cid}[{c}]"
-
-    def offset(self, p: str, cd: int) -> str:
-        """Element offset of a strided view with uniforms `{p}o` and `{p}cs[cd]` (cd = the call's dims)."""
-        if not cd:
-            return f"{p}o"
-        if self.linear or cd == 1:
-            return f"{p}o + {self.flat} * {p}cs[{cd - 1}]"
-        return f"{p}o" + "".join(f" + {self.cid(c)} * {p}cs[{c}]" for c in range(cd))
-
-
-def _float_paths(t: S.SType, prefix: str = "") -> list:
-    """Access paths (".a.b[1].x") of every floating-point scalar inside a differential type."""
-    if isinstance(t, S.ScalarT):
-        return [prefix] if t.skind == "f" else []
-    if isinstance(t, S.VectorT):
-        return [f"{prefix}.{c}" for c in "xyzw"[:t.n]] if t.elem.skind == "f" else []
-    if isinstance(t, S.MatrixT):
-        return [f"{prefix}[{r}].{c}" for r in range(t.rows) for c in "xyzw"[:t.cols]] if t.elem.skind == "f" else []
-    if isinstance(t, S.ArrayT):
-        return [q for i in range(t.n) for q in _float_paths(t.elem, f"{prefix}[{i}]")]
-    if isinstance(t, S.StructT):
-        return [q for n, ft in t.field_list() for q in _float_paths(ft, f"{prefix}.{n}")]
-    raise KernelGenException(f"Exception in kernel generation: cannot accumulate a gradient of type {t.name}")

@@ -317,3 +317,67 @@ def test_result_of_the_wrong_shape_is_an_error(m, device):
     a, b = rnd(10, 3, 4), rnd(10, 3, 4)
     with pytest.raises(ValueError, match="Shape mismatch"):
         m.add(a, b, _result=spy.Tensor.empty(device, shape=(10, 3, 5), dtype=float))
+
+
+# --------------------------------------------------------------------------- test_shapes.py: call shapes per argument
+
+DOT_SRC = "float add_numbers(float3 a, float3 b) { return dot(a, b); }"
+
+
+@pytest.fixture(scope="module")
+def mdot(device):
+    return spy.Module.load_from_source(device, "slangpy_broadcast_dot", DOT_SRC)
+
+
+def _shapes(mdot, a, b, result, transforms=None):
+    f = mdot.add_numbers
+    if transforms is not None:
+        f = f.map(**transforms)
+    cd = f.debug_build_call_data(a=a, b=b, _result=result)
+    cd.call(None, a=a, b=b, _result=result)
+    nodes = []
+    for node in cd.debug_only_bindings.kwargs.values():
+        node.get_input_list(nodes)
+    return {"call_shape": list(cd.last_call_shape), "node_call_dims": [x.call_dimensionality for x in nodes],
+            "node_transforms": [list(x.vector_mapping) for x in nodes]}
+
+
+def _fbuf(device, *shape):
+    return spy.Tensor.empty(device, shape=shape, dtype=float)
+
+
+@pytest.mark.parametrize("case", ["scalar", "scalar_ref", "broadcast_a", "broadcast_b", "broadcast_b_from_buffer",
+                                  "broadcast_result", "big", "input_transform", "output_transform"])
+def test_call_shapes(mdot, device, case):
+    f3 = spy.float3
+    a, b, r, tf, want = {
+        "scalar": (f3(), f3(), None, None, ([], [0, 0, 0], [[], [], []])),
+        "scalar_ref": (f3(), f3(), spy.floatRef(), None, ([], [0, 0, 0], [[], [], []])),
+        "broadcast_a": (f3(), _fbuf(device, 100, 3), None, None, ([100], [0, 1, 1], [[], [0], [0]])),
+        "broadcast_b": (_fbuf(device, 100, 3), f3(), None, None, ([100], [1, 0, 1], [[0], [], [0]])),
+        "broadcast_b_from_buffer": (_fbuf(device, 100, 3), _fbuf(device, 1, 3), None, None,
+                                    ([100], [1, 1, 1], [[0], [0], [0]])),
+        "broadcast_result": (_fbuf(device, 100, 3), _fbuf(device, 3), spy.ValueRef(0.0), None,
+                             ([100], [1, 0, 0], [[0], [], []])),
+        "big": (_fbuf(device, 8, 1, 2, 3), _fbuf(device, 8, 4, 2, 3), _fbuf(device, 8, 4, 2), None,
+                ([8, 4, 2], [3, 3, 3], [[0, 1, 2], [0, 1, 2], [0, 1, 2]])),
+        "input_transform": (_fbuf(device, 8, 1, 2, 3), _fbuf(device, 4, 8, 2, 3), None, {"b": (1, 0, 2)},
+                            ([8, 4, 2], [3, 3, 3], [[0, 1, 2], [1, 0, 2], [0, 1, 2]])),
+        "output_transform": (_fbuf(device, 10, 3), _fbuf(device, 5, 3), None, {"a": (0,), "b": (1,)},
+                             ([10, 5], [1, 1, 2], [[0], [1], [0, 1]])),
+    }[case]
+    got = _shapes(mdot, a, b, r, tf)
+    assert got == {"call_shape": want[0], "node_call_dims": want[1], "node_transforms": want[2]}
+
+
+@pytest.mark.parametrize("sa,sb,sr", [((100, 3), (1000, 3), None), ((100, 3), (3,), (3,))])
+def test_call_shape_errors(mdot, device, sa, sb, sr):
+    with pytest.raises(ValueError):
+        _shapes(mdot, _fbuf(device, *sa), _fbuf(device, *sb), _fbuf(device, *sr) if sr else None)
+
+
+def test_call_shape_values(mdot, device):
+    rng = np.random.default_rng(5)
+    a, b = rng.random((10, 3)).astype(np.float32), rng.random((5, 3)).astype(np.float32)
+    r = mdot.add_numbers.map(a=(0,), b=(1,))(a=a, b=b, _result="numpy")
+    np.testing.assert_allclose(r, a @ b.T, rtol=1e-5)
