@@ -28,7 +28,9 @@ class _Once:
         return self.value
 
     def update_this(self, value) -> None:
-        self.obj.update_this(value)
+        f = getattr(self.obj, "update_this", None)         # optional: a read-only IThis has none
+        if f is not None:
+            f(value)
 
 
 # ----------------------------------------------------------------------------------------- debug view
