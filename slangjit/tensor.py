@@ -252,8 +252,10 @@ class Tensor:
 
     @staticmethod
     def from_numpy(device, ndarray: np.ndarray, usage=DEFAULT_USAGE, memory_type=MemoryType.device_local,
-                   program_layout=None, target_slang_dtype=None) -> "Tensor":
+                   program_layout=None, target_slang_dtype=None, dtype=None) -> "Tensor":
         a = np.asarray(ndarray)
+        if target_slang_dtype is None:
+            target_slang_dtype = dtype          # SlangPy's newer spelling
         if target_slang_dtype is not None:
             dt = resolve_dtype(target_slang_dtype)
             if a.dtype.names is not None or (dt.kind == "struct"):
@@ -271,7 +273,8 @@ class Tensor:
             t.copy_from_numpy(np.ascontiguousarray(a.astype(dt.np_dtype, copy=False)))
             return t
         if a.dtype.names is not None:
-            raise ValueError("Structured numpy arrays need target_slang_dtype")
+            raise ValueError(f"Structured numpy dtype {a.dtype} needs the Slang element type: pass dtype= (e.g. "
+                             f"Tensor.from_numpy(device, data, dtype=module.MyStruct))")
         if a.dtype.name not in S.NUMPY_TO_SCALAR:
             raise ValueError(f"Unsupported numpy dtype {a.dtype}")
         dt = S.scalar(S.NUMPY_TO_SCALAR[a.dtype.name])
@@ -364,6 +367,9 @@ class Tensor:
             raise ValueError("Source Numpy array must be contiguous")
         if not self.is_contiguous():
             raise ValueError("Destination tensor must be contiguous")
+        if a.dtype.names is not None and a.dtype.itemsize != self.dtype.size:
+            raise ValueError(f"Structured numpy dtype {a.dtype}: its byte size ({a.dtype.itemsize}) differs from "
+                             f"that of {self.dtype.name} ({self.dtype.size})")
         raw = a.reshape(-1).view(np.uint8)
         start = self.offset * self.dtype.size
         if start + raw.size > self.storage.size:

@@ -281,7 +281,11 @@ class Binder:
     def bind_container(self, v, P: S.SType, direction, name, getter, explicit=False, type_override=None) -> Leaf:
         is_np = isinstance(v, np.ndarray)
         if is_np:
-            if v.dtype.names is not None or v.dtype.name not in S.NUMPY_TO_SCALAR:
+            if v.dtype.names is not None:
+                raise BoundVariableException(f"Failed to create type marshall for argument {name}: Structured numpy "
+                                             f"dtype {v.dtype} is not supported in calls; copy it into a tensor of "
+                                             f"the struct type (Tensor.from_numpy(device, data, dtype=...))")
+            if v.dtype.name not in S.NUMPY_TO_SCALAR:
                 raise BoundVariableException(f"Failed to create type marshall for argument {name}: numpy array of "
                                              f"dtype {v.dtype} with error:\nUnsupported numpy dtype")
             dt = S.scalar("bool" if v.dtype.name == "int8" else S.NUMPY_TO_SCALAR[v.dtype.name])

@@ -374,3 +374,47 @@ def test_soa_this_with_plain_values(device):
     m.Particle.reset.bind(this2)(spy.float2(1, 2), spy.float2(3, 4))
     assert list(this2.data["velocity"].value) == [3, 4] and this2.data["size"].value == 0.5
     assert list(this2.data["material"]["color"].value) == [1, 1, 1]
+
+
+# --------------------------------------------------------------------------- structured numpy arrays
+
+STRUCT_NP_SRC = r"""
+import "slangpy";
+struct Sample { float valid; int material_id; float2 uv; float3 wi; };
+struct SimpleVec2 { float x; float y; };
+float sum_vec2(SimpleVec2 v) { return v.x + v.y; }
+"""
+
+
+def test_structured_numpy(device):
+    m = spy.Module.load_from_source(device, "slangpy_values_structnp", STRUCT_NP_SRC)
+    dt = np.dtype([("x", np.float32), ("y", np.float32)])
+    data = np.array([(1.0, 2.0), (3.0, 4.5)], dtype=dt)
+    t = spy.Tensor.from_numpy(device, data, dtype=m.SimpleVec2)
+    assert t.shape == (2,) and t.to_numpy().tobytes() == data.tobytes()
+    np.testing.assert_array_equal(m.sum_vec2(t).to_numpy(), [3.0, 7.5])
+    t2 = spy.Tensor.empty(device, dtype=m.SimpleVec2, shape=(2,))
+    t2.copy_from_numpy(data)
+    assert t2.to_numpy().tobytes() == data.tobytes()
+    with pytest.raises(ValueError, match="Structured numpy dtype"):
+        spy.Tensor.from_numpy(device, data)
+    with pytest.raises(ValueError, match="does not match"):
+        spy.Tensor.from_numpy(device, data, dtype=m.Sample)
+    with pytest.raises(ValueError, match="byte size"):
+        spy.Tensor.empty(device, dtype=m.Sample, shape=(1,)).copy_from_numpy(data[:1])
+    with pytest.raises(BoundVariableException, match="Structured numpy dtype"):
+        m.sum_vec2(data)
+
+
+def test_ithis_without_update_this(device):
+    m = spy.Module.load_from_source(device, "slangpy_values_ithis", r"""
+struct Lin<int N, int M> { float[M] eval(float[N] x) { float[M] r; for (int i = 0; i < M; ++i) r[i] = x[0]; return r; } };
+float run<int K, E>(E e, float v) { return float(K) + v; }
+""")
+
+    class ReadOnlyThis:
+        def get_this(self):
+            return {"_type": "Lin<2, 3>"}
+
+    f = m.find_function("run<4, Lin<2, 3>>")
+    assert f(ReadOnlyThis(), 0.5) == pytest.approx(4.5)
