@@ -366,7 +366,9 @@ class Tensor:
         if not a.flags.c_contiguous:
             raise ValueError("Source Numpy array must be contiguous")
         if not self.is_contiguous():
-            raise ValueError("Destination tensor must be contiguous")
+            # both of SlangPy's spellings (older versions say "buffer view")
+            raise ValueError(f"Destination tensor must be contiguous (Destination buffer view must be contiguous: "
+                             f"shape {tuple(self.shape)}, strides {tuple(self.strides)})")
         if a.dtype.names is not None and a.dtype.itemsize != self.dtype.size:
             raise ValueError(f"Structured numpy dtype {a.dtype}: its byte size ({a.dtype.itemsize}) differs from "
                              f"that of {self.dtype.name} ({self.dtype.size})")
@@ -417,7 +419,7 @@ class Tensor:
         if strides and any(s < 0 for s in strides):
             raise ValueError("Strides must be positive")
         if self.offset + offset < 0:
-            raise ValueError("Tensor view offset is negative")
+            raise ValueError("Tensor view offset is negative (Buffer view offset is negative)")
         return Tensor(self.storage, self.dtype, shape, tuple(strides), self.offset + offset)
 
     def broadcast_to(self, shape: Sequence[int]) -> "Tensor":
