@@ -50,10 +50,15 @@ def _all_leaves(leaf):
 
 
 class Binder:
-    def __init__(self, fn_name: str, refl: S.ModuleTypes, bwds: bool):
+    def __init__(self, fn_name: str, refl: S.ModuleTypes, bwds: bool, options: Optional[dict] = None):
         self.fn_name = fn_name
         self.refl = refl
         self.bwds = bwds
+        options = options or {}
+        # SlangPy's module options: a container over a parameter of its element type without .map, and
+        # a container's last dimensions consumed by a vector/matrix/array parameter (both on by default)
+        self.implicit_element_casts = bool(options.get("implicit_element_casts", True))
+        self.implicit_tensor_casts = bool(options.get("implicit_tensor_casts", True))
         self._soa_depth = 0          # > 0 while binding the fields of a dict (structure of arrays)
 
     # natural Slang type of a Python value (for generic inference)
@@ -334,6 +339,12 @@ class Binder:
             convert = True
         else:
             raise _Fail(f"python type {_py_type_name(v)} does not match slang type {P.name}")
+        if not explicit and not self.implicit_element_casts:
+            raise _Fail(f"python type {_py_type_name(v)} does not match slang type {P.name} (implicit element "
+                        f"casts are disabled: use .map to vectorise)")
+        if ne and not explicit and not self.implicit_tensor_casts:
+            raise _Fail(f"python type {_py_type_name(v)} does not match slang type {P.name} (implicit tensor casts "
+                        f"are disabled)")
         use_grads = (False, False)
         if self.bwds and not is_np:
             use_grads = grads

@@ -228,7 +228,7 @@ class CallData:
         return score, cand, bound, result, (gen_args, sources, result_from_pos)
 
     def _binder(self):
-        return Binder(self.name, self.refl, self.bwds)
+        return Binder(self.name, self.refl, self.bwds, self.module.options)
 
     last_call_shape: tuple = ()          # the call shape of the latest run (SlangPy's CallData.last_call_shape)
 

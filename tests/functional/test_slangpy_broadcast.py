@@ -381,3 +381,17 @@ def test_call_shape_values(mdot, device):
     a, b = rng.random((10, 3)).astype(np.float32), rng.random((5, 3)).astype(np.float32)
     r = mdot.add_numbers.map(a=(0,), b=(1,))(a=a, b=b, _result="numpy")
     np.testing.assert_allclose(r, a @ b.T, rtol=1e-5)
+
+
+def test_implicit_cast_options(device):
+    buf = spy.Tensor.from_numpy(device, np.arange(10, dtype=np.float32))
+    no_elem = spy.Module.load_from_source(device, "slangpy_broadcast_noelem", SRC,
+                                          options={"implicit_element_casts": False})
+    with pytest.raises(ValueError):
+        no_elem.foo(buf)
+    np.testing.assert_array_equal(no_elem.foo.map((0,))(buf).to_numpy(), np.arange(10))
+    no_tensor = spy.Module.load_from_source(device, "slangpy_broadcast_notensor", SRC,
+                                            options={"implicit_tensor_casts": False})
+    with pytest.raises(ValueError):
+        no_tensor.foo3(spy.Tensor.from_numpy(device, np.ones((10, 3), np.float32)))
+    np.testing.assert_array_equal(no_tensor.foo(buf).to_numpy(), np.arange(10))
