@@ -395,3 +395,40 @@ def test_implicit_cast_options(device):
     with pytest.raises(ValueError):
         no_tensor.foo3(spy.Tensor.from_numpy(device, np.ones((10, 3), np.float32)))
     np.testing.assert_array_equal(no_tensor.foo(buf).to_numpy(), np.arange(10))
+
+
+# --------------------------------------------------------------------------- nested.rst: dicts for vectors / structs
+
+NESTED_SRC = r"""
+void copy(float4 src, out float4 dest) { dest = src; }
+void copy_vector<let N : int>(vector<float, N> src, out vector<float, N> dest) { dest = src; }
+void copy_generic<T>(T src, out T dest) { dest = src; }
+"""
+
+
+@pytest.mark.parametrize("how", ["plain", "specialised", "_type", "map"])
+def test_nested_dict_sources(device, how):
+    m = spy.Module.load_from_source(device, "slangpy_broadcast_nested", NESTED_SRC)
+    src = {"x": 1.0, "y": spy.rand_float(min=0, max=1, dim=1), "z": 0.0, "w": 1.0}
+    dest = spy.Tensor.zeros(device, shape=(64,), dtype=spy.float4)
+    if how == "plain":
+        m.copy(src=src, dest=dest)
+    elif how == "specialised":
+        m.require_function("copy_vector<4>")(src=src, dest=dest)
+    elif how == "_type":
+        m.copy_vector(src=dict(src, _type="float4"), dest=dest)
+    else:
+        m.copy_generic.map(src="float4", dest="float4")(src=src, dest=dest)
+    a = dest.to_numpy().reshape(-1, 4)
+    np.testing.assert_array_equal(a[:, 0], 1)
+    np.testing.assert_array_equal(a[:, 2], 0)
+    np.testing.assert_array_equal(a[:, 3], 1)
+    assert np.all((a[:, 1] >= 0) & (a[:, 1] <= 1)) and len(np.unique(a[:, 1])) > 32     # one random value per thread
+
+
+def test_nested_numpy_source(device):
+    m = spy.Module.load_from_source(device, "slangpy_broadcast_nested", NESTED_SRC)
+    src = np.random.default_rng(2).random((16, 16, 4)).astype(np.float32)
+    dest = spy.Tensor.zeros(device, shape=(16, 16), dtype=spy.float4)
+    m.copy(src=src, dest=dest)
+    np.testing.assert_array_equal(dest.to_numpy().reshape(16, 16, 4), src)
