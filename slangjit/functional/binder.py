@@ -108,6 +108,10 @@ class Binder:
             leaf.instance_getter = getter
             return leaf
         writes = direction in ("out", "inout")
+        if v is None and dims_map is not None:
+            # SlangPy's wording when a mapped argument is None
+            raise BoundVariableException(f"Explicit vectorization raised exception: NotImplementedError: argument "
+                                         f"{name} is None, which has no dimensions to map")
         if v is None:
             raise BoundVariableException(f"Failed to create type marshall for argument {name}: None with error:\n"
                                          "Unsupported type <class 'NoneType'>")

@@ -249,6 +249,10 @@ def test_error_wording(m, device):
                                                                                        dtype=float))
     with pytest.raises(AttributeError, match=r"has no function or type named"):
         m.nope
+    with pytest.raises(ValueError, match=r"Explicit vectorization raised exception\: NotImplementedError"):
+        m.foo_ol.map(()).call(None)
+    with pytest.raises(ValueError, match=r"Unsupported type"):
+        m.foo(None)
 
 
 def test_copy_from_numpy_wording(device):
