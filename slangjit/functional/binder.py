@@ -94,6 +94,9 @@ class Binder:
             if isinstance(pattern, S.GenericT):
                 return None
             el = S.scalar("float") if any(isinstance(x, float) for x in v) else S.scalar("int")
+            pel = getattr(pattern, "elem", None) if isinstance(pattern, (S.ArrayT, S.VectorT)) else None
+            if isinstance(pel, S.ScalarT) and pel.skind in "fiu" and (pel.skind == "f" or el.name == "int"):
+                el = pel                  # Python numbers take the parameter's element type (half[N] <- [1.0, ...])
             if isinstance(pattern, S.VectorT):
                 return S.VectorT(el, len(v))
             return S.ArrayT(el, len(v))

@@ -422,3 +422,30 @@ float run<int K, E>(E e, float v) { return float(K) + v; }
 
     f = m.find_function("run<4, Lin<2, 3>>")
     assert f(ReadOnlyThis(), 0.5) == pytest.approx(4.5)
+
+
+ARRAY_RET_SRC = r"""
+import "slangpy";
+half[NumChannels] channels<let NumChannels : int>(half[NumChannels] data)
+{
+    [ForceUnroll]
+    for (int i = 0; i < NumChannels; ++i) { data[i] = 2.h * data[i]; }
+    return data;
+}
+vector<float, N> twice<let N : int>(vector<float, N> v) { return v * 2.0; }
+"""
+
+
+def test_python_lists_resolve_generic_lengths(device):
+    m = spy.Module.load_from_source(device, "slangpy_values_arrays_ret", ARRAY_RET_SRC)
+    out = m.channels([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0])       # N = 8 from the list; floats into half
+    assert isinstance(out, list) and len(out) == 8
+    np.testing.assert_allclose(np.array(out, np.float32), 2.0 * np.arange(1, 9))
+    out = m.find_function("channels<8>")(spy.Tensor.from_numpy(device, np.ones(8, np.float16)))
+    np.testing.assert_allclose(np.array(out, np.float32), 2.0)
+    x = (np.random.default_rng(4).random((4, 4, 8)).astype(np.float16) - np.float16(0.5))
+    y = m.find_function("channels<8>").return_type(spy.Tensor)(spy.Tensor.from_numpy(device, x)).to_numpy()
+    assert y.shape == (4, 4, 8)
+    np.testing.assert_allclose(y.astype(np.float32), x.astype(np.float32) * 2, atol=1e-3)
+    r = m.twice([1, 2, 3])                                              # ints into vector<float, N>
+    assert list(r) == [2.0, 4.0, 6.0]
