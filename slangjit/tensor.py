@@ -402,6 +402,16 @@ class Tensor:
             g = Tensor(self.device, d, tuple(self._shape),
                        usage=DEFAULT_USAGE | BufferUsage.shared)
             grad_in = grad_out = g
+        want = self.dtype.derivative
+        for what, g in (("grad_in", grad_in), ("grad_out", grad_out)):
+            if g is None:
+                continue
+            if not getattr(g, "_sj_tensor", False):
+                raise TypeError(f"with_grads: {what} must be a spy.Tensor, got {type(g).__name__}")
+            if want is not None and g.dtype != want:
+                # a gradient of another element type would be read and written as the derivative type
+                raise ValueError(f"with_grads: Invalid element type of {what}: {g.dtype.name}, expected "
+                                 f"{want.name} (the derivative of {self.dtype.name})")
         if zero:
             for g in {id(x): x for x in (grad_in, grad_out) if x is not None}.values():
                 g.clear()

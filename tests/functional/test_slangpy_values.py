@@ -449,3 +449,13 @@ def test_python_lists_resolve_generic_lengths(device):
     np.testing.assert_allclose(y.astype(np.float32), x.astype(np.float32) * 2, atol=1e-3)
     r = m.twice([1, 2, 3])                                              # ints into vector<float, N>
     assert list(r) == [2.0, 4.0, 6.0]
+
+
+def test_gradient_tensors_must_have_the_derivative_type(device):
+    p = spy.Tensor.zeros(device, shape=(4,), dtype="float")
+    with pytest.raises(ValueError, match=r"[Ii]nvalid element type"):
+        p.with_grads(grad_out=spy.Tensor.zeros(device, shape=(4,), dtype="int"))
+    with pytest.raises(ValueError, match=r"[Ii]nvalid element type"):
+        p.with_grads(grad_in=spy.Tensor.zeros(device, shape=(4,), dtype="double"))
+    g = spy.Tensor.zeros(device, shape=(4,), dtype="float")
+    assert p.with_grads(grad_in=g, grad_out=g).grad_out is g
