@@ -60,6 +60,8 @@ class Binder:
         self.implicit_element_casts = bool(options.get("implicit_element_casts", True))
         self.implicit_tensor_casts = bool(options.get("implicit_tensor_casts", True))
         self._soa_depth = 0          # > 0 while binding the fields of a dict (structure of arrays)
+        self.snapshots: dict = {}    # id(IThis object) -> (object, its get_this()) during one call
+        self.instance_leaves: list = []   # leaves bound to an IThis object's data (outermost first)
 
     # natural Slang type of a Python value (for generic inference)
     def natural(self, v, pattern: S.SType, type_override=None, dims_map=None) -> Optional[S.SType]:
@@ -106,9 +108,21 @@ class Binder:
 
     def bind(self, v, P: S.SType, direction: str, name: str, getter, type_override=None, dims_map=None) -> Leaf:
         if hasattr(v, "get_this") and not isinstance(v, (dict, list)) and not _is_tensor(v):
+            # an IThis object (instance list, ...): its leaves read one get_this() per call (`snapshots`, cleared
+            # by CallData.run), and update_this() receives that same value after the call
             inner = v.get_this()
-            leaf = self.bind(inner, P, direction, name, lambda vals, g=getter: g(vals).get_this(), type_override)
+            snaps = self.snapshots
+
+            def this_getter(vals, g=getter, snaps=snaps):
+                o = g(vals)
+                r = snaps.get(id(o))
+                if r is None:
+                    r = snaps[id(o)] = (o, o.get_this())
+                return r[1]
+
+            leaf = self.bind(inner, P, direction, name, this_getter, type_override)
             leaf.instance_getter = getter
+            self.instance_leaves.append(leaf)
             return leaf
         writes = direction in ("out", "inout")
         if v is None and dims_map is not None:

@@ -225,7 +225,7 @@ class CallData:
                 rleaf = None       # auto-allocated after the call dimensionality is known
             result = Bound("_result", ret_t, "out", False, rleaf, ri)
         gen_args = [bindings[gp.name] for gp in cand.generic_params]
-        return score, cand, bound, result, (gen_args, sources, result_from_pos)
+        return score, cand, bound, result, (gen_args, sources, result_from_pos, binder)
 
     def _binder(self):
         return Binder(self.name, self.refl, self.bwds, self.module.options)
@@ -249,7 +249,9 @@ class CallData:
 
     def _finish(self, args, kwargs):
         node = self.node
-        gen_args, self.sources, self.result_from_pos = self.call_expr_parts
+        gen_args, self.sources, self.result_from_pos, binder = self.call_expr_parts
+        self._snapshots = binder.snapshots          # IThis get_this() values of the current call
+        self._snapshots.clear()
         self.ret_t = self.result.ptype if self.result is not None else S.VoidT()
         leaves = []
         for b in self.bound:
@@ -311,8 +313,7 @@ class CallData:
         self.elem_leaves = [lf for lf in leaves if isinstance(lf, ContainerLeaf) and lf.ne and lf.k == 0
                             and lf is not auto_leaf]
         self.post_leaves = [lf for lf in leaves if isinstance(lf, RefLeaf)]
-        self.instance_bounds = [b for b in self.bound if hasattr(b.leaf, "instance_getter")]
-        self.this_slots = [b.index for b in self.instance_bounds]
+        self.instance_leaves = list(binder.instance_leaves)
         for i, lf in enumerate(leaves):
             lf.u = f"_a{i}"
         # bwds checks
@@ -605,8 +606,9 @@ class CallData:
     def run(self, args: tuple, kwargs: dict):
         node = self.node
         vals = [args[i] if pos else kwargs[i] for pos, i in self._srcs]
-        for i in self.this_slots:               # get_this() once per call (its leaves all read the snapshot)
-            vals[i] = _Once(vals[i])
+        snaps = self._snapshots
+        if self.instance_leaves:
+            snaps.clear()                       # get_this() once per object and call (binder.bind)
         res_v = None
         if self.result is not None:
             if self.result_from_pos:
@@ -730,9 +732,14 @@ class CallData:
                     v.primal = V.python_value_of(lf.ptype, mem)
             elif lf.kind == "result":
                 ret = V.python_value_of(lf.ptype, mem)
-        for b in self.instance_bounds:
-            obj = b.leaf.instance_getter(vals)
-            obj.update_this(obj.get_this())
+        for lf in self.instance_leaves:         # the value the kernel used goes back to its object
+            obj = lf.instance_getter(vals)
+            r = snaps.get(id(obj))
+            f = getattr(obj, "update_this", None)       # optional: a read-only IThis has none
+            if r is not None and f is not None:
+                f(r[1])
+        if self.instance_leaves:
+            snaps.clear()
         if self.bwds:
             return None
         if self.result is None:

@@ -459,3 +459,31 @@ def test_gradient_tensors_must_have_the_derivative_type(device):
         p.with_grads(grad_in=spy.Tensor.zeros(device, shape=(4,), dtype="double"))
     g = spy.Tensor.zeros(device, shape=(4,), dtype="float")
     assert p.with_grads(grad_in=g, grad_out=g).grad_out is g
+
+
+def test_nested_ithis_gets_the_value_the_kernel_wrote(device):
+    m = spy.Module.load_from_source(device, "slangpy_values_particles", PARTICLE_SRC)
+
+    class CustomList:
+        """get_this() makes a new tensor each time: the kernel's writes must reach update_this."""
+
+        def __init__(self, data):
+            self.data = data
+            self.get_called = 0
+
+        def get_this(self):
+            self.get_called += 1
+            return spy.Tensor.from_numpy(device, np.array(self.data, np.float32))
+
+        def update_this(self, value):
+            self.data = value.to_numpy().reshape(-1, 2).tolist()
+
+    positions = CustomList([[1, 1], [2, 2], [3, 3]])
+    this = ThisType({"position": positions, "velocity": spy.float2(0, 1), "size": 0.5,
+                     "material": {"color": spy.float3(1, 1, 1), "emission": spy.float3(0, 0, 0)}})
+    m.Particle.update_position.bind(this)(2.0)
+    assert positions.data == [[1, 3], [2, 4], [3, 5]]
+    n = positions.get_called
+    m.Particle.update_position.bind(this)(1.0)
+    assert positions.data == [[1, 4], [2, 5], [3, 6]]
+    assert positions.get_called - n <= 2          # the signature and the call, not once per leaf
