@@ -369,6 +369,9 @@ class Binder:
         use_grads = (False, False)
         if self.bwds and not is_np:
             use_grads = grads
+        if convert and any(use_grads):
+            raise _Fail(f"argument '{name}': a tensor of {dt.name} converted to {P.name} carries no gradients "
+                        f"through the conversion (pass a tensor of {P.name})")
         leaf = ContainerLeaf(name, P, getter, dt, nd, ne, writable, is_np, use_grads)
         leaf.writes = writes
         leaf.convert = convert
