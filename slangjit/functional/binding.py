@@ -569,8 +569,7 @@ class CallData:
 
     # -- per call
 
-    def run(self, args: tuple, kwargs: dict):
-        node = self.node
+    def _values(self, args: tuple, kwargs: dict):
         vals = [args[i] if pos else kwargs[i] for pos, i in self._srcs]
         res_v = None
         if self.result is not None:
@@ -581,8 +580,14 @@ class CallData:
                 if isinstance(res_v, (str, type)):
                     res_v = None
             vals.append(res_v)
-        cd = self.cd
-        cs = [1] * cd
+        return vals, res_v
+
+    def call_shape(self, args: tuple, kwargs: dict) -> tuple:
+        """The call shape these arguments give (what an auto-allocated result's shape is), without running."""
+        return tuple(self._call_shape(self._values(args, kwargs)[0]))
+
+    def _call_shape(self, vals) -> list:
+        cs = [1] * self.cd
         for lf in self.elem_leaves:
             lf.shape(lf.get(vals))
         for lf in self.shape_leaves:
@@ -599,6 +604,13 @@ class CallData:
                     raise ValueError(f"Shape mismatch for {lf.name} between value ({n}) and call ({cur})\n"
                                      "This is typically caused when attempting to combine containers with the same "
                                      "dimensionality but different sizes.")
+        return cs
+
+    def run(self, args: tuple, kwargs: dict):
+        node = self.node
+        vals, res_v = self._values(args, kwargs)
+        cd = self.cd
+        cs = self._call_shape(vals)
         auto = None
         if self.auto_result == "tensor":
             auto = Tensor._alloc(self.device, self.ret_t, tuple(cs))

@@ -12,6 +12,7 @@ from ..tensor import Tensor
 from .binding import CallData
 from .calldata import signature
 from .errors import KernelGenException, ResolveException
+from .hooks import find_call_hook
 from .rawdispatch import raw_dispatch
 
 _RETURN_MODES = {"numpy": "numpy", "tensor": "tensor"}
@@ -92,6 +93,9 @@ class FunctionNode:
     # -- calls
 
     def __call__(self, *args, **kwargs):
+        hook = find_call_hook(args, kwargs)     # e.g. torch tensors among the arguments (slangjit.torch)
+        if hook is not None:
+            return hook(self, args, kwargs)
         if kwargs:
             r = kwargs.get("_result")
             if isinstance(r, (str, type)):
@@ -111,6 +115,22 @@ class FunctionNode:
                 raise e.with_traceback(None) from None       # the message says it all: no internal frames
             self._cache[key] = cd
         return cd.run(args, kwargs)
+
+    def resolve(self, *args, **kwargs) -> CallData:
+        """The (cached) CallData that a call with these arguments runs, without running it."""
+        if self.this is not None:
+            args = (self.this,) + args
+        key = tuple(map(signature, args))
+        if kwargs:
+            key = (key, tuple((k, signature(v)) for k, v in kwargs.items()))
+        cd = self._cache.get(key)
+        if cd is None:
+            try:
+                cd = CallData(self, args, kwargs)
+            except (KernelGenException, ResolveException) as e:
+                raise e.with_traceback(None) from None
+            self._cache[key] = cd
+        return cd
 
     def call(self, *args, **kwargs):
         return self(*args, **kwargs)
