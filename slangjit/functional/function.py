@@ -55,6 +55,14 @@ class FunctionNode:
                      tuple(sorted((k, repr(v)) for k, v in self.constants_.items())))
         self._cache = function._node_caches.setdefault(self._key, {})
 
+    # identity semantics, spelled out: slangjit.torch passes nodes into torch.compile regions as constants
+    # (torch.utils._pytree.register_constant needs explicit __eq__ / __hash__)
+    def __eq__(self, other):
+        return self is other
+
+    def __hash__(self):
+        return id(self) >> 4
+
     # -- modifiers
 
     def map(self, *args, **kwargs) -> "FunctionNode":

@@ -12,6 +12,7 @@ from typing import Callable, Optional
 
 _HOOKS: list = []            # (claims, handler)
 _BY_TYPE: dict = {}          # type -> handler or None
+_UNSEEN = object()
 _PLAIN = frozenset((int, float, bool, str, type(None)))
 
 
@@ -30,10 +31,9 @@ def replace_call_hook(old: Callable, new: Callable) -> None:
 
 
 def _handler_of(tp) -> Optional[Callable]:
-    try:
-        return _BY_TYPE[tp]
-    except KeyError:
-        pass
+    h = _BY_TYPE.get(tp, _UNSEEN)
+    if h is not _UNSEEN:
+        return h
     h = None
     if tp not in _PLAIN:
         for claims, handler in _HOOKS:

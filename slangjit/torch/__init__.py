@@ -15,7 +15,9 @@ from ..runtime.cuda import CudaDevice
 from ..runtime.device import DeviceType, create_device
 from ..tensor import Tensor
 from . import convert
-from .calls import SlangFunction, torch_call
+from .calls import SlangFunction
+from .dispatch import torch_call
+from .ops import op_and_args
 from .convert import check_device, from_spy, spy_from_torch
 
 # loadModule = ...   # slang-torch's loader: slangjit/torch/bindings (wired up by the lead at merge)
@@ -58,5 +60,4 @@ def from_torch(device, t) -> Tensor:
 def custom_op_for(function, *args, **kwargs):
     """(the torch.library custom op a compiled call with these arguments uses, its argument tuple): for
     torch.library.opcheck and for calling the op directly."""
-    from .ops import op_and_args   # the custom-op machinery loads with its first use
     return op_and_args(function, args, kwargs)

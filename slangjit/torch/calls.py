@@ -89,14 +89,15 @@ def common_device(tensors: list, labels: list):
 class Plan:
     """One call signature with torch tensors: the resolved CallData and the role of each tensor."""
 
-    def __init__(self, node, targs, tkw, tensors, labels, device):
+    def __init__(self, node, targs, tkw, tensors, labels, device, views=None):
         self.node = node
         self.targs, self.tkw = targs, tkw
         self.labels = labels
         self.device = device
         self.n = len(tensors)
         self.scalar_call = all(t.dim() == 0 for t in tensors)
-        views = [C.to_spy(t, device, lab) for t, lab in zip(tensors, labels)]
+        if views is None:
+            views = [C.to_spy(t, device, lab) for t, lab in zip(tensors, labels)]
         args, kwargs = _fill(targs, views), _fill(tkw, views)
         self.mode = node.return_type_mode
         cd = node.resolve(*args, **kwargs)
@@ -299,26 +300,7 @@ class SlangFunction(torch.autograd.Function):
         return (None, *g)
 
 
-def torch_call(node, args: tuple, kwargs: dict):
-    """The functional layer's hook for calls with torch tensors (see the module docstring)."""
-    if torch.compiler.is_compiling():
-        from .ops import compiled_call   # only under torch.compile (the custom-op machinery loads then)
-        return compiled_call(node, args, kwargs)
-    plan, tensors = plan_for(node, args, kwargs)
-    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
-        _check_autograd(plan, tensors)
-        outs = SlangFunction.apply(plan, *tensors)
-        if plan.alloc is not None:
-            return outs[0]
-        if plan.result_slot is not None:
-            return outs[sum(plan.writes[:plan.result_slot])]
-        return None
-    with torch.no_grad():
-        ret, _ = plan.run(tensors)
-    return ret
-
-
-def _check_autograd(plan: Plan, tensors) -> None:
+def check_autograd(plan: Plan, tensors) -> None:
     for i, t in enumerate(tensors):
         if plan.inout[i]:
             raise ValueError(f"{plan.labels[i]} is an inout parameter in a call that needs gradients: not "

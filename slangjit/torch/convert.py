@@ -171,3 +171,23 @@ def check_device(device, tdev, label: str) -> None:
         raise ValueError(f"{label} is a torch tensor on {tdev}, but the module's device is on {kind}; load the "
                          f"module on a device of the tensors' kind (spy.create_torch_device(torch.device"
                          f"('{tdev}')))")
+
+
+def shape_view(t: torch.Tensor, device, label: str) -> Tensor:
+    """A spy.Tensor with `t`'s element type and shape but no memory (a fake / meta tensor under
+    torch.compile): enough to resolve a call and compute its call shape, never to launch."""
+    st = spy_dtype_of(t.dtype, label)
+    b = object.__new__(_TorchHostBuffer)
+    b.device = device
+    b.desc = _desc(max(t.element_size(), 1), t.element_size())
+    b._addr = 0
+    v = object.__new__(Tensor)
+    v.storage = b
+    v.device = device
+    v.dtype = st
+    v._shape = tuple.__new__(Shape, tuple(t.shape) or (1,))
+    v._strides = tuple.__new__(Shape, tuple(t.stride()) or (1,))
+    v.offset = 0
+    v.grad_in = None
+    v.grad_out = None
+    return v
