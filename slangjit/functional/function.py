@@ -8,7 +8,7 @@ from typing import Optional
 import numpy as np
 
 from ..runtime import layout_pack as lp
-from ..tensor import Tensor
+from ..tensor import Tensor, struct_np_dtype
 from .binding import CallData
 from .calldata import signature
 from .errors import KernelGenException, ResolveException
@@ -184,7 +184,7 @@ class FunctionNode:
             return ret
         if mode == "numpy":
             if isinstance(ret, Tensor):
-                if ret.dtype.scalar is None:
+                if ret.dtype.scalar is None and struct_np_dtype(ret.dtype) is None:
                     raise ValueError(f"Numpy values can only be automatically returned from scalar, vector, matrix "
                                      f"or array types, not {ret.dtype.name}")
                 return ret.to_numpy()
