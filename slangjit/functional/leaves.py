@@ -696,6 +696,28 @@ class StructLeaf(Leaf):
         for f, c in self.children:
             c.emit_store(kb, f"{var}.{f}")
 
+    # .bwds: each field's gradient goes to its child (a dict of tensors with grads for a struct parameter);
+    # the Differential's fields are named as the primal's differentiable fields
+    def has_grads(self):
+        return any(c.has_grads() for _, c in self.children)
+
+    def _dfields(self):
+        D = self.ptype.derivative
+        return set(D.fields) if isinstance(D, S.StructT) else set()
+
+    def emit_grad_prefetch(self, kb):
+        df = self._dfields()
+        return [(f, c.emit_grad_prefetch(kb) if f in df else None) for f, c in self.children]
+
+    def emit_grad_out(self, kb, expr, pre=None):
+        pre = pre if pre is not None else self.emit_grad_prefetch(kb)
+        df = self._dfields()
+        d = kb.tmp()
+        kb.line(f"var {d} = {expr};")
+        for (f, c), (_, p) in zip(self.children, pre):
+            if f in df:
+                c.emit_grad_out(kb, f"{d}.{f}", p)
+
 
 # ----------------------------------------------------------------------------------------- kernel builder
 

@@ -128,10 +128,6 @@ class Plan:
         self.result_slot = rslot.i if type(rslot) is _Slot else None
         if self.result_slot is not None:
             self.writes[self.result_slot] = True
-        if cd.bwds:
-            raise ValueError(f"'{cd.name}'.bwds with torch tensors: gradients of calls with torch tensors come "
-                             "from torch.autograd (call the function with tensors that require grad and call "
-                             ".backward())")
         for i in range(self.n):
             if self.writes[i]:
                 C.check_writable(tensors[i], labels[i])

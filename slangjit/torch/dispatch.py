@@ -11,6 +11,15 @@ from .ops import compiled_call
 
 def torch_call(node, args: tuple, kwargs: dict):
     """The functional layer's hook for calls with torch tensors (see the module docstring)."""
+    if node.bwds_mode:
+        raise ValueError(f"'{node.function.name}'.bwds with torch tensors: gradients of calls with torch tensors "
+                         "come from torch.autograd (call the function with tensors that require grad, then "
+                         ".backward())")
+    r = kwargs.get("_result")
+    if isinstance(r, (str, type)):
+        kwargs = dict(kwargs)
+        del kwargs["_result"]
+        node = node.return_type(r)
     if torch.compiler.is_compiling():
         return compiled_call(node, args, kwargs)
     plan, tensors = plan_for(node, args, kwargs)
