@@ -45,7 +45,7 @@ def _claims_torch(tp) -> bool:
 
 
 def _torch_call_lazy(node, args, kwargs):
-    from . import torch as _sjtorch   # reason: torch is optional and slow to import; loaded at the first torch call
+    import slangjit.torch as _sjtorch   # reason: torch is optional and slow to import; loaded at the first torch call
     _hooks.replace_call_hook(_torch_call_lazy, _sjtorch.torch_call)
     return _sjtorch.torch_call(node, args, kwargs)
 
@@ -56,6 +56,9 @@ _TORCH_NAMES = ("create_torch_device",)
 
 def __getattr__(name):
     if name in _TORCH_NAMES:
-        from . import torch as _sjtorch   # reason: torch is optional; `spy.create_torch_device` loads it on use
+        import slangjit.torch as _sjtorch   # reason: torch is optional; `spy.create_torch_device` loads it on use
         return getattr(_sjtorch, name)
+    if name == "torch":
+        import slangjit.torch as _sjtorch   # reason: torch is optional; `spy.torch` loads it on first access
+        return _sjtorch
     raise AttributeError(f"module 'slangjit' has no attribute {name!r}")

@@ -5,9 +5,13 @@ its modifiers, where the torch tensors sit among the arguments, their dtypes, ra
 registered, `slangjit::c<N>` and `slangjit::c<N>_bwd`:
 
 * `c<N>(ins: list[Tensor], outs: list[Tensor]) -> list[Tensor]`: `ins` the tensors the kernel reads, `outs`
-  those it writes (out / inout parameters, `_result=`; declared in `mutates_args`); returns the
-  auto-created result ([] when there is none).  `register_fake` gives the result's shape from the
-  arguments' shapes (the call shape, computed by the functional layer from shape-only views).
+  those it writes (out parameters, `_result=`); returns the auto-created result (if any) and then new
+  tensors holding what the kernel wrote for each of `outs`, which the caller copies into them (a
+  functional op, so it can carry an autograd formula; PyTorch refuses one on a mutating op).
+  `register_fake` gives the result's shape from the arguments' shapes (the call shape, computed by the
+  functional layer from shape-only views).
+* `c<N>_mut(ins, outs) -> Tensor | None` (calls with outs that need no gradients): writes `outs` in place,
+  declared in `mutates_args`.
 * `register_autograd` saves `ins` and runs `c<N>_bwd(ins, grads) -> list[Tensor]` (the `.bwds` kernel),
   itself a custom op with a fake implementation, so AOTAutograd traces the backward too.
 
@@ -80,26 +84,31 @@ class OpSpec:
 
     def _register(self):
         spec = self
-        mut = ("outs",) if self.out_idx else ()
+        n_out = len(self.out_idx)
 
-        @torch.library.custom_op(f"slangjit::{self.name}", mutates_args=mut)
+        def fake_result(tensors):
+            return [tensors[0].new_empty(spec.result_shape(tensors), dtype=spec.alloc[0])] \
+                if spec.alloc is not None else []
+
+        # the functional op: out parameters come back as new tensors (the caller copies them into its outs),
+        # so it can carry an autograd formula
+        @torch.library.custom_op(f"slangjit::{self.name}", mutates_args=())
         def fwd(ins: list[torch.Tensor], outs: list[torch.Tensor]) -> list[torch.Tensor]:
-            tensors = spec.merge(ins, outs)
+            fresh = [torch.empty_like(o) for o in outs]
+            tensors = spec.merge(ins, fresh)
             with torch.no_grad():
                 ret, result = spec._eager_plan(tensors).run(tensors)
-            return [result] if spec.alloc is not None else []
+            return ([result] if spec.alloc is not None else []) + fresh
 
         @fwd.register_fake
         def _(ins, outs):
-            if spec.alloc is None:
-                return []
             tensors = spec.merge(ins, outs)
-            return [tensors[0].new_empty(spec.result_shape(tensors), dtype=spec.alloc[0])]
+            return fake_result(tensors) + [torch.empty_like(o) for o in outs]
 
         @torch.library.custom_op(f"slangjit::{self.name}_bwd", mutates_args=())
         def bwd(ins: list[torch.Tensor], grads: list[torch.Tensor]) -> list[torch.Tensor]:
             outs = grads[1:] if spec.alloc is not None else grads
-            tensors = spec.merge(ins, [g for g in outs])
+            tensors = spec.merge(ins, list(outs))
             plan = spec._eager_plan(tensors)
             saved = [None if spec.writes[i] else t for i, t in enumerate(tensors)]
             shapes = [tuple(t.shape) for t in tensors] + [tuple(grads[0].shape) if spec.alloc is not None else ()]
@@ -110,35 +119,58 @@ class OpSpec:
 
         @bwd.register_fake
         def _(ins, grads):
-            tensors = spec.merge(ins, [None] * len(spec.out_idx))
+            tensors = spec.merge(ins, [None] * n_out)
             return [torch.empty_like(tensors[i]) for i in spec.grad_idx]
 
         def setup_context(ctx, inputs, output):
             ins, outs = inputs
             ctx.save_for_backward(*ins)
-            ctx.out_shapes = [(tuple(o.shape), o.dtype) for o in outs]
-            ctx.res_shape = (tuple(output[0].shape), output[0].dtype) if spec.alloc is not None else None
+            ctx.shapes = [(tuple(o.shape), o.dtype, o.device) for o in output]
 
         def backward(ctx, grads):
             ins = list(ctx.saved_tensors)
-            gl = []
-            if spec.alloc is not None:
-                g = grads[0]
-                gl.append(g if g is not None else torch.zeros(ctx.res_shape[0], dtype=ctx.res_shape[1],
-                                                              device=ins[0].device if ins else "cpu"))
-            # outs are mutated inputs: their incoming gradients are not passed to a custom op's backward;
-            # the kernel's dependence on them is through the result only
-            for shp, dt in ctx.out_shapes:
-                gl.append(torch.zeros(shp, dtype=dt, device=ins[0].device if ins else "cpu"))
+            gl = [g if g is not None else torch.zeros(shp, dtype=dt, device=dev)
+                  for g, (shp, dt, dev) in zip(grads, ctx.shapes)]
             gs = bwd(ins, gl)
             full = [None] * len(ins)
             for k, i in enumerate(spec.grad_idx):
                 full[spec.in_idx.index(i)] = gs[k]
-            return full, [None] * len(ctx.out_shapes)
+            return full, [None] * n_out
 
         fwd.register_autograd(backward, setup_context=setup_context)
         self.op = fwd
         self.bwd_op = bwd
+        self.mut_op = None
+        if n_out:
+            # the in-place op for calls that need no gradients: the out tensors are declared mutated
+            if spec.alloc is not None:
+                @torch.library.custom_op(f"slangjit::{self.name}_mut", mutates_args=("outs",))
+                def mut(ins: list[torch.Tensor], outs: list[torch.Tensor]) -> torch.Tensor:
+                    tensors = spec.merge(ins, outs)
+                    with torch.no_grad():
+                        return spec._eager_plan(tensors).run(tensors)[1]
+
+                @mut.register_fake
+                def _(ins, outs):
+                    return fake_result(spec.merge(ins, outs))[0]
+            else:
+                @torch.library.custom_op(f"slangjit::{self.name}_mut", mutates_args=("outs",))
+                def mut(ins: list[torch.Tensor], outs: list[torch.Tensor]) -> None:
+                    tensors = spec.merge(ins, outs)
+                    with torch.no_grad():
+                        spec._eager_plan(tensors).run(tensors)
+
+                @mut.register_fake
+                def _(ins, outs):
+                    return None
+
+            self.mut_op = mut
+
+    def pick(self, ins, outs):
+        """The op a call uses: the in-place one unless gradients are needed (or there are no outs)."""
+        if self.mut_op is not None and not (torch.is_grad_enabled() and any(t.requires_grad for t in ins)):
+            return self.mut_op, False
+        return self.op, True
 
 
 def spec_for(node, args, kwargs):
@@ -159,12 +191,23 @@ for _cls in (FunctionNode, Function):
 
 
 @torch._dynamo.nonstrict_trace
-def compiled_call(node, args, kwargs):
+def _compiled_values(node, args, kwargs) -> list:
+    """[the auto-created result (if any)] + the new values of the written tensors (the functional op)."""
     spec, tensors = spec_for(node, args, kwargs)
-    ins = [tensors[i] for i in spec.in_idx]
+    return spec.op([tensors[i] for i in spec.in_idx], [tensors[i] for i in spec.out_idx])
+
+
+def compiled_call(node, args, kwargs):
+    """A call being compiled by torch.compile: the functional custom op (traced as one node; dynamo does not
+    look inside `_compiled_values`), then the written tensors updated with `copy_` (which the compiler
+    sees, so the mutation is in the graph)."""
+    r = _compiled_values(node, args, kwargs)
+    spec, tensors = spec_for(node, args, kwargs)
+    k = 1 if spec.alloc is not None else 0
     outs = [tensors[i] for i in spec.out_idx]
-    r = spec.op(ins, outs)
-    if spec.alloc is not None:
+    for o, v in zip(outs, r[k:]):
+        o.copy_(v)
+    if k:
         return r[0]
     if spec.result_pos is not None:
         return outs[spec.result_pos]
@@ -173,4 +216,6 @@ def compiled_call(node, args, kwargs):
 
 def op_and_args(function, args, kwargs):
     spec, tensors = spec_for(function, args, kwargs)
-    return spec.op, ([tensors[i] for i in spec.in_idx], [tensors[i] for i in spec.out_idx])
+    ins = [tensors[i] for i in spec.in_idx]
+    outs = [tensors[i] for i in spec.out_idx]
+    return spec.pick(ins, outs)[0], (ins, outs)
