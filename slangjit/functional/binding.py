@@ -463,6 +463,10 @@ class CallData:
                 continue
             pv = kb.name(f"_p{j}")
             d0 = b.leaf.emit_grad_in(kb) if b.direction == "inout" else _zero_expr(P.derivative)
+            if d0.startswith("{"):               # an initializer list (array / struct zero) needs a typed local
+                z = kb.name(f"_z{j}")
+                kb.line(f"{P.derivative.name} {z} = {d0};")
+                d0 = z
             kb.line(f"var {pv} = diffPair({var}, {d0});")
             argv.append(pv)
             post.append((b, pv, b.leaf.emit_grad_prefetch(kb)))
