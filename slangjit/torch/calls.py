@@ -141,36 +141,61 @@ class Plan:
             else:
                 self.alloc = td
         self.ret_t = cd.ret_t
+        self.write_idx = [i for i in range(self.n) if self.writes[i]]
         self.dtypes = [t.dtype for t in tensors]
         self.tdev = tensors[0].device
         self.differentiable_out = cd.result is not None and cd.ret_t.differentiable
 
+        # flat templates: the positions of top-level tensors (dict arguments go through _fill)
+        self.flat = not any(type(v) is dict for v in list(targs) + list(tkw.values()))
+        self.pos_slots = [(k, v.i) for k, v in enumerate(targs) if type(v) is _Slot]
+        self.kw_slots = [(k, v.i) for k, v in tkw.items() if type(v) is _Slot]
+        self.this = (node.this,) if node.this is not None else ()
+        self.cd_res = None               # the CallData of the call with the torch result bound as _result
+        self.bwds_node = None
+        self.cd_bwds: dict = {}           # which views carry grads -> the .bwds CallData
+
     # -- running
+
+    def args_of(self, views):
+        """(positional arguments including `this`, keyword arguments) with the views in the tensors' places."""
+        if self.flat:
+            args = list(self.targs)
+            for k, i in self.pos_slots:
+                args[k] = views[i]
+            kwargs = dict(self.tkw)
+            for k, i in self.kw_slots:
+                kwargs[k] = views[i]
+            return self.this + tuple(args), kwargs
+        return self.this + _fill(self.targs, views), _fill(self.tkw, views)
 
     def views(self, tensors):
         dev = self.device
         return [C.to_spy(t, dev, lab) for t, lab in zip(tensors, self.labels)]
 
     def result_shape(self, views) -> tuple:
-        args, kwargs = _fill(self.targs, views), _fill(self.tkw, views)
-        return tuple(self.cd.call_shape((self.node.this,) + args if self.node.this is not None else args, kwargs))
+        args, kwargs = self.args_of(views)
+        return tuple(self.cd.call_shape(args, kwargs))
 
     def run(self, tensors):
         """The forward call: (the call's return value, converted; the torch result tensor or None)."""
         views = self.views(tensors)
-        args, kwargs = _fill(self.targs, views), _fill(self.tkw, views)
+        args, kwargs = self.args_of(views)
         result = None
         with on_torch_stream(self.device, tensors):
             if self.alloc is not None:
                 dt, es = self.alloc
-                cs = self.result_shape(views)
-                result = torch.empty(cs + es, dtype=dt, device=tensors[0].device)
+                cs = tuple(self.cd.call_shape(args, kwargs))
+                result = torch.empty(cs + es if es else cs, dtype=dt, device=tensors[0].device)
                 kwargs["_result"] = C.to_spy(result, self.device, "_result")
-                self.node(*args, **kwargs)
+                cd = self.cd_res
+                if cd is None:
+                    cd = self.cd_res = self.node.resolve(*args[len(self.this):], **kwargs)
+                cd.run(args, kwargs)
                 if self.scalar_call and cs == (1,):
                     result = result.reshape(es)
                 return result, result
-            ret = self.node(*args, **kwargs)
+            ret = self.node(*args[len(self.this):], **kwargs)
         if self.result_slot is not None:
             return tensors[self.result_slot], tensors[self.result_slot]
         if isinstance(ret, Tensor) and self.struct_result:
@@ -203,7 +228,7 @@ class Plan:
                     grads[i] = g
                     v.grad_out = C.to_spy(g, dev, self.labels[i])
             views.append(v)
-        args, kwargs = _fill(self.targs, views), _fill(self.tkw, views)
+        args, kwargs = self.args_of(views)
         if self.alloc is not None:
             g = grads_out[0]
             shp = shapes[-1]
@@ -215,8 +240,21 @@ class Plan:
             rv.grad_in = rv
             kwargs["_result"] = rv
         with on_torch_stream(self.device, [t for t in tensors if t is not None]):
-            self.node.bwds(*args, **kwargs)
+            if self.bwds_node is None:
+                self.bwds_node = self.node.bwds
+            bk = _bwds_key(views, kwargs)
+            cd = self.cd_bwds.get(bk)
+            if cd is None:
+                cd = self.cd_bwds[bk] = self.bwds_node.resolve(*args[len(self.this):], **kwargs)
+            cd.run(args, kwargs)
         return grads
+
+
+def _bwds_key(views, kwargs):
+    """Which views carry gradients (the .bwds call's signature beyond the forward plan's)."""
+    r = kwargs.get("_result")
+    return (tuple((v.grad_in is not None, v.grad_out is not None) for v in views),
+            None if r is None else (r.grad_in is not None, len(r._shape)))
 
 
 def _struct_to_torch(v: Tensor, tdev):
@@ -230,14 +268,8 @@ def _struct_to_torch(v: Tensor, tdev):
 _PLANS: dict = {}
 
 
-def _plan_key(node, args, kwargs, tensors):
-    return (id(node.function), node._key, id(node.this),
-            tuple(map(_tsig, tensors)),
-            tuple(map(_asig, args)), tuple((k, _asig(v)) for k, v in kwargs.items()))
-
-
 def _tsig(t):
-    return (t.dtype, t.dim(), t.device)
+    return (t.dtype, t.dim(), t.get_device(), t.is_cpu, t.is_cuda)
 
 
 def _asig(v):
@@ -248,22 +280,50 @@ def _asig(v):
     return signature(v)
 
 
+def _fast_key(node, args, kwargs):
+    """The plan key of a call whose torch tensors are all top-level arguments (else None)."""
+    ks = [id(node)]
+    tensors = []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            tensors.append(a)
+            ks.append((a.dtype, a.dim(), a.get_device(), a.is_cpu, a.is_cuda))
+        elif type(a) is dict:
+            return None, None
+        else:
+            ks.append(signature(a))
+    for k, a in kwargs.items():
+        ks.append(k)
+        if isinstance(a, torch.Tensor):
+            tensors.append(a)
+            ks.append((a.dtype, a.dim(), a.get_device(), a.is_cpu, a.is_cuda))
+        elif type(a) is dict:
+            return None, None
+        else:
+            ks.append(signature(a))
+    return tuple(ks), tensors
+
+
 def plan_for(node, args, kwargs):
-    targs, tkw, tensors, labels = split(args, kwargs)
-    device = node.function.module.device
-    tdev = common_device(tensors, labels)
-    C.check_device(device, tdev, labels[0])
-    key = _plan_key(node, targs, tkw, tensors)
-    p = _PLANS.get(key)
-    if p is None or p.node is not node:
-        p = Plan(node, targs, tkw, tensors, labels, device)
-        if len(_PLANS) > 4096:
-            _PLANS.clear()
-        _PLANS[key] = p
-    else:
-        for i in range(p.n):
-            if p.writes[i]:
-                C.check_writable(tensors[i], labels[i])
+    key, tensors = _fast_key(node, args, kwargs)
+    p = _PLANS.get(key) if key is not None else None
+    if p is None:
+        targs, tkw, tensors, labels = split(args, kwargs)
+        device = node.function.module.device
+        tdev = common_device(tensors, labels)
+        C.check_device(device, tdev, labels[0])
+        if key is None:
+            key = (id(node), tuple(map(_tsig, tensors)), tuple(map(_asig, targs)),
+                   tuple((k, _asig(v)) for k, v in tkw.items()))
+            p = _PLANS.get(key)
+        if p is None or p.node is not node:
+            p = Plan(node, targs, tkw, tensors, labels, device)
+            if len(_PLANS) > 4096:
+                _PLANS.clear()
+            _PLANS[key] = p
+            return p, tensors
+    for i in p.write_idx:
+        C.check_writable(tensors[i], p.labels[i])
     return p, tensors
 
 
