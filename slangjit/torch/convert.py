@@ -97,25 +97,29 @@ def _wrap_cuda(device, addr: int, desc: BufferDesc, owner):
 
 def to_spy(t: torch.Tensor, device, label: str, dtype: S.SType = None) -> Tensor:
     """A spy.Tensor over `t`'s memory (0-dim tensors become shape (1,))."""
-    st = dtype if dtype is not None else spy_dtype_of(t.dtype, label)
-    shape = tuple(t.shape) or (1,)
-    strides = tuple(t.stride()) or (1,)
-    isz = t.element_size()
-    extent = 0
-    if all(shape):
+    st = dtype or _STYPE.get(t.dtype) or spy_dtype_of(t.dtype, label)
+    shape = t.shape
+    if shape:
+        strides = t.stride()
         extent = 1
         for d, s in zip(shape, strides):
+            if not d:
+                extent = 0
+                break
             extent += (d - 1) * s
-    desc = _desc(max(extent * isz, isz), isz)
-    addr = t.data_ptr()
-    if t.device.type == "cpu":
+    else:
+        shape, strides, extent = (1,), (1,), 1
+    isz = t.element_size()
+    nbytes = extent * isz or isz
+    desc = _DESCS.get((nbytes, isz)) or _desc(nbytes, isz)
+    if t.is_cpu:
         b = object.__new__(_TorchHostBuffer)
         b.device = device
         b.desc = desc
-        b._addr = addr
+        b._addr = t.data_ptr()
         b._owner = t
     else:
-        b = _wrap_cuda(device, addr, desc, t)
+        b = _wrap_cuda(device, t.data_ptr(), desc, t)
     v = object.__new__(Tensor)
     v.storage = b
     v.device = device
