@@ -29,4 +29,4 @@ def test_readme_torch_example():
     ns: dict = {}
     exec(compile(blocks[0], "README.md", "exec"), ns)
     exec(compile(blocks[1], "README.md", "exec"), ns)
-    np.testing.assert_array_equal(ns["x"].grad.numpy(), [12, 16, 20, 24])
+    np.testing.assert_array_equal(ns["x"].grad.cpu().numpy(), [12, 16, 20, 24])
