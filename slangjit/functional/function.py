@@ -16,6 +16,7 @@ from .hooks import find_call_hook
 from .rawdispatch import raw_dispatch
 
 _RETURN_MODES = {"numpy": "numpy", "tensor": "tensor"}
+_HOOKED = object()          # a call signature some hook (functional/hooks.py) claims: no CallData of ours
 
 
 def _return_mode(t) -> Optional[str]:
@@ -101,28 +102,31 @@ class FunctionNode:
     # -- calls
 
     def __call__(self, *args, **kwargs):
-        hook = find_call_hook(args, kwargs)     # e.g. torch tensors among the arguments (slangjit.torch)
-        if hook is not None:
-            return hook(self, args, kwargs)
         if kwargs:
             r = kwargs.get("_result")
             if isinstance(r, (str, type)):
                 kwargs = dict(kwargs)
                 del kwargs["_result"]
                 return self.return_type(r)(*args, **kwargs)
-        if self.this is not None:
-            args = (self.this,) + args
-        key = tuple(map(signature, args))
+        cargs = (self.this,) + args if self.this is not None else args
+        key = tuple(map(signature, cargs))
         if kwargs:
             key = (key, tuple((k, signature(v)) for k, v in kwargs.items()))
         cd = self._cache.get(key)
         if cd is None:
+            # a signature not seen before: a later stage may claim the call (torch tensors: slangjit.torch)
+            hook = find_call_hook(args, kwargs)
+            if hook is not None:
+                self._cache[key] = _HOOKED
+                return hook(self, args, kwargs)
             try:
-                cd = CallData(self, args, kwargs)
+                cd = CallData(self, cargs, kwargs)
             except (KernelGenException, ResolveException) as e:
                 raise e.with_traceback(None) from None       # the message says it all: no internal frames
             self._cache[key] = cd
-        return cd.run(args, kwargs)
+        elif cd is _HOOKED:
+            return find_call_hook(args, kwargs)(self, args, kwargs)
+        return cd.run(cargs, kwargs)
 
     def resolve(self, *args, **kwargs) -> CallData:
         """The (cached) CallData that a call with these arguments runs, without running it."""

@@ -13,13 +13,19 @@ from typing import Callable, Optional
 _HOOKS: list = []            # (claims, handler)
 _BY_TYPE: dict = {}          # type -> handler or None
 _UNSEEN = object()
+_DICT = object()
 _PLAIN = frozenset((int, float, bool, str, type(None)))
 
 
 def register_call_hook(claims: Callable[[type], bool], handler: Callable) -> None:
     """Route calls with an argument whose type `claims` accepts to `handler(node, args, kwargs)`."""
     _HOOKS.append((claims, handler))
+    _reset()
+
+
+def _reset() -> None:
     _BY_TYPE.clear()
+    _BY_TYPE[dict] = _DICT          # a dict argument (a struct's fields): its values are looked at
 
 
 def replace_call_hook(old: Callable, new: Callable) -> None:
@@ -27,7 +33,7 @@ def replace_call_hook(old: Callable, new: Callable) -> None:
     for i, (c, h) in enumerate(_HOOKS):
         if h is old:
             _HOOKS[i] = (c, new)
-    _BY_TYPE.clear()
+    _reset()
 
 
 def _handler_of(tp) -> Optional[Callable]:
@@ -45,27 +51,29 @@ def _handler_of(tp) -> Optional[Callable]:
     return h
 
 
+def _scan(values, get) -> Optional[Callable]:
+    for a in values:
+        h = get(type(a), _UNSEEN)
+        if h is None:
+            continue
+        if h is _UNSEEN:
+            h = _handler_of(type(a))
+            if h is None:
+                continue
+        if h is _DICT:
+            h = _scan(a.values(), get)
+            if h is None:
+                continue
+        return h
+    return None
+
+
 def find_call_hook(args: tuple, kwargs: dict) -> Optional[Callable]:
-    """The handler of the first argument some hook claims, or None."""
+    """The handler of the first argument some hook claims (top level or a value of a dict argument), or None."""
     if not _HOOKS:
         return None
-    for a in args:
-        h = _handler_of(type(a))
-        if h is not None:
-            return h
-        if type(a) is dict:
-            for v in a.values():
-                h = _handler_of(type(v))
-                if h is not None:
-                    return h
-    if kwargs:
-        for a in kwargs.values():
-            h = _handler_of(type(a))
-            if h is not None:
-                return h
-            if type(a) is dict:
-                for v in a.values():
-                    h = _handler_of(type(v))
-                    if h is not None:
-                        return h
-    return None
+    get = _BY_TYPE.get
+    h = _scan(args, get) if args else None
+    if h is None and kwargs:
+        h = _scan(kwargs.values(), get)
+    return h

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import torch
 
+from ..functional.calldata import register_signature
 from ..runtime.cuda import CudaDevice
 from ..runtime.device import DeviceType, create_device
 from ..tensor import Tensor
@@ -19,6 +20,10 @@ from .calls import SlangFunction
 from .dispatch import torch_call
 from .ops import op_and_args
 from .convert import check_device, from_spy, spy_from_torch
+
+# a torch tensor's part of a call signature (the torch path keys its own plans by dtype, rank and device)
+for _tp in (torch.Tensor, torch.nn.Parameter):
+    register_signature(_tp, lambda v: ("torch",))
 
 # loadModule = ...   # slang-torch's loader: slangjit/torch/bindings (wired up by the lead at merge)
 
