@@ -173,3 +173,27 @@ def test_no_grad_mode_makes_no_node(m, device):
     with torch.no_grad():
         r = m.polynomial(1.0, 0.0, 0.0, x)
     assert r.grad_fn is None and not r.requires_grad
+
+
+def test_grads_through_views(m, device):
+    d = tdev(device)
+    base = torch.randn(4, 6, device=d, requires_grad=True)
+    a = torch.tensor(1.5, device=d, requires_grad=True)
+    xv = base.t()[1:4]                              # a transposed slice: (3, 4), strides (1, 6), offset 1
+    r = m.polynomial(a.expand(3, 4), 0.0, 0.0, xv)  # an expanded (stride-0) input that requires grad
+    g = torch.randn(3, 4, device=d)
+    r.backward(g)
+    expect = torch.zeros(4, 6, device=d)
+    expect.t()[1:4] = 2 * 1.5 * xv.detach() * g
+    np.testing.assert_allclose(base.grad.cpu().numpy(), expect.cpu().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(float(a.grad), float((xv.detach() ** 2 * g).sum()), rtol=1e-5)
+
+
+def test_preallocated_result_in_autograd(m, device):
+    d = tdev(device)
+    x = torch.tensor([1., 2., 3.], device=d, requires_grad=True)
+    out = torch.empty(3, device=d)
+    r = m.polynomial(2.0, 8.0, -1.0, x, _result=out)
+    assert r is out and r.grad_fn is not None
+    r.sum().backward()
+    np.testing.assert_allclose(x.grad.cpu().numpy(), 4 * np.array([1, 2, 3]) + 8)
