@@ -1,6 +1,8 @@
 """slangjit: a Slang compiler and runtime in Python, with a SlangPy-compatible API."""
 from __future__ import annotations
 
+import sys as _sys
+
 from .version import __version__
 
 from .runtime.device import (Buffer, BufferUsage, ComputeKernel, Device, DeviceType, KernelError, MemoryType,
@@ -31,3 +33,32 @@ __all__ += ["Tensor", "Shape", "Module", "Function", "FunctionNode", "Struct", "
             "thread_id", "grid", "wang_hash", "rand_float", "ValueRef", "DiffPair", "diffPair", "floatDiffPair",
             "floatRef", "intRef", "float32", "float64", "float16", "int8", "int16", "int32", "int64", "uint8",
             "uint16", "uint32", "uint64"] + list(_VECTOR_EXPORTS)
+
+# ---- PyTorch (slangjit/torch, stage 11): loaded on first use, so `import slangjit` needs no torch ----
+from .functional import hooks as _hooks                                              # noqa: E402
+
+
+def _claims_torch(tp) -> bool:
+    """A torch tensor type (checked without importing torch: if torch is not imported, no tensor exists)."""
+    torch = _sys.modules.get("torch")
+    return torch is not None and isinstance(tp, type) and issubclass(tp, torch.Tensor)
+
+
+def _torch_call_lazy(node, args, kwargs):
+    import slangjit.torch as _sjtorch   # reason: torch is optional and slow to import; loaded at the first torch call
+    _hooks.replace_call_hook(_torch_call_lazy, _sjtorch.torch_call)
+    return _sjtorch.torch_call(node, args, kwargs)
+
+
+_hooks.register_call_hook(_claims_torch, _torch_call_lazy)
+_TORCH_NAMES = ("create_torch_device",)
+
+
+def __getattr__(name):
+    if name in _TORCH_NAMES:
+        import slangjit.torch as _sjtorch   # reason: torch is optional; `spy.create_torch_device` loads it on use
+        return getattr(_sjtorch, name)
+    if name == "torch":
+        import slangjit.torch as _sjtorch   # reason: torch is optional; `spy.torch` loads it on first access
+        return _sjtorch
+    raise AttributeError(f"module 'slangjit' has no attribute {name!r}")

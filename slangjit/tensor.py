@@ -160,6 +160,29 @@ def _check_extent(storage, dt, shape, strides, offset: int) -> None:
                          f"elements {lo}..{hi} of a storage of {size // esz} {dt.name} elements")
 
 
+def struct_np_dtype(t: S.SType):
+    """The numpy structured dtype of a struct type (its layout's field offsets; nested structs nest, vector /
+    matrix / array fields are subarrays); None for other types or a field numpy cannot hold."""
+    if t.kind != "struct" or not t.is_concrete():
+        return None
+    names, formats, offsets = [], [], []
+    for name, off, ft in t.field_offsets():
+        if ft.kind == "struct":
+            f = struct_np_dtype(ft)
+        elif ft.kind == "enum":
+            f = ft.underlying.np_dtype
+        elif ft.scalar is not None and ft.kind in ("scalar", "vector", "matrix", "array"):
+            f = np.dtype((ft.np_dtype, tuple(ft.shape))) if ft.shape else ft.np_dtype
+        else:
+            f = None
+        if f is None:
+            return None
+        names.append(name)
+        formats.append(f)
+        offsets.append(off)
+    return np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": t.size})
+
+
 class Tensor:
     """A strided N-D view over a Buffer of elements of a Slang type."""
 
@@ -343,6 +366,8 @@ class Tensor:
         return None
 
     def to_numpy(self) -> np.ndarray:
+        """A copy of the elements: numeric element types give their dims as trailing dims; a struct element
+        type gives a numpy structured array (one field per struct field, as SlangPy)."""
         sz = self.dtype.size
         first, count = self._span()
         if any(st < 0 for st in self._strides):
@@ -358,7 +383,24 @@ class Tensor:
             strides = tuple(s * k * isz for s in self._strides) + tuple(s * isz for s in inner)
             return np.lib.stride_tricks.as_strided(flat, shape=tuple(self._shape) + es, strides=strides).copy()
         strides = tuple(s * sz for s in self._strides) + (1,)
-        return np.lib.stride_tricks.as_strided(raw, shape=tuple(self._shape) + (sz,), strides=strides).copy()
+        b = np.lib.stride_tricks.as_strided(raw, shape=tuple(self._shape) + (sz,), strides=strides).copy()
+        sd = struct_np_dtype(self.dtype)
+        return b.view(sd).reshape(tuple(self._shape)) if sd is not None else b
+
+    # -- torch (the slangjit.torch path; torch is imported by the caller's code, not by slangjit)
+
+    def to_torch(self):
+        """A torch tensor over this tensor's memory (DLPack, no copy); element dims become trailing dims."""
+        import torch  # reason: optional dependency, loaded only when a tensor is converted
+        return torch.from_dlpack(self)
+
+    @staticmethod
+    def from_torch(device, tensor) -> "Tensor":
+        """A Tensor over a torch tensor's memory (no copy; strides kept) on `device`, which must hold it
+        (the CPU device for CPU tensors, the CUDA device of the tensor's GPU)."""
+        if not hasattr(device, "create_buffer") and hasattr(tensor, "create_buffer"):
+            device, tensor = tensor, device      # from_torch(tensor, device) order
+        return Tensor.from_dlpack(tensor, device)
 
     def copy_from_numpy(self, data) -> None:
         a = lp.native(np.asarray(data))        # big-endian data is converted, never copied as raw bytes

@@ -497,6 +497,10 @@ class CallData:
                 continue
             pv = kb.name(f"_p{j}")
             d0 = b.leaf.emit_grad_in(kb) if b.direction == "inout" else _zero_expr(P.derivative)
+            if d0.startswith("{"):               # an initializer list (array / struct zero) needs a typed local
+                z = kb.name(f"_z{j}")
+                kb.line(f"{P.derivative.name} {z} = {d0};")
+                d0 = z
             kb.line(f"var {pv} = diffPair({var}, {d0});")
             argv.append(pv)
             post.append((b, pv, b.leaf.emit_grad_prefetch(kb)))
@@ -603,8 +607,7 @@ class CallData:
 
     # -- per call
 
-    def run(self, args: tuple, kwargs: dict):
-        node = self.node
+    def _values(self, args: tuple, kwargs: dict):
         vals = [args[i] if pos else kwargs[i] for pos, i in self._srcs]
         snaps = self._snapshots
         if self.instance_leaves:
@@ -618,8 +621,14 @@ class CallData:
                 if isinstance(res_v, (str, type)):
                     res_v = None
             vals.append(res_v)
-        cd = self.cd
-        cs = [1] * cd
+        return vals, res_v
+
+    def call_shape(self, args: tuple, kwargs: dict) -> tuple:
+        """The call shape these arguments give (what an auto-allocated result's shape is), without running."""
+        return tuple(self._call_shape(self._values(args, kwargs)[0]))
+
+    def _call_shape(self, vals) -> list:
+        cs = [1] * self.cd
         for lf in self.elem_leaves:
             lf.shape(lf.get(vals))
         for lf in self.shape_leaves:
@@ -636,6 +645,14 @@ class CallData:
                     raise ValueError(f"Shape mismatch for {lf.name} between value ({n}) and call ({cur})\n"
                                      "This is typically caused when attempting to combine containers with the same "
                                      "dimensionality but different sizes.")
+        return cs
+
+    def run(self, args: tuple, kwargs: dict):
+        node = self.node
+        vals, res_v = self._values(args, kwargs)
+        snaps = self._snapshots
+        cd = self.cd
+        cs = self._call_shape(vals)
         self.last_call_shape = tuple(cs)
         auto = None
         if self.auto_result == "tensor":

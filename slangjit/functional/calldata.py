@@ -141,6 +141,12 @@ _PLAIN: set = {int, float, bool, type(None), str}
 _SIG: dict = {np.ndarray: _sig_numpy, list: _sig_list, dict: _sig_dict, Tensor: _sig_tensor}
 
 
+def register_signature(tp: type, fn) -> None:
+    """How to compute the call-signature part of values of type `tp` (a later stage's argument types, e.g.
+    torch tensors, whose calls a hook takes over: a constant is enough)."""
+    _SIG[tp] = fn
+
+
 # ----------------------------------------------------------------------------------------- helpers
 
 def _py_type_name(v) -> str:

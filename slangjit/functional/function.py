@@ -8,13 +8,15 @@ from typing import Optional
 import numpy as np
 
 from ..runtime import layout_pack as lp
-from ..tensor import Tensor
+from ..tensor import Tensor, struct_np_dtype
 from .binding import CallData
 from .calldata import signature
 from .errors import KernelGenException, ResolveException
+from .hooks import find_call_hook
 from .rawdispatch import raw_dispatch
 
 _RETURN_MODES = {"numpy": "numpy", "tensor": "tensor"}
+_HOOKED = object()          # a call signature some hook (functional/hooks.py) claims: no CallData of ours
 
 
 def _return_mode(t) -> Optional[str]:
@@ -53,6 +55,14 @@ class FunctionNode:
         self._key = (self.bwds_mode, _map_key(self.maps), self.return_type_mode,
                      tuple(sorted((k, repr(v)) for k, v in self.constants_.items())))
         self._cache = function._node_caches.setdefault(self._key, {})
+
+    # identity semantics, spelled out: slangjit.torch passes nodes into torch.compile regions as constants
+    # (torch.utils._pytree.register_constant needs explicit __eq__ / __hash__)
+    def __eq__(self, other):
+        return self is other
+
+    def __hash__(self):
+        return id(self) >> 4
 
     # -- modifiers
 
@@ -98,6 +108,28 @@ class FunctionNode:
                 kwargs = dict(kwargs)
                 del kwargs["_result"]
                 return self.return_type(r)(*args, **kwargs)
+        cargs = (self.this,) + args if self.this is not None else args
+        key = tuple(map(signature, cargs))
+        if kwargs:
+            key = (key, tuple((k, signature(v)) for k, v in kwargs.items()))
+        cd = self._cache.get(key)
+        if cd is None:
+            # a signature not seen before: a later stage may claim the call (torch tensors: slangjit.torch)
+            hook = find_call_hook(args, kwargs)
+            if hook is not None:
+                self._cache[key] = _HOOKED
+                return hook(self, args, kwargs)
+            try:
+                cd = CallData(self, cargs, kwargs)
+            except (KernelGenException, ResolveException) as e:
+                raise e.with_traceback(None) from None       # the message says it all: no internal frames
+            self._cache[key] = cd
+        elif cd is _HOOKED:
+            return find_call_hook(args, kwargs)(self, args, kwargs)
+        return cd.run(cargs, kwargs)
+
+    def resolve(self, *args, **kwargs) -> CallData:
+        """The (cached) CallData that a call with these arguments runs, without running it."""
         if self.this is not None:
             args = (self.this,) + args
         key = tuple(map(signature, args))
@@ -108,9 +140,9 @@ class FunctionNode:
             try:
                 cd = CallData(self, args, kwargs)
             except (KernelGenException, ResolveException) as e:
-                raise e.with_traceback(None) from None       # the message says it all: no internal frames
+                raise e.with_traceback(None) from None
             self._cache[key] = cd
-        return cd.run(args, kwargs)
+        return cd
 
     def call(self, *args, **kwargs):
         return self(*args, **kwargs)
@@ -156,7 +188,7 @@ class FunctionNode:
             return ret
         if mode == "numpy":
             if isinstance(ret, Tensor):
-                if ret.dtype.scalar is None:
+                if ret.dtype.scalar is None and struct_np_dtype(ret.dtype) is None:
                     raise ValueError(f"Numpy values can only be automatically returned from scalar, vector, matrix "
                                      f"or array types, not {ret.dtype.name}")
                 return ret.to_numpy()

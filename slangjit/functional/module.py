@@ -43,6 +43,11 @@ class Module:
         self._functions: dict = {}
         self._structs: dict = {}
 
+    @property
+    def module(self):
+        """The loaded device module underneath (SlangPy's `Module.module`)."""
+        return self.device_module
+
     # -- construction
 
     @staticmethod

@@ -93,16 +93,25 @@ def test_valueref_result(m):
     assert ref.value == 3.0
 
 
-def test_struct_tensor_result_numpy_error(m):
-    with pytest.raises(ValueError, match="Numpy values can only be automatically returned"):
-        m.mk(np.zeros(3, np.float32), _result="numpy")
+def test_struct_tensor_result_numpy_structured(m):
+    r = m.mk(np.arange(3, dtype=np.float32), _result="numpy")
+    assert r.dtype.names == ("x", "y") and r.shape == (3,)
+    np.testing.assert_array_equal(r["x"], [0, 1, 2])
+    np.testing.assert_array_equal(r["y"], [7, 7, 7])
 
 
-def test_struct_tensor_to_numpy_bytes(m):
+def test_struct_tensor_to_numpy_structured(m):
     r = m.mk(np.arange(3, dtype=np.float32))
-    raw = r.to_numpy()
-    assert raw.shape == (3, 8) and raw.dtype == np.uint8
+    a = r.to_numpy()
+    assert a.shape == (3,) and a.dtype.itemsize == 8 and a.dtype.fields["y"][1] == 4
+    np.testing.assert_array_equal(a["x"], [0, 1, 2])
+    np.testing.assert_array_equal(a["y"], [7, 7, 7])
+    raw = a.view(np.uint8).reshape(3, 8)                 # the raw bytes are one view away
     np.testing.assert_array_equal(raw[:, :4].copy().view(np.float32)[:, 0], [0, 1, 2])
+
+
+def test_module_module_is_the_device_module(m):
+    assert m.module is m.device_module
 
 
 def test_unknown_return_type(m):

@@ -1,0 +1,143 @@
+"""Module calls with torch tensors: host overhead on the CPU device, and (on a GPU) the seed-000 polynomial's
+forward + backward through torch.autograd over 2^26 float32 against the copy-bandwidth limit and
+torch.compile.  Ratios are printed side by side in one run.
+
+    python benchmarks/torch_calls.py [--repeats 2000] [--gpu-n-log2 26] [--no-gpu]
+
+Host overhead (CPU device, 4-element tensors, cached call signature; median of --repeats calls):
+  spy       module.polynomial(2.0, 8.0, -1.0, spy_tensor)               the plain functional call
+  torch     module.polynomial(2.0, 8.0, -1.0, torch_tensor)              -> torch tensor (no grad)
+  fwd+bwd   y = module.polynomial(a, 8.0, -1.0, x); y.sum().backward()   x, a require grad
+  torch-ref the same fwd+bwd written in torch (a * x * x + 8 * x - 1): torch's own per-op overhead
+Goals (issue 17): torch forward <= 20 us, forward+backward <= 50 us; SlangPy's plain call 36 us and
+slang-torch's ~30 us as measured by its users.
+
+GPU (CUDA torch and a GPU present): y = poly(x); y.backward(gy) with x.requires_grad, float32 over 2^n,
+timed with CUDA events on torch's current stream (median of --iters after warm-up).  Limit: 24 bytes per
+element (forward: read x, write y; backward: read x, read gy, write x.grad once: x.grad is freshly made by
+the call), divided by the measured device-to-device copy bandwidth (torch copy_ of a 2^n float32 tensor,
+read + write bytes).  torch.compile: the same step with poly written in torch under torch.compile.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import torch  # noqa: E402
+
+import slangjit as spy  # noqa: E402
+
+SRC = """
+[Differentiable]
+float polynomial(float a, float b, float c, float x) { return a * x * x + b * x + c; }
+"""
+
+
+def med(f, n):
+    ts = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        f()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)
+
+
+def host_overhead(repeats: int) -> dict:
+    device = spy.create_torch_device("cpu")
+    m = spy.Module.load_from_source(device, "bench_torch_calls", SRC)
+    f = m.polynomial
+    xs = spy.Tensor.from_numpy(device, np.arange(4, dtype=np.float32))
+    xt = torch.arange(4, dtype=torch.float32)
+    xg = xt.clone().requires_grad_(True)
+    a = torch.tensor([2.0], requires_grad=True)
+
+    def fwdbwd():
+        f(a, 8.0, -1.0, xg).sum().backward()
+
+    def ref():
+        (a * xg * xg + 8.0 * xg - 1.0).sum().backward()
+    for g in (lambda: f(2.0, 8.0, -1.0, xs), lambda: f(2.0, 8.0, -1.0, xt), fwdbwd, ref):
+        for _ in range(20):
+            g()
+    r = {"spy": med(lambda: f(2.0, 8.0, -1.0, xs), repeats),
+         "torch": med(lambda: f(2.0, 8.0, -1.0, xt), repeats),
+         "fwd+bwd": med(fwdbwd, repeats),
+         "torch-ref": med(ref, repeats)}
+    return {k: v * 1e6 for k, v in r.items()}
+
+
+def gpu(n_log2: int, iters: int) -> dict:
+    n = 1 << n_log2
+    tdev = torch.device("cuda")
+    device = spy.create_torch_device(tdev)
+    m = spy.Module.load_from_source(device, "bench_torch_calls", SRC)
+    f = m.polynomial
+    x = torch.rand(n, device=tdev, requires_grad=True)
+    gy = torch.ones(n, device=tdev)
+
+    def timed(step):
+        for _ in range(3):
+            step()
+        torch.cuda.synchronize()
+        ts = []
+        for _ in range(iters):
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record()
+            step()
+            e1.record()
+            e1.synchronize()
+            ts.append(e0.elapsed_time(e1) * 1e-3)
+        return statistics.median(ts)
+
+    def slang_step():
+        x.grad = None
+        f(2.0, 8.0, -1.0, x).backward(gy)
+
+    def torch_poly(x):
+        return 2.0 * x * x + 8.0 * x - 1.0
+    cpoly = torch.compile(torch_poly)
+
+    def compiled_step():
+        x.grad = None
+        cpoly(x).backward(gy)
+
+    src, dst = torch.empty(n, device=tdev), torch.empty(n, device=tdev)
+    copy = timed(lambda: dst.copy_(src))
+    bw = 8 * n / copy
+    limit = 24 * n / bw
+    r = {"n": n, "copy_GBps": bw / 1e9, "limit_ms": limit * 1e3, "slang_ms": timed(slang_step) * 1e3,
+         "compiled_ms": timed(compiled_step) * 1e3, "device": torch.cuda.get_device_name()}
+    return r
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeats", type=int, default=2000)
+    ap.add_argument("--gpu-n-log2", type=int, default=26)
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--no-gpu", action="store_true")
+    a = ap.parse_args()
+    h = host_overhead(a.repeats)
+    print("host overhead per cached call, CPU device, 4 elements (median, us):")
+    print(f"  {'spy.Tensor':>12} {'torch':>8} {'fwd+bwd':>8} {'torch-ref':>9}   torch/spy  fwd+bwd/torch-ref"
+          "  goals: torch<=20, fwd+bwd<=50 (SlangPy 36, slang-torch ~30)")
+    print(f"  {h['spy']:12.1f} {h['torch']:8.1f} {h['fwd+bwd']:8.1f} {h['torch-ref']:9.1f}   "
+          f"{h['torch'] / h['spy']:9.2f}  {h['fwd+bwd'] / h['torch-ref']:17.2f}")
+    if not a.no_gpu and torch.cuda.is_available():
+        g = gpu(a.gpu_n_log2, a.iters)
+        print(f"GPU {g['device']}: poly fwd+bwd through torch.autograd over 2^{a.gpu_n_log2} float32 (ms): "
+              f"slangjit {g['slang_ms']:.3f}  limit {g['limit_ms']:.3f} (copy {g['copy_GBps']:.0f} GB/s)  "
+              f"torch.compile {g['compiled_ms']:.3f}  |  slangjit/limit {g['slang_ms'] / g['limit_ms']:.2f} "
+              f"(goal <= 1.15)  slangjit/compiled {g['slang_ms'] / g['compiled_ms']:.2f} (goal < 1)")
+    else:
+        print("GPU part skipped (no CUDA torch / GPU)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,376 @@
+"""Module calls with torch tensors (SlangPy's torch integration, on the CPU and CUDA).
+
+`torch_call(node, args, kwargs)` is the handler slangjit.functional.hooks routes a call to when an argument
+(top level, or a value of a dict argument for a struct parameter) is a torch tensor:
+
+* every torch tensor is viewed as a spy.Tensor in place (convert.to_spy; all must be on one device, the
+  module's), the call is resolved through the functional layer as usual, and the results come back as torch
+  tensors on that device: an auto-created result is allocated by torch (its caching allocator, its stream),
+  `_result=` a torch tensor and `out` / `inout` torch tensors are written in place;
+* when grad mode is on and a tensor requires grad, the call is a `torch.autograd.Function` node: the
+  forward runs the kernel on detached views; the backward runs the function's `.bwds` kernel with torch's
+  incoming gradients as the outputs' grad_in and fresh zero tensors as the inputs' grad_out (broadcast
+  inputs accumulate, so a gradient has its input's shape) and returns those to torch;
+* under `torch.compile` the call goes through a `torch.library.custom_op` (ops.py), the same two kernels.
+
+A call with torch tensors is described by a `Plan` (where the tensors sit in the arguments, which ones the
+kernel writes, the CallData), cached per argument signature.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import torch
+
+from ..functional.calldata import signature
+from ..functional.leaves import TensorParamLeaf
+from ..tensor import Tensor
+from . import convert as C
+from .streams import on_torch_stream
+
+
+class _Slot:
+    """Marks where the i-th torch tensor of a call sits in its arguments."""
+    __slots__ = ("i",)
+
+    def __init__(self, i: int):
+        self.i = i
+
+
+def _sub(v, label, tensors, labels):
+    if isinstance(v, torch.Tensor):
+        tensors.append(v)
+        labels.append(label)
+        return _Slot(len(tensors) - 1)
+    if type(v) is dict:
+        return {k: _sub(x, f"{label[:-1]}.{k}'" if label.endswith("'") else f"{label}.{k}", tensors, labels)
+                for k, x in v.items()}
+    return v
+
+
+def _fill(v, vals):
+    if type(v) is _Slot:
+        return vals[v.i]
+    if type(v) is dict:
+        return {k: _fill(x, vals) for k, x in v.items()}
+    if type(v) is tuple:
+        return tuple(_fill(x, vals) for x in v)
+    return v
+
+
+def _slots_in(v, out: list):
+    if type(v) is _Slot:
+        out.append(v.i)
+    elif type(v) is dict:
+        for x in v.values():
+            _slots_in(x, out)
+    return out
+
+
+def split(args: tuple, kwargs: dict):
+    """(argument template, keyword template, torch tensors, their labels)."""
+    tensors: list = []
+    labels: list = []
+    targs = tuple(_sub(a, f"argument {i}", tensors, labels) for i, a in enumerate(args))
+    tkw = {k: _sub(v, "_result" if k == "_result" else f"argument '{k}'", tensors, labels)
+           for k, v in kwargs.items()}
+    return targs, tkw, tensors, labels
+
+
+def common_device(tensors: list, labels: list):
+    dev = tensors[0].device
+    for t, lab in zip(tensors[1:], labels[1:]):
+        if t.device != dev:
+            raise ValueError(f"torch tensors on different devices in one call: {labels[0]} is on {dev}, "
+                             f"{lab} is on {t.device}")
+    return dev
+
+
+class Plan:
+    """One call signature with torch tensors: the resolved CallData and the role of each tensor."""
+
+    def __init__(self, node, targs, tkw, tensors, labels, device, views=None):
+        self.node = node
+        self.targs, self.tkw = targs, tkw
+        self.labels = labels
+        self.device = device
+        self.n = len(tensors)
+        self.scalar_call = all(t.dim() == 0 for t in tensors)
+        if views is None:
+            views = [C.to_spy(t, device, lab) for t, lab in zip(tensors, labels)]
+        args, kwargs = _fill(targs, views), _fill(tkw, views)
+        self.mode = node.return_type_mode
+        cd = node.resolve(*args, **kwargs)
+        self.cd = cd
+        # which tensors the kernel writes (out / inout parameters, writable tensor parameters, _result)
+        self.writes = [False] * self.n
+        self.inout = [False] * self.n
+        self.tensor_param = [False] * self.n
+        nthis = 1 if node.this is not None else 0
+        for b in cd.bound:
+            src = cd.sources[b.index]
+            if src is None:
+                continue
+            if src[0] == "pos":
+                if src[1] < nthis:
+                    continue
+                tv = targs[src[1] - nthis]
+            else:
+                tv = tkw[src[1]]
+            idx = _slots_in(tv, [])
+            w = b.direction in ("out", "inout") or (isinstance(b.leaf, TensorParamLeaf) and
+                                                    getattr(b.leaf, "writes", False))
+            for i in idx:
+                self.writes[i] = self.writes[i] or w
+                self.inout[i] = self.inout[i] or b.direction == "inout"
+                self.tensor_param[i] = self.tensor_param[i] or isinstance(b.leaf, TensorParamLeaf)
+        rslot = tkw.get("_result")
+        self.result_slot = rslot.i if type(rslot) is _Slot else None
+        if self.result_slot is not None:
+            self.writes[self.result_slot] = True
+        for i in range(self.n):
+            if self.writes[i]:
+                C.check_writable(tensors[i], labels[i])
+        # an auto-created result, allocated by torch
+        self.alloc = None                 # (torch dtype, element dims)
+        self.struct_result = False
+        if cd.result is not None and cd.auto_result == "tensor" and self.mode is None:
+            td = C.torch_dtype_of(cd.ret_t)
+            if td is None:
+                self.struct_result = True
+            else:
+                self.alloc = td
+        self.ret_t = cd.ret_t
+        self.write_idx = [i for i in range(self.n) if self.writes[i]]
+        self.dtypes = [t.dtype for t in tensors]
+        self.tdev = tensors[0].device
+        self.differentiable_out = cd.result is not None and cd.ret_t.differentiable
+
+        # flat templates: the positions of top-level tensors (dict arguments go through _fill)
+        self.flat = not any(type(v) is dict for v in list(targs) + list(tkw.values()))
+        self.pos_slots = [(k, v.i) for k, v in enumerate(targs) if type(v) is _Slot]
+        self.kw_slots = [(k, v.i) for k, v in tkw.items() if type(v) is _Slot]
+        self.this = (node.this,) if node.this is not None else ()
+        self.cd_res = None               # the CallData of the call with the torch result bound as _result
+        self.bwds_node = None
+        self.cd_bwds: dict = {}           # which views carry grads -> the .bwds CallData
+
+    # -- running
+
+    def args_of(self, views):
+        """(positional arguments including `this`, keyword arguments) with the views in the tensors' places."""
+        if self.flat:
+            args = list(self.targs)
+            for k, i in self.pos_slots:
+                args[k] = views[i]
+            kwargs = dict(self.tkw)
+            for k, i in self.kw_slots:
+                kwargs[k] = views[i]
+            return self.this + tuple(args), kwargs
+        return self.this + _fill(self.targs, views), _fill(self.tkw, views)
+
+    def views(self, tensors):
+        dev = self.device
+        return [C.to_spy(t, dev, lab) for t, lab in zip(tensors, self.labels)]
+
+    def result_shape(self, views) -> tuple:
+        args, kwargs = self.args_of(views)
+        return tuple(self.cd.call_shape(args, kwargs))
+
+    def run(self, tensors):
+        """The forward call: (the call's return value, converted; the torch result tensor or None)."""
+        views = self.views(tensors)
+        args, kwargs = self.args_of(views)
+        result = None
+        with on_torch_stream(self.device, tensors):
+            if self.alloc is not None:
+                dt, es = self.alloc
+                cs = tuple(self.cd.call_shape(args, kwargs))
+                result = torch.empty(cs + es if es else cs, dtype=dt, device=tensors[0].device)
+                kwargs["_result"] = C.to_spy(result, self.device, "_result")
+                cd = self.cd_res
+                if cd is None:
+                    cd = self.cd_res = self.node.resolve(*args[len(self.this):], **kwargs)
+                cd.run(args, kwargs)
+                if self.scalar_call and cs == (1,):
+                    result = result.reshape(es)
+                return result, result
+            ret = self.node(*args[len(self.this):], **kwargs)
+        if self.result_slot is not None:
+            return tensors[self.result_slot], tensors[self.result_slot]
+        if isinstance(ret, Tensor) and self.struct_result:
+            return _struct_to_torch(ret, tensors[0].device), None
+        return ret, None
+
+    def backward(self, tensors, shapes, grads_out, needs):
+        """Gradients of the tensors (None where not needed) from the output gradients: `grads_out[0]` is the
+        auto-created result's (or None), then one per written tensor in order.  `tensors` holds the inputs the
+        kernel reads (None for written ones: their gradient stands in as the primal, which bwds never reads);
+        `shapes` every tensor's and the result's shape."""
+        dev = self.device
+        views = []
+        grads: list = [None] * self.n
+        wi = 0
+        for i, t in enumerate(tensors):
+            if self.writes[i]:
+                g = grads_out[1 + wi]
+                wi += 1
+                if g is None:
+                    g = torch.zeros(shapes[i], dtype=self.dtypes[i], device=self.tdev)
+                elif g.dtype != self.dtypes[i]:
+                    g = g.to(self.dtypes[i])
+                v = C.to_spy(g, dev, self.labels[i])
+                v.grad_in = v
+            else:
+                v = C.to_spy(t, dev, self.labels[i])
+                if needs[i]:
+                    g = torch.zeros(t.shape, dtype=t.dtype, device=t.device)
+                    grads[i] = g
+                    v.grad_out = C.to_spy(g, dev, self.labels[i])
+            views.append(v)
+        args, kwargs = self.args_of(views)
+        if self.alloc is not None:
+            g = grads_out[0]
+            shp = shapes[-1]
+            if g is None:
+                g = torch.zeros(shp, dtype=self.alloc[0], device=self.tdev)
+            if self.scalar_call:
+                g = g.reshape((1,) + self.alloc[1])
+            rv = C.to_spy(g, dev, "the result's gradient")
+            rv.grad_in = rv
+            kwargs["_result"] = rv
+        with on_torch_stream(self.device, [t for t in tensors if t is not None]):
+            if self.bwds_node is None:
+                self.bwds_node = self.node.bwds
+            bk = _bwds_key(views, kwargs)
+            cd = self.cd_bwds.get(bk)
+            if cd is None:
+                cd = self.cd_bwds[bk] = self.bwds_node.resolve(*args[len(self.this):], **kwargs)
+            cd.run(args, kwargs)
+        return grads
+
+
+def _bwds_key(views, kwargs):
+    """Which views carry gradients (the .bwds call's signature beyond the forward plan's)."""
+    r = kwargs.get("_result")
+    return (tuple((v.grad_in is not None, v.grad_out is not None) for v in views),
+            None if r is None else (r.grad_in is not None, len(r._shape)))
+
+
+def _struct_to_torch(v: Tensor, tdev):
+    """A struct-typed result: a dict of torch tensors, one per field (as Tensor.to_numpy's structured array)."""
+    a = v.to_numpy()
+    if a.dtype.names is None:
+        return torch.from_numpy(a).to(tdev)
+    return {n: torch.from_numpy(a[n].copy()).to(tdev) for n in a.dtype.names}
+
+
+_PLANS: dict = {}
+
+
+def _tsig(t):
+    return (t.dtype, t.dim(), t.get_device(), t.is_cpu, t.is_cuda)
+
+
+def _asig(v):
+    if type(v) is _Slot:
+        return v.i
+    if type(v) is dict:
+        return tuple((k, _asig(x)) for k, x in v.items())
+    return signature(v)
+
+
+def _fast_key(node, args, kwargs):
+    """The plan key of a call whose torch tensors are all top-level arguments (else None)."""
+    ks = [id(node)]
+    tensors = []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            tensors.append(a)
+            ks.append((a.dtype, a.dim(), a.get_device(), a.is_cpu, a.is_cuda))
+        elif type(a) is dict:
+            return None, None
+        else:
+            ks.append(signature(a))
+    for k, a in kwargs.items():
+        ks.append(k)
+        if isinstance(a, torch.Tensor):
+            tensors.append(a)
+            ks.append((a.dtype, a.dim(), a.get_device(), a.is_cpu, a.is_cuda))
+        elif type(a) is dict:
+            return None, None
+        else:
+            ks.append(signature(a))
+    return tuple(ks), tensors
+
+
+def plan_for(node, args, kwargs):
+    key, tensors = _fast_key(node, args, kwargs)
+    p = _PLANS.get(key) if key is not None else None
+    if p is None:
+        targs, tkw, tensors, labels = split(args, kwargs)
+        device = node.function.module.device
+        tdev = common_device(tensors, labels)
+        C.check_device(device, tdev, labels[0])
+        if key is None:
+            key = (id(node), tuple(map(_tsig, tensors)), tuple(map(_asig, targs)),
+                   tuple((k, _asig(v)) for k, v in tkw.items()))
+            p = _PLANS.get(key)
+        if p is None or p.node is not node:
+            p = Plan(node, targs, tkw, tensors, labels, device)
+            if len(_PLANS) > 4096:
+                _PLANS.clear()
+            _PLANS[key] = p
+            return p, tensors
+    for i in p.write_idx:
+        C.check_writable(tensors[i], p.labels[i])
+    return p, tensors
+
+
+class SlangFunction(torch.autograd.Function):
+    """One call as an autograd node: inputs are the call's torch tensors, outputs its auto-created result
+    (if any) and then the tensors it writes (out parameters, `_result=`), marked dirty."""
+
+    @staticmethod
+    def forward(ctx, plan: Plan, *tensors):
+        ret, result = plan.run(tensors)
+        ctx.plan = plan
+        written = [tensors[i] for i in range(plan.n) if plan.writes[i]]
+        if written:
+            ctx.mark_dirty(*written)
+        ctx.save_for_backward(*[None if plan.writes[i] else t for i, t in enumerate(tensors)])
+        ctx.shapes = [tuple(t.shape) for t in tensors] + [tuple(result.shape) if plan.alloc is not None else ()]
+        ctx.has_result = plan.alloc is not None
+        return tuple(([result] if plan.alloc is not None else []) + written)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        if torch.is_grad_enabled():
+            raise RuntimeError("slangjit: double backward (create_graph=True) through a Slang function call is not "
+                               "supported; its backward runs the .bwds kernel, which is not itself differentiated")
+        plan: Plan = ctx.plan
+        gl = list(grads)
+        if not ctx.has_result:
+            gl = [None] + gl
+        g = plan.backward(ctx.saved_tensors, ctx.shapes, gl, ctx.needs_input_grad[1:])
+        return (None, *g)
+
+
+def check_autograd(plan: Plan, tensors) -> None:
+    for i, t in enumerate(tensors):
+        if plan.inout[i]:
+            raise ValueError(f"{plan.labels[i]} is an inout parameter in a call that needs gradients: not "
+                             "supported (its old value would be overwritten before the backward reads it); pass "
+                             "the input and an out tensor separately")
+        if plan.tensor_param[i]:
+            raise ValueError(f"{plan.labels[i]} is bound to a tensor-typed parameter (ITensor / IDiffTensor ...) "
+                             "in a call that needs gradients: not supported through torch.autograd; use element "
+                             "parameters (float, float3, structs) so the call is vectorised")
+        if t.requires_grad and not t.dtype.is_floating_point:
+            raise ValueError(f"{plan.labels[i]}: an integer tensor cannot require grad")
+    if plan.struct_result:
+        raise ValueError("a struct-typed result of a call that needs gradients: not supported; return the fields "
+                         "through out parameters")
+    if plan.mode is not None:
+        raise ValueError("_result='numpy' / 'tensor' in a call that needs gradients: the result must stay a torch "
+                         "tensor for autograd")
