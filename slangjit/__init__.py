@@ -19,7 +19,8 @@ from .functional.errors import BoundVariableException, KernelGenException, Resol
 from .functional.function import Function, FunctionNode                             # noqa: E402
 from .functional.generators import (CallIdArg, GridArg, RandFloatArg, ThreadIdArg, WangHashArg, call_id,  # noqa: E402
                                     grid, rand_float, thread_id, wang_hash)
-from .functional.instances import InstanceList, InstanceTensor                      # noqa: E402
+from .functional.instances import (InstanceDifferentiableBuffer, InstanceDifferentiableTensor, InstanceList,  # noqa: E402
+                                   InstanceTensor)                     # noqa: E402
 from .functional.module import SHADER_PATH, Module, Struct                          # noqa: E402
 from .functional.values import (DiffPair, ValueRef, diffPair, floatDiffPair, floatRef, intRef,  # noqa: E402
                                 float32, float64, float16, int8, int16, int32, int64, uint8, uint16,
@@ -27,6 +28,7 @@ from .functional.values import (DiffPair, ValueRef, diffPair, floatDiffPair, flo
 from .functional import values as _values                                            # noqa: E402
 globals().update({_n: getattr(_values, _n) for _n in _VECTOR_EXPORTS})
 __all__ += ["Tensor", "Shape", "Module", "Function", "FunctionNode", "Struct", "InstanceList", "InstanceTensor",
+            "InstanceDifferentiableBuffer", "InstanceDifferentiableTensor",
             "ResolveException", "BoundVariableException", "KernelGenException", "SHADER_PATH", "call_id",
             "thread_id", "grid", "wang_hash", "rand_float", "ValueRef", "DiffPair", "diffPair", "floatDiffPair",
             "floatRef", "intRef", "float32", "float64", "float16", "int8", "int16", "int32", "int64", "uint8",

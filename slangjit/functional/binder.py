@@ -89,13 +89,22 @@ class Binder:
                 return S.VectorT(el, len(v))
             return S.ArrayT(el, len(v))
         if hasattr(v, "get_this"):
-            return self.natural(v.get_this(), pattern)
+            return self.natural(self._this_value(v), pattern)
         return None
+
+    def _this_value(self, v):
+        """v.get_this(), asked once per binding (SlangPy asks an instance once while it sets a call up)."""
+        memo = self.__dict__.setdefault("_this_memo", {})
+        got = memo.get(id(v))
+        if got is None or got[0] is not v:
+            got = memo[id(v)] = (v, v.get_this())
+        return got[1]
 
     def bind(self, v, P: S.SType, direction: str, name: str, getter, type_override=None) -> Leaf:
         if hasattr(v, "get_this") and not isinstance(v, (dict, list)) and not _is_tensor(v):
-            inner = v.get_this()
-            leaf = self.bind(inner, P, direction, name, lambda vals, g=getter: g(vals).get_this(), type_override)
+            # CallData.run replaces every instance by its get_this() value before the leaves read it
+            # (instances.resolve_instances), so the leaf reads what this binding sees
+            leaf = self.bind(self._this_value(v), P, direction, name, getter, type_override)
             leaf.instance_getter = getter
             return leaf
         writes = direction in ("out", "inout")
@@ -316,8 +325,12 @@ class Binder:
                 continue
             if k not in fields:
                 raise ValueError(f"Slang type '{P.name}' has no field '{k}'")
-            child = self.bind(fv, fields[k], direction, f"{name}.{k}",
+            # a plain value in a written struct (SOA `this` of a mutating method, a `_result` dict) is read
+            # only: SlangPy drops what the kernel writes to it
+            cdir = direction if direction == "in" or _writable(fv) else "in"
+            child = self.bind(fv, fields[k], cdir, f"{name}.{k}",
                               lambda vals, g=getter, k=k: g(vals)[k])
+            child.drop_writes = cdir != direction
             children.append((k, child))
         return StructLeaf(name, P, getter, children)
 
@@ -344,6 +357,16 @@ class BufferLeaf(Leaf):
         el = self.ptype.elem
         count = v.size // (el.size if el is not None and el.size else 1)
         struct.pack_into("<QQ", blk, self.offsets[self.u], v.device_address, count)
+
+
+def _writable(v) -> bool:
+    """Can a call write its result back into v (a tensor, array, ref, pair, buffer, instance, or a dict
+    holding one)?"""
+    if isinstance(v, dict):
+        return any(_writable(x) for k, x in v.items() if k != "_type")
+    if isinstance(v, (bool, int, float, np.number, str, V.VectorValue, V.MatrixValue, list, tuple, range)):
+        return False
+    return not isinstance(v, Generator)
 
 
 def _plain_list(v):

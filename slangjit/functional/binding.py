@@ -87,7 +87,9 @@ class CallData:
         this_p = None
         owner = cand.owner
         if cand.has_this:
-            this_p = S.ParamInfo("this", "inout" if cand.mutating else "in", True, False, owner)
+            # `this` of a differentiable method of a differentiable struct is differentiable, as in Slang
+            this_nd = not (cand.differentiable and owner is not None and owner.differentiable)
+            this_p = S.ParamInfo("this", "inout" if cand.mutating else "in", this_nd, False, owner)
             params = [this_p] + params
         args = list(args)
         has_result_kw = "_result" in kwargs
@@ -279,7 +281,7 @@ class CallData:
         self.elem_leaves = [lf for lf in leaves if isinstance(lf, ContainerLeaf) and lf.ne and lf.k == 0
                             and lf is not auto_leaf]
         self.post_leaves = [lf for lf in leaves if isinstance(lf, RefLeaf)]
-        self.instance_bounds = [b for b in self.bound if hasattr(b.leaf, "instance_getter")]
+        self.has_instances = any(_holds_instance(v) for v in list(args) + list(kwargs.values()))
         for i, lf in enumerate(leaves):
             lf.u = f"_a{i}"
         # bwds checks
@@ -581,6 +583,10 @@ class CallData:
                 if isinstance(res_v, (str, type)):
                     res_v = None
             vals.append(res_v)
+        instances = None
+        if self.has_instances:         # each instance's get_this() once per call; update_this(it) after it
+            instances = []
+            vals = [_resolve_instances(v, instances) for v in vals]
         cd = self.cd
         cs = [1] * cd
         for lf in self.elem_leaves:
@@ -694,9 +700,9 @@ class CallData:
                     v.primal = V.python_value_of(lf.ptype, mem)
             elif lf.kind == "result":
                 ret = V.python_value_of(lf.ptype, mem)
-        for b in self.instance_bounds:
-            obj = b.leaf.instance_getter(vals)
-            obj.update_this(obj.get_this())
+        if instances:
+            for obj, value in instances:
+                obj.update_this(value)
         if self.bwds:
             return None
         if self.result is None:
@@ -771,3 +777,27 @@ def _value_for(b, args, kwargs, sources):
         return kwargs.get("_result")
     src = sources[b.index]
     return args[src[1]] if src[0] == "pos" else kwargs[src[1]]
+
+
+def _is_instance(v) -> bool:
+    return hasattr(v, "get_this") and not isinstance(v, (dict, list)) and not _is_tensor(v)
+
+
+def _holds_instance(v) -> bool:
+    if _is_instance(v):
+        return True
+    if isinstance(v, dict):
+        return any(_holds_instance(x) for x in v.values())
+    return False
+
+
+def _resolve_instances(v, out: list):
+    """v with every instance (an object with get_this / update_this: spy.InstanceList, a user's wrapper)
+    replaced by its get_this() value, dicts copied; appends (instance, value) to out."""
+    if _is_instance(v):
+        inner = v.get_this()
+        out.append((v, inner))
+        return _resolve_instances(inner, out)
+    if isinstance(v, dict) and any(_holds_instance(x) for x in v.values()):
+        return {k: _resolve_instances(x, out) for k, x in v.items()}
+    return v

@@ -694,7 +694,8 @@ class StructLeaf(Leaf):
         var = kb.tmp()
         kb.line(f"{self.ptype.name} {var} = {expr};")
         for f, c in self.children:
-            c.emit_store(kb, f"{var}.{f}")
+            if not getattr(c, "drop_writes", False):     # a plain value: the kernel's write is dropped
+                c.emit_store(kb, f"{var}.{f}")
 
 
 # ----------------------------------------------------------------------------------------- kernel builder
