@@ -41,6 +41,9 @@ class FunctionNode:
             self.sets: list = []
             self.constants_: dict = {}
             self.this = None
+            self.call_group_shape_ = None
+            self.thread_group_size_ = None
+            self.type_conformances_: tuple = ()
         else:
             self.bwds_mode = parent.bwds_mode
             self.maps = parent.maps
@@ -48,10 +51,14 @@ class FunctionNode:
             self.sets = list(parent.sets)
             self.constants_ = dict(parent.constants_)
             self.this = parent.this
+            self.call_group_shape_ = parent.call_group_shape_
+            self.thread_group_size_ = parent.thread_group_size_
+            self.type_conformances_ = parent.type_conformances_
         for k, v in changes.items():
             setattr(self, k, v)
         self._key = (self.bwds_mode, _map_key(self.maps), self.return_type_mode,
-                     tuple(sorted((k, repr(v)) for k, v in self.constants_.items())))
+                     tuple(sorted((k, repr(v)) for k, v in self.constants_.items())),
+                     self.call_group_shape_, self.thread_group_size_, self.type_conformances_)
         self._cache = function._node_caches.setdefault(self._key, {})
 
     # -- modifiers
@@ -75,6 +82,53 @@ class FunctionNode:
         c = dict(self.constants_)
         c.update(constants)
         return FunctionNode(self.function, self, constants_=c)
+
+    def call_group_shape(self, shape) -> "FunctionNode":
+        """Run the call in groups of `shape` elements (padded with leading 1s to the call's dimensions): the
+        threads of a dispatch take the groups in turn, each group's elements in row-major order, and the
+        function reads its group's index and its index in the group with
+        `CallShapeInfo::get_call_group_id()` / `get_call_group_thread_id()`.  `Shape(())` or None: none."""
+        if shape is None:
+            return FunctionNode(self.function, self, call_group_shape_=None)
+        sh = tuple(shape.as_tuple() if hasattr(shape, "as_tuple") else shape)
+        for i, n in enumerate(sh):
+            if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
+                raise ValueError(f"call_group_shape[{i}] = {n} is invalid: every call group dimension must be >= 1")
+        return FunctionNode(self.function, self, call_group_shape_=tuple(int(n) for n in sh) or None)
+
+    def thread_group_size(self, size) -> "FunctionNode":
+        """Threads per thread group of the generated kernel (an int, or a 3-vector whose product is used)."""
+        if hasattr(size, "__len__"):
+            vals = [int(x) for x in size]
+            n = 1
+            for x in vals:
+                n *= x
+        else:
+            vals, n = [size], size
+        if isinstance(size, bool) or not isinstance(n, (int, np.integer)) or n < 1 or any(x < 1 for x in vals):
+            raise ValueError(f"thread_group_size: expected a positive thread count, got {size!r}")
+        if n > 1024:
+            raise ValueError(f"thread_group_size: {n} threads per group is more than the 1024 a GPU allows")
+        return FunctionNode(self.function, self, thread_group_size_=int(n))
+
+    def type_conformances(self, conformances) -> "FunctionNode":
+        """SlangPy's explicit interface conformances (`spy.TypeConformance(iface, type)`).  slangjit
+        specializes interface-typed parameters from the argument types, so a conformance only has to name
+        types of the module; they are checked here."""
+        items = tuple(conformances or ())
+        out = []
+        for c in items:
+            iface = getattr(c, "interface_type", None)
+            ty = getattr(c, "type", None)
+            if iface is None or ty is None:
+                raise ValueError(f"type_conformances: expected TypeConformance values, got {c!r}")
+            out.append((_type_name(iface), _type_name(ty), int(getattr(c, "id", -1))))
+        mod = self.function.module
+        for iface, ty, _ in out:
+            for n in (iface, ty):
+                if mod.find_type_by_name(n) is None:
+                    raise ValueError(f"type_conformances: no type named '{n}' in module '{mod.name}'")
+        return FunctionNode(self.function, self, type_conformances_=tuple(out))
 
     def bind(self, this) -> "FunctionNode":
         return FunctionNode(self.function, self, this=this)
@@ -167,6 +221,16 @@ class FunctionNode:
             a = np.asarray(_to_plain(ret))
             return Tensor.from_numpy(cd.device, a.reshape(1) if a.ndim == 0 else a)
         return ret
+
+
+def _type_name(t) -> str:
+    if isinstance(t, str):
+        return t
+    for a in ("full_name", "name"):
+        n = getattr(t, a, None)
+        if isinstance(n, str):
+            return n
+    raise ValueError(f"type_conformances: cannot name the type {t!r}")
 
 
 def _to_plain(v):
