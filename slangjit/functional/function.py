@@ -147,6 +147,11 @@ class FunctionNode:
 
     def __call__(self, *args, **kwargs):
         if kwargs:
+            if "_append_to" in kwargs:
+                kwargs = dict(kwargs)
+                enc = kwargs.pop("_append_to")
+                if enc is not None:
+                    return self.append_to(enc, *args, **kwargs)
             r = kwargs.get("_result")
             if isinstance(r, (str, type)):
                 kwargs = dict(kwargs)
@@ -170,8 +175,36 @@ class FunctionNode:
         return self(*args, **kwargs)
 
     def append_to(self, command_encoder, *args, **kwargs):
-        self(*args, **kwargs)
+        """Record the call into `command_encoder` (Device.create_command_encoder()): it is resolved and
+        compiled now and runs when the encoder's command buffer is submitted.  Returns None."""
+        if command_encoder is None:
+            raise ValueError("append_to: command_encoder is None")
+        if getattr(command_encoder, "finished", False):
+            raise RuntimeError("Command encoder is finished: create a new one to record more work")
+        r = kwargs.get("_result")
+        node = self
+        if isinstance(r, (str, type)):
+            kwargs = dict(kwargs)
+            del kwargs["_result"]
+            node = self.return_type(r)
+        cd, args = node._call_data(args, kwargs)
+        command_encoder.append(lambda: cd.run(args, kwargs))
         return None
+
+    def _call_data(self, args, kwargs):
+        if self.this is not None:
+            args = (self.this,) + args
+        key = tuple(map(signature, args))
+        if kwargs:
+            key = (key, tuple((k, signature(v)) for k, v in kwargs.items()))
+        cd = self._cache.get(key)
+        if cd is None:
+            try:
+                cd = CallData(self, args, kwargs)
+            except (KernelGenException, ResolveException) as e:
+                raise e.with_traceback(None) from None       # the message says it all: no internal frames
+            self._cache[key] = cd
+        return cd, args
 
     def debug_build_call_data(self, *args, **kwargs) -> CallData:
         if self.this is not None:
@@ -179,6 +212,9 @@ class FunctionNode:
         return CallData(self, args, kwargs)
 
     def dispatch(self, thread_count, vars: dict = None, command_encoder=None, **kwargs):
+        if command_encoder is not None:
+            command_encoder.append(lambda: raw_dispatch(self, thread_count, vars or {}, **kwargs))
+            return None
         return raw_dispatch(self, thread_count, vars or {}, **kwargs)
 
     # -- helpers used by CallData

@@ -30,6 +30,7 @@ from ..compiler.passes.options import DEFAULT_OPTIONS, PipelineOptions
 from ..compiler.source import CompileError
 from ..compiler.reflection import CompiledProgram, EntryPointInfo, FieldLayout, ProgramReflection, TypeLayout
 from . import layout_pack as _lp
+from . import commands
 
 
 # ------------------------------------------------------------------------------------------ enums
@@ -472,6 +473,26 @@ class Device:
         self.compile_options = compile_options
         self.info = self._make_info()
         self.closed = False
+
+    # -- command encoders (runtime/commands.py)
+
+    def create_command_encoder(self, queue=commands.CommandQueueType.graphics) -> commands.CommandEncoder:
+        return commands.CommandEncoder(self, queue)
+
+    def submit_command_buffer(self, command_buffer, queue=None) -> int:
+        return commands.submit(self, command_buffer, queue)
+
+    def register_command_recording_submitted_callback(self, fn) -> int:
+        return commands.callbacks(self).register("submitted", fn)
+
+    def unregister_command_recording_submitted_callback(self, callback_id: int) -> None:
+        commands.callbacks(self).unregister("submitted", callback_id)
+
+    def register_command_recording_discarded_callback(self, fn) -> int:
+        return commands.callbacks(self).register("discarded", fn)
+
+    def unregister_command_recording_discarded_callback(self, callback_id: int) -> None:
+        commands.callbacks(self).unregister("discarded", callback_id)
 
     # -- modules
 
