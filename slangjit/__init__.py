@@ -22,6 +22,8 @@ from .functional.generators import (CallIdArg, GridArg, RandFloatArg, ThreadIdAr
                                     grid, rand_float, thread_id, wang_hash)
 from .functional.instances import (InstanceDifferentiableBuffer, InstanceDifferentiableTensor, InstanceList,  # noqa: E402
                                    InstanceTensor)                     # noqa: E402
+from .functional.packed import PackedArg, pack  # noqa: E402
+from .functional.layout import FunctionReflection, ModuleLayout, TypeReflection, VariableReflection  # noqa: E402
 from .functional.module import SHADER_PATH, Module, Struct                          # noqa: E402
 from .functional.values import (DiffPair, PrimType, ValueRef, diffPair, floatDiffPair, floatRef, intRef,  # noqa: E402
                                 float32, float64, float16, int8, int16, int32, int64, uint8, uint16,
@@ -30,7 +32,8 @@ from .functional import values as _values                                       
 globals().update({_n: getattr(_values, _n) for _n in _VECTOR_EXPORTS})
 __all__ += ["Tensor", "Shape", "Module", "Function", "FunctionNode", "Struct", "InstanceList", "InstanceTensor",
             "InstanceDifferentiableBuffer", "InstanceDifferentiableTensor",
-            "ResolveException", "BoundVariableException", "KernelGenException", "SHADER_PATH", "call_id",
+            "ResolveException", "BoundVariableException", "KernelGenException", "SHADER_PATH", "call_id", "PackedArg", "pack", "TypeReflection", "FunctionReflection",
+            "VariableReflection", "ModuleLayout",
             "thread_id", "grid", "wang_hash", "rand_float", "ValueRef", "DiffPair", "PrimType", "diffPair", "floatDiffPair",
             "floatRef", "intRef", "float32", "float64", "float16", "int8", "int16", "int32", "int64", "uint8",
             "uint16", "uint32", "uint64"] + list(_VECTOR_EXPORTS)

@@ -308,6 +308,11 @@ class CallData:
         self.code = self._codegen(gen_args)
         self._compile()
 
+    @property
+    def pipeline(self) -> str:
+        """Identifies the compiled kernel: calls whose generated kernels are the same program share it."""
+        return self.kernel.compiled.source_sha256().hex()
+
     def _pick_unroll(self) -> int:
         """Call elements per thread (the most; each call picks fewer when small, see run).  On a GPU enough
         that a thread moves about 64 bytes of container arguments (reads and writes), at most 8: a streaming

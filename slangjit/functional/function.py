@@ -207,9 +207,8 @@ class FunctionNode:
         return cd, args
 
     def debug_build_call_data(self, *args, **kwargs) -> CallData:
-        if self.this is not None:
-            args = (self.this,) + args
-        return CallData(self, args, kwargs)
+        """The CallData a call with these arguments uses (the cached one for their signature)."""
+        return self._call_data(args, kwargs)[0]
 
     def dispatch(self, thread_count, vars: dict = None, command_encoder=None, **kwargs):
         if command_encoder is not None:
