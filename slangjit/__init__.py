@@ -7,12 +7,13 @@ from .runtime.device import (Buffer, BufferUsage, ComputeKernel, Device, DeviceT
                              ResourceState, ShaderProgram, SlangModule, create_device)
 from .runtime.cpu_compiler import InternalCompilerError
 from .runtime.commands import CommandBuffer, CommandEncoder, CommandQueueType
+from .runtime.base import TypeConformance
 
 from .compiler.source import CompileError
 
 __all__ = ["__version__", "create_device", "DeviceType", "BufferUsage", "MemoryType", "ResourceState", "Device",
            "Buffer", "ComputeKernel", "ShaderProgram", "SlangModule", "CompileError", "InternalCompilerError",
-           "KernelError", "CommandBuffer", "CommandEncoder", "CommandQueueType"]
+           "KernelError", "CommandBuffer", "CommandEncoder", "CommandQueueType", "TypeConformance"]
 
 # ---- functional API (SlangPy's Module / Function / Tensor; slangjit/functional, slangjit/tensor.py) ----
 from .tensor import Tensor, Shape                                                   # noqa: E402

@@ -47,7 +47,8 @@ class CallData:
         self.device = self.module.device
         self.stage = staging_for(self.device)
         self.gpu = self.stage is not None and self.stage.gpu
-        self.nt = node.thread_group_size_ or (NUMTHREADS_GPU if self.gpu else NUMTHREADS)
+        tgs = node.thread_group_size_
+        self.nt = tgs[0] * tgs[1] * tgs[2] if tgs else (NUMTHREADS_GPU if self.gpu else NUMTHREADS)
         self.bwds = node.bwds_mode
         self.name = fn.name
         self.refl = self.module._refl
@@ -546,6 +547,7 @@ class CallData:
             compiled = compile_program([spec], ["_sj_main"], target=self.device._target,
                                        include_paths=mod._include_paths,
                                        compiler_args=self.device.compiler_args,
+                                       type_conformances=self.node.type_conformances_,
                                        options=_generated_kernel_options(self.device))
         except CompileError as e:
             # An error in the user's module needs no generated kernel beside it; one in the kernel shows it.

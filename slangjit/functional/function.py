@@ -8,6 +8,7 @@ from typing import Optional
 import numpy as np
 
 from ..runtime import layout_pack as lp
+from ..runtime.base import normalize_conformances
 from ..tensor import Tensor
 from .binding import CallData
 from .calldata import signature
@@ -34,6 +35,9 @@ class FunctionNode:
 
     def __init__(self, function: "Function", parent: Optional["FunctionNode"] = None, **changes):
         self.function = function
+        self.module = function.module
+        self.name = function.name
+        self.parent = parent
         if parent is None:
             self.bwds_mode = False
             self.maps = None
@@ -97,38 +101,33 @@ class FunctionNode:
         return FunctionNode(self.function, self, call_group_shape_=tuple(int(n) for n in sh) or None)
 
     def thread_group_size(self, size) -> "FunctionNode":
-        """Threads per thread group of the generated kernel (an int, or a 3-vector whose product is used)."""
-        if hasattr(size, "__len__"):
-            vals = [int(x) for x in size]
-            n = 1
-            for x in vals:
-                n *= x
-        else:
-            vals, n = [size], size
-        if isinstance(size, bool) or not isinstance(n, (int, np.integer)) or n < 1 or any(x < 1 for x in vals):
-            raise ValueError(f"thread_group_size: expected a positive thread count, got {size!r}")
-        if n > 1024:
-            raise ValueError(f"thread_group_size: {n} threads per group is more than the 1024 a GPU allows")
-        return FunctionNode(self.function, self, thread_group_size_=int(n))
+        """Threads per thread group: an int or 1 to 3 ints (a uint3).  Raw `.dispatch` kernels get it as
+        their [numthreads]; generated call kernels run groups of the product."""
+        vals = list(size) if hasattr(size, "__len__") else [size]
+        if not 1 <= len(vals) <= 3 or any(isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 1
+                                          for x in vals):
+            raise ValueError(f"thread_group_size: expected 1 to 3 positive thread counts, got {size!r}")
+        vals = [int(x) for x in vals] + [1] * (3 - len(vals))
+        if vals[0] * vals[1] * vals[2] > 1024:
+            raise ValueError(f"thread_group_size: {vals[0] * vals[1] * vals[2]} threads per group is more than "
+                             "the 1024 a GPU allows")
+        return FunctionNode(self.function, self, thread_group_size_=tuple(vals))
 
     def type_conformances(self, conformances) -> "FunctionNode":
-        """SlangPy's explicit interface conformances (`spy.TypeConformance(iface, type)`).  slangjit
-        specializes interface-typed parameters from the argument types, so a conformance only has to name
-        types of the module; they are checked here."""
-        items = tuple(conformances or ())
-        out = []
-        for c in items:
-            iface = getattr(c, "interface_type", None)
-            ty = getattr(c, "type", None)
-            if iface is None or ty is None:
-                raise ValueError(f"type_conformances: expected TypeConformance values, got {c!r}")
-            out.append((_type_name(iface), _type_name(ty), int(getattr(c, "id", -1))))
+        """Interface conformances the call's kernel is compiled with (`spy.TypeConformance(iface, type)`,
+        or (iface, type[, id]) tuples): the interface's dynamic values are of those types (a value of
+        the interface made without a type, `IVal v;`, is the first of them)."""
+        try:
+            items = normalize_conformances(conformances)
+        except (AttributeError, TypeError) as e:
+            raise ValueError(f"type_conformances: expected TypeConformance values ({e})") from None
         mod = self.function.module
-        for iface, ty, _ in out:
+        for iface, ty, _ in items:
             for n in (iface, ty):
-                if mod.find_type_by_name(n) is None:
+                if mod.find_type_by_name(str(n)) is None:
                     raise ValueError(f"type_conformances: no type named '{n}' in module '{mod.name}'")
-        return FunctionNode(self.function, self, type_conformances_=tuple(out))
+        return FunctionNode(self.function, self, type_conformances_=self.type_conformances_ + tuple(
+            (str(i), str(t), int(k)) for i, t, k in items))
 
     def bind(self, this) -> "FunctionNode":
         return FunctionNode(self.function, self, this=this)
@@ -256,16 +255,6 @@ class FunctionNode:
             a = np.asarray(_to_plain(ret))
             return Tensor.from_numpy(cd.device, a.reshape(1) if a.ndim == 0 else a)
         return ret
-
-
-def _type_name(t) -> str:
-    if isinstance(t, str):
-        return t
-    for a in ("full_name", "name"):
-        n = getattr(t, a, None)
-        if isinstance(n, str):
-            return n
-    raise ValueError(f"type_conformances: cannot name the type {t!r}")
 
 
 def _to_plain(v):

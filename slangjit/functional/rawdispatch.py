@@ -11,9 +11,9 @@ def raw_dispatch(node, thread_count, vars: dict, **kwargs):
     mod = fn.module
     cand = fn.overloads[0]
     thread_count = list(thread_count3(thread_count))      # 1 to 3 integers >= 0 ("12" and 7.9 are errors)
-    key = ("raw", tuple(sorted(kwargs)), tuple(thread_count))
+    key = ("raw", tuple(sorted(kwargs)), node.thread_group_size_, tuple(thread_count))
     cache = fn._node_caches.setdefault("raw", {})
-    k = cache.get(key[:2])
+    k = cache.get(key[:3])
     if k is None:
         is_entry = "shader" in cand.attrs
         if is_entry:
@@ -32,7 +32,9 @@ def raw_dispatch(node, thread_count, vars: dict, **kwargs):
                 decl.append(f"uniform {p.type.name} {p.name}")
                 call.append(p.name)
             first = params[0].type.name
-            code = ("\nimport \"slangpy\";\n[shader(\"compute\")]\n[numthreads(32, 1, 1)]\n"
+            nx, ny, nz = node.thread_group_size_ or (32, 1, 1)
+            code = ("\nimport \"slangpy\";\n[shader(\"compute\")]\n"
+                    f"[numthreads({nx}, {ny}, {nz})]\n"
                     f"void _sj_raw(uint3 _sj_tid0 : SV_DispatchThreadID, uniform uint3 _sj_count"
                     f"{''.join(', ' + d for d in decl)})\n{{\n"
                     "    if (any(_sj_tid0 >= _sj_count)) return;\n"
@@ -44,7 +46,7 @@ def raw_dispatch(node, thread_count, vars: dict, **kwargs):
                                        options=device_compile_options(mod.device))
             k = mod.device._create_kernel_from_compiled(compiled, "_sj_raw")
             k._sj_raw = True
-        cache[key[:2]] = k
+        cache[key[:3]] = k
     vals = dict(kwargs)
     for name, v in list(vals.items()):
         if getattr(v, "_sj_tensor", False):

@@ -226,6 +226,38 @@ def _stride_of(layout: Any) -> int:
 # ------------------------------------------------------------------------------------------ modules / programs
 
 
+class TypeConformance:
+    """`interface_type` is implemented by `type` (names, or objects with a name): the interface's dynamic
+    values are of the types given (`id`: the value's tag, -1 = the next free one)."""
+
+    def __init__(self, interface_type, type, id: int = -1):
+        self.interface_name = _conformance_name(interface_type, "interface_type")
+        self.type_name = _conformance_name(type, "type")
+        if isinstance(id, bool) or not isinstance(id, int):
+            raise TypeError(f"TypeConformance: id must be an int, got {id!r}")
+        self.id = id
+
+    interface_type = property(lambda self: self.interface_name)
+    type = property(lambda self: self.type_name)
+
+    def __repr__(self) -> str:
+        return f"TypeConformance({self.interface_name!r}, {self.type_name!r}, {self.id})"
+
+
+def _conformance_name(t, what: str) -> str:
+    if isinstance(t, str):
+        return t
+    for a in ("full_name", "name"):
+        n = getattr(t, a, None)
+        if isinstance(n, str):
+            return n
+    raise TypeError(f"TypeConformance: {what} must be a type name, got {t!r}")
+
+
+def normalize_conformances(tcs) -> tuple:
+    return _normalize_conformances(tcs)
+
+
 def _normalize_conformances(tcs) -> tuple:
     out = []
     for tc in tcs or ():

@@ -118,3 +118,46 @@ def test_new_shapes_reuse_and_rebuild(m, device):
     assert a1 is a2 and a1 is not a3                 # same dimensions: one kernel; new dimensions: another
     s = f(1.0, np.arange(4, dtype=np.float32), _result="numpy")
     assert s.tolist() == [1, 2, 3, 4]
+
+
+CONF = """
+interface IVal { int get(); }
+struct Get10 : IVal { int get() { return 10; } }
+struct Get20 : IVal { int get() { return 20; } }
+int getval() { IVal v; return v.get(); }
+int twice(IVal v) { return 2 * v.get(); }
+"""
+
+
+def test_type_conformances(device):
+    mod = spy.Module.load_from_source(device, "apiconf", CONF)
+    f = mod.getval
+    assert f.type_conformances([spy.TypeConformance("IVal", "Get10")])() == 10
+    assert f.type_conformances([spy.TypeConformance("IVal", "Get20")])() == 20
+    assert f.type_conformances([("IVal", "Get20")])() == 20
+    assert f.type_conformances([spy.TypeConformance(mod.layout.find_type_by_name("IVal"), "Get20")])() == 20
+    with pytest.raises(ValueError, match="no type named 'Nope'"):
+        f.type_conformances([spy.TypeConformance("IVal", "Nope")])
+    with pytest.raises(ValueError, match="TypeConformance"):
+        f.type_conformances([object()])
+    assert mod.twice({"_type": "Get20"}) == 40
+
+
+def test_raw_dispatch_thread_group_size(device):
+    mod = spy.Module.load_from_source(device, "apiraw", "import \"slangpy\";\n"
+                                      "void k(uint3 tid, RWTensor<int, 2> o) { o.store(int(tid.y), int(tid.x), "
+                                      "int(tid.x + 100 * tid.y)); }")
+    want = np.arange(5)[None, :] + 100 * np.arange(3)[:, None]
+    for tgs in (None, spy.uint3(4, 2, 1), (1, 1, 1), 7):
+        o = spy.Tensor.zeros(device, shape=(3, 5), dtype=int)
+        fn = mod.k if tgs is None else mod.k.thread_group_size(tgs)
+        fn.dispatch(spy.uint3(5, 3, 1), o=o)
+        assert np.array_equal(o.to_numpy(), want), tgs
+    for bad in (0, (2, 0, 1), (1, 2, 3, 4), 2048, True):
+        with pytest.raises(ValueError, match="thread_group_size"):
+            mod.k.thread_group_size(bad)
+
+
+def test_function_node_properties(m):
+    node = m.foo.map((0,), (0,)).return_type("numpy")
+    assert node.name == "foo" and node.module is m and node.parent is not None
