@@ -514,6 +514,29 @@ class Tensor:
                 f"has_grad_in={self.grad_in is not None}, has_grad_out={self.grad_out is not None})")
 
 
+class NDBuffer(Tensor):
+    """SlangPy's NDBuffer: a contiguous N-D buffer of elements (a Tensor without gradients), made as
+    `NDBuffer(device, dtype, element_count)` or `NDBuffer(device, dtype, shape=(...))`."""
+
+    def __init__(self, device, dtype: Any = None, element_count: Optional[int] = None,
+                 shape: Optional[Sequence[int]] = None, usage=None, memory_type=MemoryType.device_local,
+                 program_layout=None):
+        if isinstance(device, Buffer):
+            raise TypeError("NDBuffer: pass the device (NDBuffer(device, dtype, element_count / shape))")
+        if shape is None and element_count is None:
+            raise ValueError("NDBuffer: give element_count or shape")
+        if shape is not None and element_count is not None:
+            raise ValueError("NDBuffer: give element_count or shape, not both")
+        if shape is None:
+            shape = (int(element_count),)
+        elif isinstance(shape, int):
+            shape = (shape,)
+        super().__init__(device, dtype, tuple(shape), usage=usage)
+
+    def with_grads(self, *args, **kwargs):
+        raise ValueError("NDBuffer carries no gradients: use a Tensor")
+
+
 class _Kind:
     """A type's kind as SlangPy's TypeReflection.Kind names it (compared by name)."""
     scalar = "scalar"

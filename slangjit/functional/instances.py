@@ -90,3 +90,5 @@ class InstanceDifferentiableTensor(InstanceTensor):
 
 
 InstanceDifferentiableBuffer = InstanceDifferentiableTensor
+
+InstanceBuffer = InstanceTensor          # SlangPy's name for an instance list over a buffer of structs

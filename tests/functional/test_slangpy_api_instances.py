@@ -201,3 +201,30 @@ def test_backwards_through_method(m, device):
     assert np.allclose(grad[:, 2:4], 1.0 / 60.0)              # d next / d velocity
     assert np.all(grad[:, 4:] == 0)                           # size and material do not reach the result
     assert np.allclose(dts.grad.to_numpy(), prim[:, 2] + prim[:, 3], atol=1e-6)
+
+
+def test_struct_methods_and_ndbuffer(m, device):
+    P = m.Particle
+    assert isinstance(P.__init, spy.Function) and isinstance(m.Material.__init, spy.Function)
+    assert isinstance(P.reset, spy.Function) and isinstance(m.get_particle_quad, spy.Function)
+    buf = spy.NDBuffer(device, P, 1)
+    P.__init(float2(0, 0), float2(0.1, 0.2), _result=buf)
+    assert np.allclose(P.calc_next_position(buf, 0.5).to_numpy(), [[0.05, 0.1]])
+    P.update_position(buf, 0.5)
+    assert np.allclose(particles_np(buf)[0][:4], [0.05, 0.1, 0.1, 0.2])
+    b2 = spy.NDBuffer(device, P, element_count=1)
+    P.__init(float2(0, 0), float2(0, 0.2), _result=b2)
+    P.update_position(b2, 0.5)
+    quads = spy.NDBuffer(device, m["float2[4]"], shape=(1,))
+    m.get_particle_quad(b2, _result=quads)
+    assert np.allclose(quads.to_numpy().reshape(-1, 2), [[-0.5, 0.6], [0.5, 0.6], [0.5, -0.4], [-0.5, -0.4]])
+    with pytest.raises(ValueError, match="element_count or shape"):
+        spy.NDBuffer(device, float2)
+
+
+def test_soa_dict_as_result_and_this(m, device):
+    soa = {"position": spy.NDBuffer(device, float2, 1), "velocity": float2(1, 0), "size": 0.5,
+           "material": {"color": float3(1, 1, 1), "emission": float3(0, 0, 0)}}
+    m.Particle.__init(float2(0, 0), float2(0.1, 0.2), _result=soa)
+    m.Particle.update_position(soa, 0.5)                  # velocity is the dict's (1, 0), read only
+    assert np.allclose(soa["position"].to_numpy(), [[0.5, 0.0]])
