@@ -161,3 +161,28 @@ def test_raw_dispatch_thread_group_size(device):
 def test_function_node_properties(m):
     node = m.foo.map((0,), (0,)).return_type("numpy")
     assert node.name == "foo" and node.module is m and node.parent is not None
+
+
+def test_method_this_is_differentiable(m, device):
+    """`this` of a [Differentiable] method of a differentiable struct gets its gradient (dE/dmass = v^2/2);
+    a `this` without gradients (a plain tensor, a dict) is read as a constant."""
+    bodies = spy.Tensor.zeros(device, shape=(3,), dtype=m.Body)
+    c = bodies.cursor()
+    for i in range(3):
+        c[i].write({"pos": float3(0, 0, 0), "mass": float(i + 1), "id": i})
+    c.apply()
+    vn = np.array([1, 2, 3], np.float32)
+    v = spy.Tensor.from_numpy(device, vn).with_grads(zero=True)
+    e = m.Body.energy(bodies, v, _result="tensor").with_grads()
+    np.testing.assert_allclose(e.to_numpy(), 0.5 * np.arange(1, 4) * vn * vn)
+    e.grad.copy_from_numpy(np.ones(3, np.float32))
+    m.Body.energy.bwds(bodies, v, _result=e)
+    np.testing.assert_allclose(v.grad.to_numpy(), np.arange(1, 4) * vn)
+    v2 = spy.Tensor.from_numpy(device, vn).with_grads(zero=True)
+    m.Body.energy.bwds({"pos": float3(0, 0, 0), "mass": 2.0, "id": 0}, v2, _result=e)
+    np.testing.assert_allclose(v2.grad.to_numpy(), 2 * vn)
+    bg = bodies.with_grads(zero=True)
+    v3 = spy.Tensor.from_numpy(device, vn).with_grads(zero=True)
+    m.Body.energy.bwds(bg, v3, _result=e)
+    g = bg.grad.to_numpy().view(np.float32).reshape(3, -1)        # Body.Differential: pos, mass
+    np.testing.assert_allclose(g, np.c_[np.zeros((3, 3)), 0.5 * vn * vn])
