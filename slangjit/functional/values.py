@@ -269,6 +269,10 @@ class DiffPair:
         else:
             self.grad = value
 
+    @property
+    def slangpy_signature(self) -> str:
+        return f"[{type(self.primal).__name__},{type(self.grad).__name__},{self.needs_grad}]"
+
     def __repr__(self):
         return f"DiffPair(p={self.primal!r}, d={self.grad!r})"
 
