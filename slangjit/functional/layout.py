@@ -47,8 +47,33 @@ _KINDS = {"scalar": TypeKind.scalar, "vector": TypeKind.vector, "matrix": TypeKi
           "diffpair": TypeKind.struct, "void": TypeKind.none}
 
 
+class ScalarType(enum.IntEnum):
+    """SlangPy's TypeReflection.ScalarType names."""
+    none = 0
+    void = 1
+    bool = 2
+    int32 = 3
+    uint32 = 4
+    int64 = 5
+    uint64 = 6
+    float16 = 7
+    float32 = 8
+    float64 = 9
+    int8 = 10
+    uint8 = 11
+    int16 = 12
+    uint16 = 13
+
+
+_SCALAR_NAMES = {ScalarType.bool: "bool", ScalarType.int32: "int", ScalarType.uint32: "uint",
+                 ScalarType.int64: "int64_t", ScalarType.uint64: "uint64_t", ScalarType.float16: "half",
+                 ScalarType.float32: "float", ScalarType.float64: "double", ScalarType.int8: "int8_t",
+                 ScalarType.uint8: "uint8_t", ScalarType.int16: "int16_t", ScalarType.uint16: "uint16_t"}
+
+
 class TypeReflection:
     Kind = TypeKind
+    ScalarType = ScalarType
 
     def __init__(self, t: S.SType):
         self._t = t
@@ -216,6 +241,12 @@ class ModuleLayout:
     def find_type_by_name(self, name: str) -> Optional[TypeReflection]:
         t = self._module._refl.find_type(name)
         return TypeReflection(t) if t is not None else None
+
+    def scalar_type(self, st: ScalarType) -> TypeReflection:
+        name = _SCALAR_NAMES.get(ScalarType(st))
+        if name is None:
+            raise ValueError(f"scalar_type: {st!r} is not a scalar type")
+        return self.find_type_by_name(name)
 
     def find_struct_by_name(self, name: str) -> Optional[TypeReflection]:
         t = self._module._refl.find_type(name)

@@ -186,3 +186,13 @@ def test_method_this_is_differentiable(m, device):
     m.Body.energy.bwds(bg, v3, _result=e)
     g = bg.grad.to_numpy().view(np.float32).reshape(3, -1)        # Body.Differential: pos, mass
     np.testing.assert_allclose(g, np.c_[np.zeros((3, 3)), 0.5 * vn * vn])
+
+
+def test_layout_scalar_types(m):
+    lay = m.layout
+    f32 = lay.scalar_type(spy.TypeReflection.ScalarType.float32)
+    assert f32.full_name == "float" and f32.kind == spy.TypeReflection.Kind.scalar
+    assert lay.scalar_type(spy.TypeReflection.ScalarType.int32).full_name == "int"
+    assert lay.scalar_type(spy.TypeReflection.ScalarType.float16).size == 2
+    arr = lay.find_type_by_name("float2[4]")
+    assert arr.kind == spy.TypeReflection.Kind.array and arr.element_count == 4 and arr.size == 32
