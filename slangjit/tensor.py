@@ -13,6 +13,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from .functional import dlpack as _dlpack
+from .functional import layout as _layout
 from .functional import typeview as S
 from .functional import values as V
 from .runtime import layout_pack as lp
@@ -537,22 +538,10 @@ class NDBuffer(Tensor):
         raise ValueError("NDBuffer carries no gradients: use a Tensor")
 
 
-class _Kind:
-    """A type's kind as SlangPy's TypeReflection.Kind names it (compared by name)."""
-    scalar = "scalar"
-    vector = "vector"
-    matrix = "matrix"
-    array = "array"
-    struct = "struct"
-    enum = "enum"
-    pointer = "pointer"
-
-
 class _ElementLayout:
     def __init__(self, dt: S.SType):
         self.type = dt
-        k = dt.kind
-        self.kind = k if k in ("scalar", "vector", "matrix", "array", "struct", "enum", "pointer") else "struct"
+        self.kind = _layout.TypeReflection(dt).kind          # TypeReflection.Kind (scalar, vector, struct, ...)
         self.size = dt.size
         self.stride = dt.size
         self.name = dt.name

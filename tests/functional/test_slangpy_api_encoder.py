@@ -119,7 +119,7 @@ def test_kernel_dispatch_recorded(device, tmp_path):
 def test_cursor_reads_and_writes(device):
     t = spy.Tensor.zeros(device, (3,), dtype=float3)
     c = t.cursor()
-    assert len(c) == 3 and c.element_type_layout.kind == "vector" and c.element_type.col_count == 3
+    assert len(c) == 3 and c.element_type_layout.kind == spy.TypeReflection.Kind.vector and c.element_type.col_count == 3
     c[0].write(np.array([1, 2, 3], np.float32))
     c[2].write(float3(4, 5, 6))
     assert t.to_numpy().sum() == 0                           # not applied yet
@@ -130,6 +130,14 @@ def test_cursor_reads_and_writes(device):
     assert [s.cursor()[i].read() for i in range(2)] == [1.5, -2.0]
     with pytest.raises(IndexError):
         s.cursor()[2]
+    mt = spy.Tensor.zeros(device, (2,), dtype=spy.float2x2)
+    c = mt.cursor()
+    assert c.element_type_layout.kind == spy.TypeReflection.Kind.matrix
+    assert (c.element_type.row_count, c.element_type.col_count) == (2, 2)
+    c[1].write(np.array([[1, 2], [3, 4]], np.float32))
+    c.apply()
+    assert np.array_equal(mt.cursor()[1].read().to_numpy(), [[1, 2], [3, 4]])
+    assert np.array_equal(mt.to_numpy()[1], [[1, 2], [3, 4]])
 
 
 def test_cursor_struct_elements(device):
@@ -138,7 +146,7 @@ def test_cursor_struct_elements(device):
                                       " r.w[1] = 1; return r; }")
     t = mod.mk(np.arange(3, dtype=np.int32), _result="tensor")
     c = t.cursor()
-    assert c.element_type_layout.kind == "struct"
+    assert c.element_type_layout.kind == spy.TypeReflection.Kind.struct
     assert c[2].read() == {"p": float2(2, -2), "n": 20, "w": [1.0, 1.0]}
     assert c[1]["n"].read() == 10 and c[1]["w"][0].read() == 0.5
     c[0].write({"p": float2(9, 8), "n": 7, "w": [6.0, 5.0]})
