@@ -228,3 +228,27 @@ def test_soa_dict_as_result_and_this(m, device):
     m.Particle.__init(float2(0, 0), float2(0.1, 0.2), _result=soa)
     m.Particle.update_position(soa, 0.5)                  # velocity is the dict's (1, 0), read only
     assert np.allclose(soa["position"].to_numpy(), [[0.5, 0.0]])
+
+
+def test_instance_kernels_compile_with_nvrtc(device):
+    """The kernels a GPU call generates for a mutating method over SOA fields, a constructor into a
+    tensor of structs and `.bwds` through a method, as CUDA C++ compiled to PTX by NVRTC."""
+    from cuda_kernels import nvrtc_ptx
+    from slangjit.compiler import SourceSpec, compile_program
+    dev = spy.create_device(spy.DeviceType.cpu, include_paths=[str(HERE)])
+    dev.functional_staged = True
+    mod = spy.Module.load_from_file(dev, str(HERE / "particles.slang"))
+    P = mod.Particle
+    soa = {"position": spy.Tensor.empty(dev, shape=(8,), dtype=float2), "velocity": float2(1, 0), "size": 0.5,
+           "material": {"color": float3(1, 1, 1), "emission": float3(0, 0, 0)}}
+    ps = spy.InstanceDifferentiableBuffer(P, shape=(8,))
+    nxt = spy.Tensor.zeros(dev, shape=(8,), dtype=float2).with_grads(zero=True)
+    dts = spy.Tensor.zeros(dev, shape=(8,), dtype=float).with_grads(zero=True)
+    cds = [P.update_position.debug_build_call_data(soa, 0.5),
+           P.__init.debug_build_call_data(float2(1, 2), spy.RandFloatArg(min=-1, max=1, dim=2), _result=ps._data),
+           P.calc_next_position.bwds.debug_build_call_data(ps._data, dts, _result=nxt)]
+    for cd in cds:
+        prog = compile_program([SourceSpec(path=str(HERE / "particles.slang"), text=mod._source_text + "\n" + cd.code,
+                                           name="particles")], ["_sj_main"], target="cuda",
+                               include_paths=[spy.SHADER_PATH, str(HERE)])
+        assert b".entry" in nvrtc_ptx(prog.source)
