@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..compiler import SourceSpec, compile_program
 from ..runtime.base import device_compile_options, thread_count3
+from .binding import _constant_decl
 
 
 def raw_dispatch(node, thread_count, vars: dict, **kwargs):
@@ -11,13 +12,15 @@ def raw_dispatch(node, thread_count, vars: dict, **kwargs):
     mod = fn.module
     cand = fn.overloads[0]
     thread_count = list(thread_count3(thread_count))      # 1 to 3 integers >= 0 ("12" and 7.9 are errors)
-    key = ("raw", tuple(sorted(kwargs)), node.thread_group_size_, tuple(thread_count))
+    consts = "".join(_constant_decl(k, v) for k, v in node.constants_.items())    # node.constants(...)
+    key = ("raw", tuple(sorted(kwargs)), (node.thread_group_size_, consts), tuple(thread_count))
     cache = fn._node_caches.setdefault("raw", {})
     k = cache.get(key[:3])
     if k is None:
         is_entry = "shader" in cand.attrs
         if is_entry:
-            compiled = compile_program([SourceSpec(path=mod._source_path, text=mod._source_text, name=mod.name)],
+            compiled = compile_program([SourceSpec(path=mod._source_path, text=mod._source_text + "\n" + consts,
+                                                   name=mod.name)],
                                        [cand.name], target=mod.device._target,
                                        include_paths=mod._include_paths,
                                        options=device_compile_options(mod.device))
@@ -33,7 +36,7 @@ def raw_dispatch(node, thread_count, vars: dict, **kwargs):
                 call.append(p.name)
             first = params[0].type.name
             nx, ny, nz = node.thread_group_size_ or (32, 1, 1)
-            code = ("\nimport \"slangpy\";\n[shader(\"compute\")]\n"
+            code = ("\nimport \"slangpy\";\n" + consts + "[shader(\"compute\")]\n"
                     f"[numthreads({nx}, {ny}, {nz})]\n"
                     f"void _sj_raw(uint3 _sj_tid0 : SV_DispatchThreadID, uniform uint3 _sj_count"
                     f"{''.join(', ' + d for d in decl)})\n{{\n"

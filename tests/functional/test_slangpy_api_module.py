@@ -196,3 +196,24 @@ def test_layout_scalar_types(m):
     assert lay.scalar_type(spy.TypeReflection.ScalarType.float16).size == 2
     arr = lay.find_type_by_name("float2[4]")
     assert arr.kind == spy.TypeReflection.Kind.array and arr.element_count == 4 and arr.size == 32
+
+
+RAW = """
+import "slangpy";
+extern static const int VAL;
+void mul_const(uint3 tid, RWTensor<uint3, 1> buffer) { buffer[tid.x] = tid * VAL; }
+[shader("compute")]
+[numthreads(32, 1, 1)]
+void entry_const(uint3 tid : SV_DispatchThreadID, RWTensor<uint3, 1> buffer) { buffer[tid.x] = tid * VAL + 1; }
+"""
+
+
+def test_raw_dispatch_constants(device):
+    mod = spy.Module.load_from_source(device, "apirawc", RAW)
+    for val in (5, 7):
+        buf = spy.NDBuffer(device, mod.uint3, 32)
+        mod.mul_const.constants({"VAL": val}).dispatch(spy.uint3(32, 1, 1), buffer=buf)
+        assert np.array_equal(buf.to_numpy()[:, 0], np.arange(32) * val) and not buf.to_numpy()[:, 1:].any()
+        buf = spy.NDBuffer(device, mod.uint3, 32)
+        mod.entry_const.constants({"VAL": val}).dispatch(spy.uint3(32, 1, 1), buffer=buf)
+        assert np.array_equal(buf.to_numpy()[:, 0], np.arange(32) * val + 1)
