@@ -136,3 +136,17 @@ def test_load_variant_kernels_compile_with_nvrtc(device):
                                            name="slibnv")], ["_sj_main"], target="cuda",
                                include_paths=[spy.SHADER_PATH])
         assert b".entry" in nvrtc_ptx(prog.source)
+
+
+def test_write_only_tensor_aliases(device):
+    mod = spy.Module.load_from_source(device, "slibwo", """
+import slangpy;
+void copy_diff(int[2] idx, DiffTensor<float, 2> src, WODiffTensor<float, 2> dst) { dst[idx[0], idx[1]] = src[idx]; }
+void copy_primal(int[2] idx, PrimalTensor<float, 2> src, WOPrimalTensor<float, 2> dst) { dst.store(idx, src.load(idx)); }
+""")
+    a = np.random.default_rng(5).random((3, 4), dtype=np.float32)
+    for fn in (mod.copy_diff, mod.copy_primal):
+        src = spy.Tensor.from_numpy(device, a).with_grads(zero=True)
+        dst = spy.Tensor.zeros(device, shape=(3, 4), dtype=float).with_grads(zero=True)
+        fn(spy.grid((3, 4)), src, dst)
+        assert np.array_equal(dst.to_numpy(), a)
