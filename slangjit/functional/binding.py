@@ -303,7 +303,7 @@ class CallData:
             if all(g == 1 for g in G):
                 G = None
         self.groups = G
-        self.uses_csi = "CallShapeInfo" in self.module._source_text
+        self.uses_csi = "CallShapeInfo" in self.module._source_text     # (or found in the kernel, _compile)
         self._gen_args = gen_args
         self.unroll = self._pick_unroll()
         self.code = self._codegen(gen_args)
@@ -561,6 +561,12 @@ class CallData:
 
     def _compile(self):
         compiled, self.kernel, self._kern = self._build(self.code)
+        if not self.uses_csi and "_sj_csi_" in compiled.source:
+            # CallShapeInfo reached through a module the call's module imports: set its statics too
+            self.uses_csi = True
+            self.unroll = 1
+            self.code = self._codegen(self._gen_args)
+            compiled, self.kernel, self._kern = self._build(self.code)
         entry = self.kernel.entry
         self._layout = [(f.name, f.offset) for f in entry.params]
         self.psize = max(entry.params_size, 8)

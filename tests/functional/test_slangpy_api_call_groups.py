@@ -137,3 +137,14 @@ def test_call_group_kernel_compiles_with_nvrtc():
     prog = compile_program([SourceSpec(path="cgnv.slang", text=mod._source_text + "\n" + cd.code, name="cgnv")],
                            ["_sj_main"], target="cuda", include_paths=[spy.SHADER_PATH])
     assert b".entry" in nvrtc_ptx(prog.source)
+
+
+@BOTH
+def test_call_shape_info_through_an_import(device):
+    from pathlib import Path
+    here = Path(__file__).resolve().parent / "slangpy_api"
+    mod = spy.Module.load_from_source(device, "cgimp", f'import "{(here / "callinfo_lib").as_posix()}";\n'
+                                      "int f(int2 cell) { return outer_index() * 10 + cell.x; }")
+    r = mod.f(spy.grid((3, 4)), _result="numpy")
+    y, x = np.meshgrid(range(3), range(4), indexing="ij")
+    assert np.array_equal(r, y * 10 + x)
