@@ -220,18 +220,26 @@ class Tensor:
     # -- factories
 
     @staticmethod
-    def empty(device, shape: Sequence[int], dtype: Any = None, usage=DEFAULT_USAGE,
-              memory_type=MemoryType.device_local, program_layout=None) -> "Tensor":
+    def empty(device, shape: Sequence[int] = None, dtype: Any = None, usage=DEFAULT_USAGE,
+              memory_type=MemoryType.device_local, program_layout=None,
+              element_count: Optional[int] = None) -> "Tensor":
         if dtype is None:
             raise ValueError("Element type (dtype) must be specified")
+        if element_count is not None:             # SlangPy's older spelling of a 1-D shape
+            if shape is not None:
+                raise ValueError("Tensor.empty: give shape or element_count, not both")
+            shape = (int(element_count),)
+        if shape is None:
+            raise ValueError("Tensor.empty: a shape (or element_count) must be specified")
         if isinstance(shape, int):
             shape = (shape,)
         return Tensor(device, dtype, tuple(shape), usage=usage)
 
     @staticmethod
-    def zeros(device, shape: Sequence[int], dtype: Any = None, usage=DEFAULT_USAGE,
-              memory_type=MemoryType.device_local, program_layout=None) -> "Tensor":
-        return Tensor.empty(device, shape, dtype, usage)       # buffers are zero-initialised
+    def zeros(device, shape: Sequence[int] = None, dtype: Any = None, usage=DEFAULT_USAGE,
+              memory_type=MemoryType.device_local, program_layout=None,
+              element_count: Optional[int] = None) -> "Tensor":
+        return Tensor.empty(device, shape, dtype, usage, element_count=element_count)   # buffers are zeroed
 
     @staticmethod
     def ones(device, shape: Sequence[int], dtype: Any = None, usage=DEFAULT_USAGE,

@@ -52,7 +52,8 @@ def test_iatomicaddable_struct_is_a_struct(m):
 
 
 def test_bound_this_object(m, device):
-    buf = spy.Tensor.empty(device, shape=(1,), dtype=m.Particle)
+    buf = spy.Tensor.empty(device, dtype=m.Particle, element_count=1)
+    assert buf.shape == (1,)
     this = Wrapper(buf)
     m.Particle.reset.bind(this)(float2(1, 2), float2(3, 4))
     p = particles_np(buf)[0]
