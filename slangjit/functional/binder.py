@@ -103,7 +103,7 @@ class Binder:
     def bind(self, v, P: S.SType, direction: str, name: str, getter, type_override=None) -> Leaf:
         if hasattr(v, "get_this") and not isinstance(v, (dict, list)) and not _is_tensor(v):
             # CallData.run replaces every instance by its get_this() value before the leaves read it
-            # (binding._resolve_instances), so the leaf reads what this binding sees
+            # (callgroups.resolve_instances), so the leaf reads what this binding sees
             leaf = self.bind(self._this_value(v), P, direction, name, getter, type_override)
             leaf.instance_getter = getter
             return leaf

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..compiler import SourceSpec, compile_program
 from ..runtime.base import device_compile_options, thread_count3
-from .binding import _constant_decl
+from .callgroups import constant_decl
 
 
 def raw_dispatch(node, thread_count, vars: dict, **kwargs):
@@ -12,7 +12,7 @@ def raw_dispatch(node, thread_count, vars: dict, **kwargs):
     mod = fn.module
     cand = fn.overloads[0]
     thread_count = list(thread_count3(thread_count))      # 1 to 3 integers >= 0 ("12" and 7.9 are errors)
-    consts = "".join(_constant_decl(k, v) for k, v in node.constants_.items())    # node.constants(...)
+    consts = "".join(constant_decl(k, v) for k, v in node.constants_.items())    # node.constants(...)
     key = ("raw", tuple(sorted(kwargs)), (node.thread_group_size_, consts), tuple(thread_count))
     cache = fn._node_caches.setdefault("raw", {})
     k = cache.get(key[:3])
