@@ -150,3 +150,24 @@ void copy_primal(int[2] idx, PrimalTensor<float, 2> src, WOPrimalTensor<float, 2
         dst = spy.Tensor.zeros(device, shape=(3, 4), dtype=float).with_grads(zero=True)
         fn(spy.grid((3, 4)), src, dst)
         assert np.array_equal(dst.to_numpy(), a)
+
+
+def test_uint_array_indices(device):
+    mod = spy.Module.load_from_source(device, "slibuint", """
+import "slangpy";
+float rd(uint[2] i, Tensor<float, 2> t) { return t[i] + t.load(i); }
+void wr(uint[2] i, RWTensor<float, 2> t, float v) { t[i] = v; t.store(i, t.load(i) + v); }
+[Differentiable] float dl(uint[2] i, DiffTensor<float, 2> t) { return t.load(i) * t[i]; }
+""")
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    assert mod.rd([2, 1], spy.Tensor.from_numpy(device, a)) == 2 * a[2, 1]
+    t = spy.Tensor.zeros(device, shape=(3, 4), dtype=float)
+    mod.wr(spy.grid((3, 4)), t, 1.5)
+    assert np.all(t.to_numpy() == 3.0)
+    x = spy.Tensor.from_numpy(device, a).with_grads(zero=True)
+    r = mod.dl(spy.grid((3, 4)), x, _result="tensor")
+    np.testing.assert_allclose(r.to_numpy(), a * a)
+    r = r.with_grads()
+    r.grad.copy_from_numpy(np.ones((3, 4), np.float32))
+    mod.dl.bwds(spy.grid((3, 4)), x, _result=r)
+    np.testing.assert_allclose(x.grad_out.to_numpy(), 2 * a)             # d(x*x)/dx through uint indices
