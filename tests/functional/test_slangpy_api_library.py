@@ -171,3 +171,11 @@ void wr(uint[2] i, RWTensor<float, 2> t, float v) { t[i] = v; t.store(i, t.load(
     r.grad.copy_from_numpy(np.ones((3, 4), np.float32))
     mod.dl.bwds(spy.grid((3, 4)), x, _result=r)
     np.testing.assert_allclose(x.grad_out.to_numpy(), 2 * a)             # d(x*x)/dx through uint indices
+
+
+def test_atomic_tensor_accumulate_buffer(device):
+    mod = spy.Module.load_from_source(device, "slibacc", 'import "slangpy";\n'
+                                      "void f(int i, AtomicTensor<float, 1> t) { t.accumulate_buffer(i % 2, 0.5); }")
+    t = spy.Tensor.zeros(device, shape=(2,), dtype=float)
+    mod.f(np.arange(9, dtype=np.int32), t)
+    assert t.to_numpy().tolist() == [2.5, 2.0]
