@@ -148,3 +148,13 @@ def test_call_shape_info_through_an_import(device):
     r = mod.f(spy.grid((3, 4)), _result="numpy")
     y, x = np.meshgrid(range(3), range(4), indexing="ij")
     assert np.array_equal(r, y * 10 + x)
+
+
+@BOTH
+def test_call_shape_info_refused_in_raw_dispatch(device):
+    mod = spy.Module.load_from_source(device, "cgraw", 'import "slangpy";\n'
+                                      "void k(uint3 tid, RWTensor<int, 1> o) { CallShapeInfo c = "
+                                      "CallShapeInfo::get_call_id(); o[tid.x] = c.shape[0]; }")
+    o = spy.Tensor.zeros(device, shape=(4,), dtype=int)
+    with pytest.raises(ValueError, match="uses CallShapeInfo"):
+        mod.k.dispatch(spy.uint3(4, 1, 1), o=o)
