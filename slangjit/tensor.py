@@ -13,6 +13,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from .functional import dlpack as _dlpack
+from .functional import layout as _layout
 from .functional import typeview as S
 from .functional import values as V
 from .runtime import layout_pack as lp
@@ -242,18 +243,26 @@ class Tensor:
     # -- factories
 
     @staticmethod
-    def empty(device, shape: Sequence[int], dtype: Any = None, usage=DEFAULT_USAGE,
-              memory_type=MemoryType.device_local, program_layout=None) -> "Tensor":
+    def empty(device, shape: Sequence[int] = None, dtype: Any = None, usage=DEFAULT_USAGE,
+              memory_type=MemoryType.device_local, program_layout=None,
+              element_count: Optional[int] = None) -> "Tensor":
         if dtype is None:
             raise ValueError("Element type (dtype) must be specified")
+        if element_count is not None:             # SlangPy's older spelling of a 1-D shape
+            if shape is not None:
+                raise ValueError("Tensor.empty: give shape or element_count, not both")
+            shape = (int(element_count),)
+        if shape is None:
+            raise ValueError("Tensor.empty: a shape (or element_count) must be specified")
         if isinstance(shape, int):
             shape = (shape,)
         return Tensor(device, dtype, tuple(shape), usage=usage)
 
     @staticmethod
-    def zeros(device, shape: Sequence[int], dtype: Any = None, usage=DEFAULT_USAGE,
-              memory_type=MemoryType.device_local, program_layout=None) -> "Tensor":
-        return Tensor.empty(device, shape, dtype, usage)       # buffers are zero-initialised
+    def zeros(device, shape: Sequence[int] = None, dtype: Any = None, usage=DEFAULT_USAGE,
+              memory_type=MemoryType.device_local, program_layout=None,
+              element_count: Optional[int] = None) -> "Tensor":
+        return Tensor.empty(device, shape, dtype, usage, element_count=element_count)   # buffers are zeroed
 
     @staticmethod
     def ones(device, shape: Sequence[int], dtype: Any = None, usage=DEFAULT_USAGE,
@@ -401,6 +410,13 @@ class Tensor:
         if not hasattr(device, "create_buffer") and hasattr(tensor, "create_buffer"):
             device, tensor = tensor, device      # from_torch(tensor, device) order
         return Tensor.from_dlpack(tensor, device)
+
+    def cursor(self, start: int = 0, count: Optional[int] = None) -> "TensorCursor":
+        """Element access from Python (SlangPy's `tensor.cursor()`): `c[i].read()` gives element i (flat,
+        row-major over the shape) as a Python value (float / int, float3, float2x2, a list for an array, a
+        dict for a struct); `c[i].write(v)` changes it in the cursor and `c.apply()` writes the changes to
+        the tensor.  `c[i]["field"]` reaches into a struct element."""
+        return TensorCursor(self, start, count)
 
     def copy_from_numpy(self, data) -> None:
         a = lp.native(np.asarray(data))        # big-endian data is converted, never copied as raw bytes
@@ -567,3 +583,133 @@ class Tensor:
     def __repr__(self) -> str:
         return (f"Tensor(dtype={self.dtype.name}, shape={list(self._shape)}, "
                 f"has_grad_in={self.grad_in is not None}, has_grad_out={self.grad_out is not None})")
+
+
+class NDBuffer(Tensor):
+    """SlangPy's NDBuffer: a contiguous N-D buffer of elements (a Tensor without gradients), made as
+    `NDBuffer(device, dtype, element_count)` or `NDBuffer(device, dtype, shape=(...))`."""
+
+    def __init__(self, device, dtype: Any = None, element_count: Optional[int] = None,
+                 shape: Optional[Sequence[int]] = None, usage=None, memory_type=MemoryType.device_local,
+                 program_layout=None):
+        if isinstance(device, Buffer):
+            raise TypeError("NDBuffer: pass the device (NDBuffer(device, dtype, element_count / shape))")
+        if shape is None and element_count is None:
+            raise ValueError("NDBuffer: give element_count or shape")
+        if shape is not None and element_count is not None:
+            raise ValueError("NDBuffer: give element_count or shape, not both")
+        if shape is None:
+            shape = (int(element_count),)
+        elif isinstance(shape, int):
+            shape = (shape,)
+        super().__init__(device, dtype, tuple(shape), usage=usage)
+
+    def with_grads(self, *args, **kwargs):
+        raise ValueError("NDBuffer carries no gradients: use a Tensor")
+
+
+class _ElementLayout:
+    def __init__(self, dt: S.SType):
+        self.type = dt
+        self.kind = _layout.TypeReflection(dt).kind          # TypeReflection.Kind (scalar, vector, struct, ...)
+        self.size = dt.size
+        self.stride = dt.size
+        self.name = dt.name
+        self.col_count = getattr(dt, "n", None) or getattr(dt, "cols", None) or 1
+        self.row_count = getattr(dt, "rows", None) or 1
+
+
+class TensorCursor:
+    """A tensor's elements as Python values (Tensor.cursor)."""
+
+    def __init__(self, tensor: Tensor, start: int = 0, count: Optional[int] = None):
+        if not tensor.is_contiguous():
+            raise ValueError("cursor: the tensor must be contiguous (use a contiguous copy)")
+        n = tensor.element_count
+        count = n - start if count is None else count
+        if start < 0 or count < 0 or start + count > n:
+            raise IndexError(f"cursor: elements {start}..{start + count} outside the tensor's {n}")
+        self.tensor = tensor
+        self.start, self.count = start, count
+        dt = tensor.dtype
+        self.element_type_layout = _ElementLayout(dt)
+        self.element_type = self.element_type_layout
+        sz = dt.size
+        self._raw = _read_bytes(tensor.storage, (tensor.offset + start) * sz, count * sz).copy() if count \
+            else np.zeros(0, np.uint8)
+
+    def __len__(self) -> int:
+        return self.count
+
+    @property
+    def element_count(self) -> int:
+        return self.count
+
+    def __getitem__(self, i: int) -> "_ElementCursor":
+        i = int(i)
+        if i < 0:
+            i += self.count
+        if not 0 <= i < self.count:
+            raise IndexError(f"cursor index {i} outside the {self.count} elements")
+        sz = self.tensor.dtype.size
+        return _ElementCursor(self, self.tensor.dtype, i * sz)
+
+    def write_from_numpy(self, data) -> None:
+        a = lp.native(np.ascontiguousarray(data)).reshape(-1).view(np.uint8)
+        if a.size != self._raw.size:
+            raise ValueError(f"cursor.write_from_numpy: {a.size} bytes for {self._raw.size} bytes of elements")
+        self._raw[:] = a
+
+    def to_numpy(self) -> np.ndarray:
+        return self._raw.copy()
+
+    def apply(self) -> None:
+        """Write the cursor's elements (with every change made through it) to the tensor."""
+        if self.count:
+            _write_bytes(self.tensor.storage, (self.tensor.offset + self.start) * self.tensor.dtype.size, self._raw)
+
+
+class _ElementCursor:
+    def __init__(self, owner: TensorCursor, dt: S.SType, offset: int):
+        self._owner = owner
+        self.type = dt
+        self._offset = offset
+
+    @property
+    def element_type_layout(self):
+        return _ElementLayout(self.type)
+
+    def read(self):
+        return V.python_value_of(self.type, self._owner._raw[self._offset:self._offset + self.type.size])
+
+    def write(self, value) -> None:
+        dt = self.type
+        if isinstance(value, np.ndarray) and dt.scalar is not None and dt.kind in ("scalar", "vector", "matrix",
+                                                                                   "array"):
+            a = np.ascontiguousarray(value, dtype=dt.np_dtype).reshape(-1).view(np.uint8)
+            if a.size != dt.size:
+                raise ValueError(f"cursor write: {a.size} bytes for a {dt.name} of {dt.size} bytes")
+            self._owner._raw[self._offset:self._offset + dt.size] = a
+            return
+        lp.pack_value(self._owner._raw, self._offset, dt.layout, value, "cursor", lp.PackContext("cursor"))
+
+    def __getitem__(self, key):
+        dt = self.type
+        if isinstance(key, str):
+            if not isinstance(dt, S.StructT):
+                raise KeyError(f"cursor: {dt.name} has no field '{key}'")
+            for n, off, ft in dt.field_offsets():
+                if n == key:
+                    return _ElementCursor(self._owner, ft, self._offset + off)
+            raise KeyError(f"cursor: {dt.name} has no field '{key}'")
+        if isinstance(dt, S.ArrayT):
+            i = int(key)
+            if not 0 <= i < dt.n:
+                raise IndexError(f"cursor: index {i} outside {dt.name}")
+            return _ElementCursor(self._owner, dt.elem, self._offset + i * dt.elem.size)
+        raise TypeError(f"cursor: cannot index a {dt.name} element")
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self[name]

@@ -328,6 +328,8 @@ def builtin_conforms(t: Type, iface: str) -> Optional[bool]:
             (isinstance(t, ArrayType) and builtin_conforms(t.elem, iface) is True)
     if iface in ("IDefaultInitializable",):
         return True
+    if iface == "IAtomicAddable":       # types whose values an atomic add can accumulate (gradients)
+        return (s in _FLOATS | _INTS) or (vec_ok and elem in _FLOATS | _INTS)
     return None
 
 

@@ -8,6 +8,6 @@ Each call generates (once per argument signature) a compute kernel in Slang that
 the thread's call index, calls the function (or `bwd_diff` of it) and stores the results; see binding.py.
 The package root (`slangjit/__init__.py`) exports the public names from the modules here; this package
 imports nothing itself, so that its modules and slangjit.tensor import each other in one direction:
-typeview, values, errors, generators, dlpack -> slangjit.tensor -> calldata, leaves, binder, binding,
-rawdispatch, function, instances, module.
+typeview, values, errors, generators, dlpack, layout -> slangjit.tensor -> calldata, leaves, binder, callgroups,
+binding, rawdispatch, function, instances, packed, module.
 """

@@ -103,8 +103,16 @@ class Binder:
                 return S.VectorT(el, len(v))
             return S.ArrayT(el, len(v))
         if hasattr(v, "get_this"):
-            return self.natural(v.get_this(), pattern)
+            return self.natural(self._this_value(v), pattern)
         return None
+
+    def _this_value(self, v):
+        """v.get_this(), asked once per binding (SlangPy asks an instance once while it sets a call up)."""
+        memo = self.__dict__.setdefault("_this_memo", {})
+        got = memo.get(id(v))
+        if got is None or got[0] is not v:
+            got = memo[id(v)] = (v, v.get_this())
+        return got[1]
 
     def bind(self, v, P: S.SType, direction: str, name: str, getter, type_override=None, dims_map=None) -> Leaf:
         if hasattr(v, "get_this") and not isinstance(v, (dict, list)) and not _is_tensor(v):

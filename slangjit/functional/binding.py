@@ -25,6 +25,7 @@ from .kernelbuilder import KernelBuilder
 from .genleaf import GeneratorLeaf
 from .leaves import (ContainerLeaf, RefLeaf, TensorParamLeaf, ValueLeaf)
 from .errors import KernelGenException, ResolveException
+from .callgroups import call_group_head, call_groups, grid_of_groups
 
 _RESERVED_KW = ("_result", "_thread_count", "_append_to", "_this")
 _U64 = struct.Struct("<Q")
@@ -52,7 +53,8 @@ class CallData:
         self.device = self.module.device
         self.stage = staging_for(self.device)
         self.gpu = self.stage is not None and self.stage.gpu
-        self.nt = NUMTHREADS_GPU if self.gpu else NUMTHREADS
+        tgs = node.thread_group_size_
+        self.nt = tgs[0] * tgs[1] * tgs[2] if tgs else (NUMTHREADS_GPU if self.gpu else NUMTHREADS)
         self.bwds = node.bwds_mode
         self.name = fn.name
         self.refl = self.module._refl
@@ -96,7 +98,9 @@ class CallData:
         this_p = None
         owner = cand.owner
         if cand.has_this:
-            this_p = S.ParamInfo("this", "inout" if cand.mutating else "in", True, False, owner)
+            # `this` of a differentiable method of a differentiable struct is differentiable, as in Slang
+            this_nd = not (cand.differentiable and owner is not None and owner.differentiable)
+            this_p = S.ParamInfo("this", "inout" if cand.mutating else "in", this_nd, False, owner)
             params = [this_p] + params
         args = list(args)
         has_result_kw = "_result" in kwargs
@@ -324,10 +328,18 @@ class CallData:
                     if _is_tensor(v) and v.grad_in is not None and v.grad_in is v.grad_out:
                         raise ValueError("inout parameter gradients need separate buffers for inputs and outputs "
                                          "(see Tensor.with_grads)")
+        # call groups (func.call_group_shape) and CallShapeInfo
+        self.groups = call_groups(node.call_group_shape_, cd)
+        self.uses_csi = "CallShapeInfo" in self.module._source_text     # (or found in the kernel, _compile)
         self._gen_args = gen_args
         self.unroll = self._pick_unroll()
         self.code = self._codegen(gen_args)
         self._compile()
+
+    @property
+    def pipeline(self) -> str:
+        """Identifies the compiled kernel: calls whose generated kernels are the same program share it."""
+        return self.kernel.compiled.source_sha256().hex()
 
     def _pick_unroll(self) -> int:
         """Call elements per thread (the most; each call picks fewer when small, see run).  On a GPU enough
@@ -335,6 +347,8 @@ class CallData:
         kernel needs some 16-32 bytes of reads in flight per thread to reach the memory bandwidth.  1 when no
         container argument is bound (nothing to overlap; the function would only be inlined more often), and
         on the CPU, whose threads run in order anyway.  SLANGJIT_FUNCTIONAL_UNROLL overrides (tests, tuning)."""
+        if self.groups is not None or self.uses_csi:      # one element per thread: the thread's call id
+            return 1
         env = os.environ.get("SLANGJIT_FUNCTIONAL_UNROLL", "").strip()
         if env:
             return max(1, int(env))
@@ -413,12 +427,19 @@ class CallData:
             params.append("uniform int _sj_u")
         if cd:
             params.append(f"uniform int _sj_cs[{cd}]")
+        G = self.groups
+        if G is not None:
+            params += [f"uniform int _sj_cg[{cd}]", f"uniform int _sj_gg[{cd}]"]
         for lf in self.leaves:
             for uname, utype in lf.uniforms():
                 params.append(_uniform_decl(utype, uname))
         ind = kb.indent
         span = f"({nt} * _sj_u)" if U > 1 else str(nt)
         head = [f"{ind}int _sj_base = int(_sj_gid.x) * {span} + int(_sj_gtid.x);", f"{ind}if (_sj_base >= _sj_n) return;"]
+        if G is not None or self.uses_csi:
+            head += [ind + ln for ln in call_group_head(self.cd, self.groups, self.uses_csi)]
+            if G is not None:
+                kb.tid = "_sj_t"
         target = self._call_target(gen_args)
         loads, bodies = [], []
         for j in range(U):
@@ -522,6 +543,7 @@ class CallData:
             compiled = compile_program([spec], ["_sj_main"], target=self.device._target,
                                        include_paths=mod._include_paths,
                                        compiler_args=self.device.compiler_args,
+                                       type_conformances=self.node.type_conformances_,
                                        options=_generated_kernel_options(self.device))
         except CompileError as e:
             # An error in the user's module needs no generated kernel beside it; one in the kernel shows it.
@@ -535,6 +557,12 @@ class CallData:
 
     def _compile(self):
         compiled, self.kernel, self._kern = self._build(self.code)
+        if not self.uses_csi and "_sj_csi_" in compiled.source:
+            # CallShapeInfo reached through a module the call's module imports: set its statics too
+            self.uses_csi = True
+            self.unroll = 1
+            self.code = self._codegen(self._gen_args)
+            compiled, self.kernel, self._kern = self._build(self.code)
         entry = self.kernel.entry
         self._layout = [(f.name, f.offset) for f in entry.params]
         self.psize = max(entry.params_size, 8)
@@ -544,6 +572,8 @@ class CallData:
         self.off_u = fields["_sj_u"].offset if self.unroll > 1 else None
         self.resident = self._resident_threads()
         self.off_cs = fields["_sj_cs"].offset if self.cd else None
+        self.off_cg = fields["_sj_cg"].offset if self.groups is not None else None
+        self.off_gg = fields["_sj_gg"].offset if self.groups is not None else None
         for lf in self.leaves:
             for uname, _ in lf.uniforms():
                 f = fields.get(uname)
@@ -560,7 +590,7 @@ class CallData:
         # The linear variant (multi-dimensional calls only: with one call dimension the general kernel already
         # addresses every view as offset + flat * stride), compiled on first use.
         self.lin_slots = [fields[n].offset for lf in self.leaves for n in lf.call_stride_uniforms()] \
-            if self.cd >= 2 else None
+            if self.cd >= 2 and self.groups is None and not self.uses_csi else None
         self._lin_kern = None
         self.last_linear = False
         self.global_fields = {f.name: f for f in compiled.reflection.globals}
@@ -666,6 +696,9 @@ class CallData:
             n = 1
             for c in cs:
                 n *= c
+        G = self.groups
+        if G is not None and n:
+            gg, n = grid_of_groups(cs, G)
         blk = self._blk
         self._blk = None
         if blk is None:
@@ -674,6 +707,9 @@ class CallData:
             _I32.pack_into(blk, self.off_n, n)
             if cd:
                 struct.pack_into(self._cs_fmt, blk, self.off_cs, *cs)
+            if G is not None:
+                struct.pack_into(self._cs_fmt, blk, self.off_cg, *G)
+                struct.pack_into(self._cs_fmt, blk, self.off_gg, *gg)
             keep: list = []
             if len(self.go_leaves) > 1:           # two arguments accumulating into one storage: atomics
                 seen: dict = {}

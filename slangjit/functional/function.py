@@ -8,6 +8,7 @@ from typing import Optional
 import numpy as np
 
 from ..runtime import layout_pack as lp
+from ..runtime.base import normalize_conformances
 from ..tensor import Tensor, struct_np_dtype
 from .binding import CallData
 from .calldata import signature
@@ -36,6 +37,9 @@ class FunctionNode:
 
     def __init__(self, function: "Function", parent: Optional["FunctionNode"] = None, **changes):
         self.function = function
+        self.module = function.module
+        self.name = function.name
+        self.parent = parent
         if parent is None:
             self.bwds_mode = False
             self.maps = None
@@ -43,6 +47,9 @@ class FunctionNode:
             self.sets: list = []
             self.constants_: dict = {}
             self.this = None
+            self.call_group_shape_ = None
+            self.thread_group_size_ = None
+            self.type_conformances_: tuple = ()
         else:
             self.bwds_mode = parent.bwds_mode
             self.maps = parent.maps
@@ -50,10 +57,14 @@ class FunctionNode:
             self.sets = list(parent.sets)
             self.constants_ = dict(parent.constants_)
             self.this = parent.this
+            self.call_group_shape_ = parent.call_group_shape_
+            self.thread_group_size_ = parent.thread_group_size_
+            self.type_conformances_ = parent.type_conformances_
         for k, v in changes.items():
             setattr(self, k, v)
         self._key = (self.bwds_mode, _map_key(self.maps), self.return_type_mode,
-                     tuple(sorted((k, repr(v)) for k, v in self.constants_.items())))
+                     tuple(sorted((k, repr(v)) for k, v in self.constants_.items())),
+                     self.call_group_shape_, self.thread_group_size_, self.type_conformances_)
         self._cache = function._node_caches.setdefault(self._key, {})
 
     # identity semantics, spelled out: slangjit.torch passes nodes into torch.compile regions as constants
@@ -86,6 +97,48 @@ class FunctionNode:
         c.update(constants)
         return FunctionNode(self.function, self, constants_=c)
 
+    def call_group_shape(self, shape) -> "FunctionNode":
+        """Run the call in groups of `shape` elements (padded with leading 1s to the call's dimensions): the
+        threads of a dispatch take the groups in turn, each group's elements in row-major order, and the
+        function reads its group's index and its index in the group with
+        `CallShapeInfo::get_call_group_id()` / `get_call_group_thread_id()`.  `Shape(())` or None: none."""
+        if shape is None:
+            return FunctionNode(self.function, self, call_group_shape_=None)
+        sh = tuple(shape.as_tuple() if hasattr(shape, "as_tuple") else shape)
+        for i, n in enumerate(sh):
+            if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
+                raise ValueError(f"call_group_shape[{i}] = {n} is invalid: every call group dimension must be >= 1")
+        return FunctionNode(self.function, self, call_group_shape_=tuple(int(n) for n in sh) or None)
+
+    def thread_group_size(self, size) -> "FunctionNode":
+        """Threads per thread group: an int or 1 to 3 ints (a uint3).  Raw `.dispatch` kernels get it as
+        their [numthreads]; generated call kernels run groups of the product."""
+        vals = list(size) if hasattr(size, "__len__") else [size]
+        if not 1 <= len(vals) <= 3 or any(isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 1
+                                          for x in vals):
+            raise ValueError(f"thread_group_size: expected 1 to 3 positive thread counts, got {size!r}")
+        vals = [int(x) for x in vals] + [1] * (3 - len(vals))
+        if vals[0] * vals[1] * vals[2] > 1024:
+            raise ValueError(f"thread_group_size: {vals[0] * vals[1] * vals[2]} threads per group is more than "
+                             "the 1024 a GPU allows")
+        return FunctionNode(self.function, self, thread_group_size_=tuple(vals))
+
+    def type_conformances(self, conformances) -> "FunctionNode":
+        """Interface conformances the call's kernel is compiled with (`spy.TypeConformance(iface, type)`,
+        or (iface, type[, id]) tuples): the interface's dynamic values are of those types (a value of
+        the interface made without a type, `IVal v;`, is the first of them)."""
+        try:
+            items = normalize_conformances(conformances)
+        except (AttributeError, TypeError) as e:
+            raise ValueError(f"type_conformances: expected TypeConformance values ({e})") from None
+        mod = self.function.module
+        for iface, ty, _ in items:
+            for n in (iface, ty):
+                if mod.find_type_by_name(str(n)) is None:
+                    raise ValueError(f"type_conformances: no type named '{n}' in module '{mod.name}'")
+        return FunctionNode(self.function, self, type_conformances_=self.type_conformances_ + tuple(
+            (str(i), str(t), int(k)) for i, t, k in items))
+
     def bind(self, this) -> "FunctionNode":
         return FunctionNode(self.function, self, this=this)
 
@@ -103,6 +156,11 @@ class FunctionNode:
 
     def __call__(self, *args, **kwargs):
         if kwargs:
+            if "_append_to" in kwargs:
+                kwargs = dict(kwargs)
+                enc = kwargs.pop("_append_to")
+                if enc is not None:
+                    return self.append_to(enc, *args, **kwargs)
             r = kwargs.get("_result")
             if isinstance(r, (str, type)):
                 kwargs = dict(kwargs)
@@ -148,15 +206,45 @@ class FunctionNode:
         return self(*args, **kwargs)
 
     def append_to(self, command_encoder, *args, **kwargs):
-        self(*args, **kwargs)
+        """Record the call into `command_encoder` (Device.create_command_encoder()): it is resolved and
+        compiled now and runs when the encoder's command buffer is submitted.  Returns None."""
+        if command_encoder is None:
+            raise ValueError("append_to: command_encoder is None")
+        if getattr(command_encoder, "finished", False):
+            raise RuntimeError("Command encoder is finished: create a new one to record more work")
+        r = kwargs.get("_result")
+        node = self
+        if isinstance(r, (str, type)):
+            kwargs = dict(kwargs)
+            del kwargs["_result"]
+            node = self.return_type(r)
+        cd, args = node._call_data(args, kwargs)
+        command_encoder.append(lambda: cd.run(args, kwargs))
         return None
 
-    def debug_build_call_data(self, *args, **kwargs) -> CallData:
+    def _call_data(self, args, kwargs):
         if self.this is not None:
             args = (self.this,) + args
-        return CallData(self, args, kwargs)
+        key = tuple(map(signature, args))
+        if kwargs:
+            key = (key, tuple((k, signature(v)) for k, v in kwargs.items()))
+        cd = self._cache.get(key)
+        if cd is None:
+            try:
+                cd = CallData(self, args, kwargs)
+            except (KernelGenException, ResolveException) as e:
+                raise e.with_traceback(None) from None       # the message says it all: no internal frames
+            self._cache[key] = cd
+        return cd, args
+
+    def debug_build_call_data(self, *args, **kwargs) -> CallData:
+        """The CallData a call with these arguments uses (the cached one for their signature)."""
+        return self._call_data(args, kwargs)[0]
 
     def dispatch(self, thread_count, vars: dict = None, command_encoder=None, **kwargs):
+        if command_encoder is not None:
+            command_encoder.append(lambda: raw_dispatch(self, thread_count, vars or {}, **kwargs))
+            return None
         return raw_dispatch(self, thread_count, vars or {}, **kwargs)
 
     # -- helpers used by CallData

@@ -62,10 +62,11 @@ class GeneratorLeaf(Leaf):
             comps = [f"({self.u}_off[{i}] + {kb.cid(self.mapping[i])} * {self.u}_st[{i}])" for i in range(self.k)]
             return self._materialize(kb, self._deliver(comps, True))
         if self.kind == "thread_id":
+            tid = kb.tid or kb.flat             # the dispatch thread (differs from the call index in call groups)
             if isinstance(P, S.ScalarT):
-                return f"{P.name}({kb.flat})"
+                return f"{P.name}({tid})"
             if isinstance(P, S.VectorT):
-                comps = [kb.flat] + ["0"] * (P.n - 1)
+                comps = [tid] + ["0"] * (P.n - 1)
                 return f"{P.name}({', '.join(f'{P.elem.name}({c})' for c in comps)})"
             raise ValueError(f"Could not find suitable conversion from ThreadIdArg to {P.name}")
         if self.kind == "wang_hash":

@@ -66,3 +66,29 @@ class InstanceTensor(InstanceList):
 
     def to_numpy(self):
         return self._data.to_numpy()
+
+
+class InstanceDifferentiableTensor(InstanceTensor):
+    """An InstanceTensor whose tensor carries gradients (`.grad`), for `.bwds` calls of the struct's
+    differentiable methods (SlangPy's experimental InstanceDifferentiableBuffer)."""
+
+    def __init__(self, struct, shape: tuple, data: Optional[Any] = None):
+        st = struct.as_struct() if hasattr(struct, "as_struct") else struct
+        if data is None:
+            data = Tensor.zeros(st.device, shape=shape, dtype=st).with_grads(zero=True)
+        elif data.grad_out is None and data.grad_in is None:
+            data = data.with_grads(zero=True)
+        super().__init__(st, shape, data)
+
+    @property
+    def buffer(self) -> Tensor:
+        return self._data
+
+    @property
+    def grad(self) -> Tensor:
+        return self._data.grad
+
+
+InstanceDifferentiableBuffer = InstanceDifferentiableTensor
+
+InstanceBuffer = InstanceTensor          # SlangPy's name for an instance list over a buffer of structs

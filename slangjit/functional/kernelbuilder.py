@@ -32,6 +32,7 @@ class KernelBuilder:
         self._has_cid = False
         self.load_lines: list[str] = []
         self.body_lines: list[str] = []
+        self.tid = None                 # the thread index, where it is not the flat call index
 
     def tmp(self) -> str:
         self._n += 1

@@ -6,6 +6,7 @@ from typing import Optional, Sequence
 
 from . import typeview as S
 from .function import Function
+from .layout import ModuleLayout
 
 SHADER_PATH = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "compiler", "slang"))
 
@@ -67,8 +68,12 @@ class Module:
     # -- lookups
 
     @property
-    def layout(self):
-        return self
+    def layout(self) -> ModuleLayout:
+        """Reflection of the module's declarations (functional/layout.py)."""
+        lay = self.__dict__.get("_layout")
+        if lay is None:
+            lay = self.__dict__["_layout"] = ModuleLayout(self)
+        return lay
 
     def find_type_by_name(self, name: str):
         return self._refl.find_type(name)
@@ -129,7 +134,7 @@ class Module:
         return struct.find_method(name)
 
     def __getattr__(self, name: str):
-        if name.startswith("__") or name in ("_refl", "_functions", "_structs", "device_module"):
+        if name.startswith("__") or name in ("_refl", "_functions", "_structs", "device_module", "_layout"):
             raise AttributeError(name)
         f = self.find_function(name)
         if f is not None:

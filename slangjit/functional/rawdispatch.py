@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..compiler import SourceSpec, compile_program
 from ..runtime.base import device_compile_options, thread_count3
 from . import typeview as S
+from .callhelpers import _constant_decl
 
 
 def raw_dispatch(node, thread_count, vars: dict, **kwargs):
@@ -24,12 +25,12 @@ def raw_dispatch(node, thread_count, vars: dict, **kwargs):
         raise ValueError("Raw dispatch cannot run a backwards (.bwds) call.")
     consts = dict(getattr(node, "constants_", {}) or {})
     thread_count = list(thread_count3(thread_count))      # 1 to 3 integers >= 0 ("12" and 7.9 are errors)
-    key = ("raw", tuple(sorted(kwargs)), repr(sorted(consts.items())))
+    key = ("raw", tuple(sorted(kwargs)), repr(sorted(consts.items())), node.thread_group_size_)
     cache = fn._node_caches.setdefault("raw", {})
     k = cache.get(key)
     if k is None:
         is_entry = "shader" in cand.attrs
-        prefix = "".join(_constant_decl(c, v) for c, v in consts.items())
+        prefix = "".join("\n" + _constant_decl(c, v) for c, v in consts.items())
         if is_entry:
             compiled = compile_program([SourceSpec(path=mod._source_path, text=mod._source_text + prefix,
                                                    name=mod.name)],
@@ -47,7 +48,9 @@ def raw_dispatch(node, thread_count, vars: dict, **kwargs):
                 decl.append(f"uniform {p.type.name} {p.name}")
                 call.append(p.name)
             first = params[0].type.name
-            code = (prefix + "\nimport \"slangpy\";\n[shader(\"compute\")]\n[numthreads(32, 1, 1)]\n"
+            nx, ny, nz = node.thread_group_size_ or (32, 1, 1)
+            code = (prefix + "\nimport \"slangpy\";\n[shader(\"compute\")]\n"
+                    f"[numthreads({nx}, {ny}, {nz})]\n"
                     f"void _sj_raw(uint3 _sj_tid0 : SV_DispatchThreadID, uniform uint3 _sj_count"
                     f"{''.join(', ' + d for d in decl)})\n{{\n"
                     "    if (any(_sj_tid0 >= _sj_count)) return;\n"
@@ -57,6 +60,9 @@ def raw_dispatch(node, thread_count, vars: dict, **kwargs):
                                                    name=mod.name)], ["_sj_raw"], target=mod.device._target,
                                        include_paths=mod._include_paths,
                                        options=device_compile_options(mod.device))
+            if "_sj_csi_" in compiled.source:
+                raise ValueError(f"dispatch: '{cand.name}' uses CallShapeInfo, which only calls set (a raw dispatch "
+                                 "has no call shape: use the dispatch thread id parameter)")
             k = mod.device._create_kernel_from_compiled(compiled, "_sj_raw")
             k._sj_raw = True
         cache[key] = k
@@ -83,13 +89,3 @@ def _tensor_view(v):
         return {k: _tensor_view(x) for k, x in v.items()}
     return v
 
-
-def _constant_decl(name: str, v) -> str:
-    """A link-time constant given with .constants({...}), declared before the module's `extern` one."""
-    if isinstance(v, bool):
-        return f"\nexport static const bool {name} = {'true' if v else 'false'};\n"
-    if isinstance(v, int):
-        return f"\nexport static const int {name} = {v};\n"
-    if isinstance(v, float):
-        return f"\nexport static const float {name} = {v!r};\n"
-    raise ValueError(f"constants: unsupported value for '{name}': {v!r}")

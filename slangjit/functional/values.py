@@ -2,6 +2,8 @@
 `DiffPair`, and the dtype names (`spy.float32` ...)."""
 from __future__ import annotations
 
+import enum
+
 from typing import Any
 
 import numpy as np
@@ -263,11 +265,37 @@ class DiffPair:
     p = property(lambda self: self.primal, lambda self, v: setattr(self, "primal", v))
     d = property(lambda self: self.grad, lambda self, v: setattr(self, "grad", v))
 
-    def get(self, t: str):
-        return self.primal if t == "primal" else self.grad
+    def get(self, t):
+        """The primal (t = PrimType.primal / "primal") or the gradient (PrimType.derivative / "derivative")."""
+        return self.primal if _prim_kind(t) == "primal" else self.grad
+
+    def set(self, t, value) -> None:
+        if _prim_kind(t) == "primal":
+            self.primal = value
+        else:
+            self.grad = value
+
+    @property
+    def slangpy_signature(self) -> str:
+        return f"[{type(self.primal).__name__},{type(self.grad).__name__},{self.needs_grad}]"
 
     def __repr__(self):
         return f"DiffPair(p={self.primal!r}, d={self.grad!r})"
+
+
+class PrimType(enum.Enum):
+    """Which half of a DiffPair: its primal value or its derivative."""
+    primal = "primal"
+    derivative = "derivative"
+
+
+def _prim_kind(t) -> str:
+    k = t.value if isinstance(t, PrimType) else getattr(t, "name", t)
+    if k in ("primal", "derivative"):
+        return k
+    if k in ("grad", "d"):
+        return "derivative"
+    raise ValueError(f"DiffPair: expected PrimType.primal or PrimType.derivative, got {t!r}")
 
 
 def diffPair(p: Any = None, d: Any = None, needs_grad: bool = True) -> DiffPair:

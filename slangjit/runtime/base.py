@@ -30,6 +30,7 @@ from ..compiler.passes.options import DEFAULT_OPTIONS, PipelineOptions
 from ..compiler.source import CompileError
 from ..compiler.reflection import CompiledProgram, EntryPointInfo, FieldLayout, ProgramReflection, TypeLayout
 from . import layout_pack as _lp
+from . import commands
 
 
 # ------------------------------------------------------------------------------------------ enums
@@ -223,6 +224,38 @@ def _stride_of(layout: Any) -> int:
 
 
 # ------------------------------------------------------------------------------------------ modules / programs
+
+
+class TypeConformance:
+    """`interface_type` is implemented by `type` (names, or objects with a name): the interface's dynamic
+    values are of the types given (`id`: the value's tag, -1 = the next free one)."""
+
+    def __init__(self, interface_type, type, id: int = -1):
+        self.interface_name = _conformance_name(interface_type, "interface_type")
+        self.type_name = _conformance_name(type, "type")
+        if isinstance(id, bool) or not isinstance(id, int):
+            raise TypeError(f"TypeConformance: id must be an int, got {id!r}")
+        self.id = id
+
+    interface_type = property(lambda self: self.interface_name)
+    type = property(lambda self: self.type_name)
+
+    def __repr__(self) -> str:
+        return f"TypeConformance({self.interface_name!r}, {self.type_name!r}, {self.id})"
+
+
+def _conformance_name(t, what: str) -> str:
+    if isinstance(t, str):
+        return t
+    for a in ("full_name", "name"):
+        n = getattr(t, a, None)
+        if isinstance(n, str):
+            return n
+    raise TypeError(f"TypeConformance: {what} must be a type name, got {t!r}")
+
+
+def normalize_conformances(tcs) -> tuple:
+    return _normalize_conformances(tcs)
 
 
 def _normalize_conformances(tcs) -> tuple:
@@ -472,6 +505,26 @@ class Device:
         self.compile_options = compile_options
         self.info = self._make_info()
         self.closed = False
+
+    # -- command encoders (runtime/commands.py)
+
+    def create_command_encoder(self, queue=commands.CommandQueueType.graphics) -> commands.CommandEncoder:
+        return commands.CommandEncoder(self, queue)
+
+    def submit_command_buffer(self, command_buffer, queue=None) -> int:
+        return commands.submit(self, command_buffer, queue)
+
+    def register_command_recording_submitted_callback(self, fn) -> int:
+        return commands.callbacks(self).register("submitted", fn)
+
+    def unregister_command_recording_submitted_callback(self, callback_id: int) -> None:
+        commands.callbacks(self).unregister("submitted", callback_id)
+
+    def register_command_recording_discarded_callback(self, fn) -> int:
+        return commands.callbacks(self).register("discarded", fn)
+
+    def unregister_command_recording_discarded_callback(self, callback_id: int) -> None:
+        commands.callbacks(self).unregister("discarded", callback_id)
 
     # -- modules
 

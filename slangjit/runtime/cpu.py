@@ -156,6 +156,9 @@ class ComputeKernel(KernelBase):
 
 
     def dispatch(self, thread_count, vars: Optional[dict] = None, command_encoder=None, **kwargs) -> None:
+        if command_encoder is not None:        # recorded: runs at submit (runtime/commands.py)
+            command_encoder.append(lambda: self.dispatch(thread_count, vars, **kwargs))
+            return
         (gx, gy, gz), gblock, pblock = self._bind(thread_count, vars, kwargs)
         total = gx * gy * gz
         if total == 0:

@@ -437,6 +437,9 @@ class CudaComputeKernel(KernelBase):
                                 "the CUDA device needs buffers from device.create_buffer")
 
     def dispatch(self, thread_count, vars: Optional[dict] = None, command_encoder=None, **kwargs) -> None:
+        if command_encoder is not None:        # recorded: runs at submit (runtime/commands.py)
+            command_encoder.append(lambda: self.dispatch(thread_count, vars, **kwargs))
+            return
         stream = kwargs.pop("cuda_stream", None) if "cuda_stream" not in self._params else None
         (gx, gy, gz), gblock, pblock = self._bind(thread_count, vars, kwargs)
         if gx * gy * gz == 0:

@@ -18,7 +18,8 @@ from .results import BUFFER_KINDS, BuiltinIfaceRes, GenericRes, NamespaceRes, Ov
 BUILTIN_IFACES = {"__BuiltinType", "__BuiltinArithmeticType", "__BuiltinSignedArithmeticType",
                   "__BuiltinIntegerType", "__BuiltinFloatingPointType", "__BuiltinLogicalType",
                   "__BuiltinRealType", "IArithmetic", "IInteger", "IFloat", "IComparable", "ILogical",
-                  "IDifferentiable", "IDifferentiablePtrType", "IDefaultInitializable", "IRangedValue"}
+                  "IDifferentiable", "IDifferentiablePtrType", "IDefaultInitializable", "IRangedValue",
+                  "IAtomicAddable"}
 BUILTIN_GENERICS = {"vector", "matrix", "Atomic", "Ptr", "ConstantBuffer", "ParameterBlock", "Tuple",
                     "Optional", "Array", "DifferentialPair", "DifferentialPtrPair"}
 
