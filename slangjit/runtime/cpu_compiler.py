@@ -1,8 +1,13 @@
 """C++ source -> loaded shared library, with an in-memory and an on-disk cache.
 
 * Compiler: `$CXX` (may carry arguments, e.g. "ccache g++"), else `c++`, `g++`, `clang++` on PATH.
-* Flags: `BASE_FLAGS` (+ `$SLANGJIT_CXXFLAGS`).  No `-march=native`: results must not depend on
-  the machine that filled the cache, and FP contraction is switched off so g++ and clang++ agree.
+* Flags: `BASE_FLAGS`, the host's instruction-set flags (`isa_flags()`), `$SLANGJIT_CXXFLAGS`.
+  The instruction set is chosen at run time from the CPU's features (x86-64: `portable`, `v2`
+  SSE4.2, `v3` AVX2/FMA/F16C (native half conversions), `v4` AVX-512; `$SLANGJIT_CPU_ISA` picks one
+  explicitly, `portable` = none) and spelled as explicit `-m` flags, so it is part of the cache key:
+  a cache shared between machines never hands one a library built for another's features.  No
+  `-march=native` and no `-ffast-math`: FP contraction is off (`-ffp-contract=off`, no FMA even
+  where the ISA has it) and math stays IEEE, so results do not depend on the machine.
 * Cache: `$SLANGJIT_CACHE_DIR`, else `$XDG_CACHE_HOME/slangjit`, else `~/.cache/slangjit`
   (sub-folder `cpu/`).  Key = sha256(source, compiler command + resolved path + `--version`
   output, flags).  The compiler's `--version` output is itself cached on disk, keyed by the
@@ -25,6 +30,7 @@ import ctypes
 import hashlib
 import json
 import os
+import platform
 import shlex
 import shutil
 import struct
@@ -147,9 +153,70 @@ def compiler_version(cmd: tuple[str, ...]) -> str:
     return v
 
 
+# x86-64 instruction-set levels (the psABI's microarchitecture levels), as /proc/cpuinfo feature names
+# and the `-m` flags g++ >= 5 and clang++ >= 4 accept for them; each level includes the ones before.
+_X86_LEVELS = (
+    ("v2", ("cx16", "lahf_lm", "popcnt", "sse4_1", "sse4_2", "ssse3"),
+     ("-msse3", "-mssse3", "-msse4.1", "-msse4.2", "-mpopcnt", "-mcx16", "-msahf")),
+    ("v3", ("avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave"),
+     ("-mavx", "-mavx2", "-mbmi", "-mbmi2", "-mf16c", "-mfma", "-mlzcnt", "-mmovbe", "-mxsave")),
+    ("v4", ("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"),
+     ("-mavx512f", "-mavx512bw", "-mavx512cd", "-mavx512dq", "-mavx512vl", "-mprefer-vector-width=256")),
+)
+ISA_LEVELS = ("portable",) + tuple(name for name, _, _ in _X86_LEVELS)
+_host_isa: Optional[str] = None
+
+
+def _cpu_features() -> set:
+    """The CPU's feature names (Linux /proc/cpuinfo `flags`); empty where unknown."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def host_isa() -> str:
+    """The highest x86-64 level whose features this CPU has ('portable' elsewhere), or `$SLANGJIT_CPU_ISA`."""
+    global _host_isa
+    env = os.environ.get("SLANGJIT_CPU_ISA", "").strip().lower()
+    if env:
+        if env not in ISA_LEVELS:
+            raise ValueError(f"$SLANGJIT_CPU_ISA={env!r}: expected one of {', '.join(ISA_LEVELS)}")
+        return env
+    if _host_isa is None:
+        level = "portable"
+        if platform.machine().lower() in ("x86_64", "amd64"):
+            have = _cpu_features()
+            for name, need, _ in _X86_LEVELS:
+                if not set(need) <= have:
+                    break
+                level = name
+        _host_isa = level
+    return _host_isa
+
+
+def isa_flags(isa: Optional[str] = None) -> tuple[str, ...]:
+    """The compiler flags of an instruction-set level (host_isa() by default)."""
+    isa = host_isa() if isa is None else isa
+    if isa not in ISA_LEVELS:
+        raise ValueError(f"unknown CPU instruction-set level {isa!r}: expected one of {', '.join(ISA_LEVELS)}")
+    out: list[str] = []
+    for name, _, flags in _X86_LEVELS:
+        if isa == "portable":
+            break
+        out += flags
+        if name == isa:
+            break
+    return tuple(out)
+
+
 def compile_flags() -> tuple[str, ...]:
     extra = os.environ.get("SLANGJIT_CXXFLAGS", "").strip()
-    return BASE_FLAGS + (tuple(shlex.split(extra)) if extra else ())
+    return BASE_FLAGS + isa_flags() + (tuple(shlex.split(extra)) if extra else ())
 
 
 # ------------------------------------------------------------------------------------------ cache dir
