@@ -22,8 +22,11 @@ def _names(target: str, options: PipelineOptions) -> list[str]:
 
 
 def test_passes_per_target_and_options():
-    assert _names("cpp", DEFAULT_OPTIONS) == ["simplify"]
-    assert _names("cpp", PipelineOptions(fuse_entries=True)) == ["simplify", "fuse_entries"]
+    assert _names("cpp", DEFAULT_OPTIONS) == ["simplify", "plan_cpu_adds", "fuse_privatised"]
+    assert _names("cpp", PipelineOptions(fuse_entries=True)) == ["simplify", "fuse_entries", "plan_cpu_adds",
+                                                                 "fuse_privatised"]
+    assert _names("cpp", PipelineOptions().with_cpu(fuse=False)) == ["simplify", "plan_cpu_adds"]
+    assert _names("cpp", PipelineOptions().with_cpu(privatize_adds=False)) == ["simplify"]
     assert _names("cuda", DEFAULT_OPTIONS) == ["simplify", "lower_atomic_adds", "plan_red_adds", "fuse_coarse",
                                                "cover_slots"]
     assert _names("cuda", PipelineOptions().with_cuda(fuse_coarse=False, lower_atomic_adds=False)) == \

@@ -82,3 +82,191 @@ def test_half_arithmetic_same_on_every_isa(level, monkeypatch, tmp_path):
     # each operation rounded to half, as numpy's float16 does
     want = (a * b) + (a / (b + np.float16(3.0)))
     np.testing.assert_array_equal(got, want)
+
+
+# ------------------------------------------------------------------------------------------ privatised adds
+
+from slangjit.compiler import SourceSpec, compile_program  # noqa: E402
+from slangjit.compiler.passes.options import PipelineOptions  # noqa: E402
+
+OFF = PipelineOptions().with_cpu(privatize_adds=False)
+
+
+def _cpp(text: str, options: PipelineOptions = PipelineOptions()):
+    return compile_program([SourceSpec(text=text, name="adds.slang")], ["computeMain"], target="cpp",
+                           options=options).source
+
+
+def _slots(source: str) -> int:
+    import re
+    m = re.search(r"privatised gradient adds: (\d+) slots", source)
+    return int(m.group(1)) if m else 0
+
+
+def _run(text, threads, bufs, options=PipelineOptions(), tmp_path=None, **uniforms):
+    """Dispatch computeMain over `threads` threads with pointer parameters bound to fresh buffers; returns arrays."""
+    dev = spy.create_device(type=spy.DeviceType.cpu, compile_options=options)
+    p = tmp_path / "k.slang"
+    p.write_text(text)
+    k = dev.create_compute_kernel(dev.load_program(str(p), ["computeMain"]))
+    made = {name: dev.create_buffer(element_count=a.size, struct_size=a.itemsize, usage=RW, data=a)
+            for name, a in bufs.items()}
+    k.dispatch(thread_count=[threads, 1, 1], **{name: b.device_address for name, b in made.items()}, **uniforms)
+    return {name: b.to_numpy().view(bufs[name].dtype)[: bufs[name].size].copy() for name, b in made.items()}
+
+
+# every thread adds (i + 1) * v into g[i] through calls and counted loops; v = 1 + tid % 3; a divergent
+# branch adds into g[5] for every third thread only; an early return leaves the threads >= n out
+LOOPS = r"""
+void acc1(float* p, float v) { InterlockedAdd(*p, v); }
+void acc2(float* p, float v, int k) { for (int j = 0; j < 2; j++) acc1(p + j, float(k + j + 1) * v); }
+[numthreads(64, 1, 1)]
+void computeMain(uint3 tid : SV_DispatchThreadID, uniform float* g, uniform uint n)
+{
+    if (tid.x >= n) return;
+    float v = float(1 + tid.x % 3);
+    for (int i = 0; i < 2; i++) acc2(g + 2 * i, v, 2 * i);
+    InterlockedAdd(g[4], 5.0 * v);
+    if (tid.x % 3 == 0)
+        InterlockedAdd(g[5], 1.0);
+    for (int k = 0; k < int(tid.x % 4); k++)   // not a counted loop: an ordinary atomic add
+        InterlockedAdd(g[6], 1.0);
+}
+"""
+
+
+@pytest.mark.parametrize("workers", ["1", "2", "5"])
+def test_privatised_adds_exact_sums(workers, monkeypatch, tmp_path):
+    monkeypatch.setenv("SLANGJIT_NUM_THREADS", workers)
+    assert _slots(_cpp(LOOPS)) == 6 and _slots(_cpp(LOOPS, OFF)) == 0
+    n = 1000
+    got = _run(LOOPS, 1024, {"g": np.zeros(7, np.float32)}, tmp_path=tmp_path, n=n)["g"]
+    t = np.arange(n)
+    v = (1 + t % 3).astype(np.float64)
+    want = [1 * v.sum(), 2 * v.sum(), 3 * v.sum(), 4 * v.sum(), 5 * v.sum(), (t % 3 == 0).sum(), (t % 4).sum()]
+    np.testing.assert_array_equal(got, np.array(want, np.float32))
+
+
+# two sites add into the same address (a colliding pair) and one site's "uniform" address changes during
+# the dispatch (read from memory that the threads write): the slot hands its sum over and takes the new one
+COLLIDE = r"""
+[numthreads(32, 1, 1)]
+void computeMain(uint3 tid : SV_DispatchThreadID, uniform float* g, uniform uint* ctl)
+{
+    InterlockedAdd(g[0], 1.0);
+    InterlockedAdd(g[0], 2.0);
+    uint k = ctl[0];
+    InterlockedAdd(g[1 + k], 1.0);
+    ctl[0] = tid.x & 1;
+}
+"""
+
+
+@pytest.mark.parametrize("workers", ["1", "3"])
+def test_privatised_adds_colliding_and_moving_addresses(workers, monkeypatch, tmp_path):
+    monkeypatch.setenv("SLANGJIT_NUM_THREADS", workers)
+    assert _slots(_cpp(COLLIDE)) == 3
+    n = 32 * 37
+    got = _run(COLLIDE, n, {"g": np.zeros(3, np.float32), "ctl": np.zeros(1, np.uint32)}, tmp_path=tmp_path)["g"]
+    assert got[0] == 3.0 * n
+    assert got[1] + got[2] == n and got[1] > 0 and got[2] > 0
+
+
+def test_read_after_add_is_not_privatised(tmp_path):
+    """A thread that reads (or writes) memory it adds into must see its own add: those sites stay atomic."""
+    text = r"""
+[numthreads(1, 1, 1)]
+void computeMain(uint3 t : SV_DispatchThreadID, uniform float* buf, uniform float* other, uniform float* outp)
+{
+    InterlockedAdd(other[0], 1.0);     // nothing else touches `other`: privatised
+    InterlockedAdd(buf[1], 1.0);
+    outp[0] = buf[1] * 3.0;
+}
+"""
+    src = _cpp(text)
+    assert _slots(src) == 1
+    got = _run(text, 1, {"buf": np.array([1, 2], np.float32), "other": np.zeros(1, np.float32),
+                         "outp": np.zeros(1, np.float32)}, tmp_path=tmp_path)
+    assert got["outp"][0] == 9.0 and got["other"][0] == 1.0 and got["buf"][1] == 3.0
+
+
+def test_pointer_through_a_copy_still_aliases(tmp_path):
+    """A pointer copied into a local or passed through calls keeps its parameter's label."""
+    text = r"""
+float peek(float* p) { return p[0]; }
+[numthreads(4, 1, 1)]
+void computeMain(uint3 t : SV_DispatchThreadID, uniform float* g, uniform float* outp)
+{
+    float* q = g + 0;
+    InterlockedAdd(q[0], 1.0);
+    outp[t.x] = peek(g);
+}
+"""
+    assert _slots(_cpp(text)) == 0
+
+
+def test_half_sites_sum_in_float(monkeypatch, tmp_path):
+    """4096 threads add 1.0h into one half: per worker a float sum, one half add each (4096 exactly);
+    half-by-half atomic adds stall at 2048 (2048 + 1 rounds to 2048 in half)."""
+    monkeypatch.setenv("SLANGJIT_NUM_THREADS", "2")
+    text = r"""
+[numthreads(64, 1, 1)]
+void computeMain(uint3 t : SV_DispatchThreadID, uniform half* h)
+{
+    InterlockedAdd(h[0], 1.0h);
+    InterlockedAdd(h[1], 0.5h);
+}
+"""
+    assert _slots(_cpp(text)) == 2
+    got = _run(text, 4096, {"h": np.zeros(2, np.float16)}, tmp_path=tmp_path)["h"]
+    np.testing.assert_array_equal(got, np.array([4096, 2048], np.float16))
+    off = _run(text, 4096, {"h": np.zeros(2, np.float16)}, options=OFF, tmp_path=tmp_path)["h"]
+    assert off[0] == 2048
+
+
+def test_barrier_kernels_are_not_privatised():
+    text = r"""
+groupshared float s[64];
+[numthreads(64, 1, 1)]
+void computeMain(uint3 t : SV_DispatchThreadID, uniform float* g)
+{
+    s[t.x] = 1.0;
+    GroupMemoryBarrierWithGroupSync();
+    InterlockedAdd(g[0], s[63 - t.x]);
+}
+"""
+    assert _slots(_cpp(text)) == 0
+
+
+def test_mlp_native_add_gradients_match_float64(tmp_path):
+    """The seed MLP with native half adds (benchmarks/cpu_mlp.py), privatised and fused: the gradients of
+    a 2^12 batch against the float64 reference, and against the unprivatised kernel."""
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(root / "examples" / "mlp_training"))
+    sys.path.insert(0, str(root / "benchmarks"))
+    import cpu_mlp
+    import train as T
+    import mlp_reference
+    shader = tmp_path / "mlp.slang"
+    shader.write_text(cpu_mlp.patched_source(True))
+    assert _slots(compile_program([SourceSpec(path=str(shader))], ["learnGradient"], target="cpp").source) == 148
+    params = T.init_parameters(5)
+    xy = np.random.default_rng(5).uniform(-1, 1, (1 << 12, 2)).astype(np.float32)
+    grads = {}
+    for name, opts in (("on", PipelineOptions()), ("off", OFF)):
+        dev = spy.create_device(type=spy.DeviceType.cpu, compile_options=opts)
+        old, T.SHADER = T.SHADER, shader
+        try:
+            tr = T.MLPTrainer(dev, params, len(xy))
+        finally:
+            T.SHADER = old
+        tr.set_inputs(xy)
+        tr.learn_gradient(0, len(xy), 0)
+        grads[name] = tr.read_grads().astype(np.float64) / cpu_mlp.LOSS_SCALE
+    _, want = mlp_reference.loss_and_grad(T, params.astype(np.float64), xy.astype(np.float16).astype(np.float64))
+    rel = {k: np.linalg.norm(g - want) / np.linalg.norm(want) for k, g in grads.items()}
+    # float sums per worker: closer to float64 than half-by-half sums of 4096 samples
+    assert rel["on"] < 5e-3, rel
+    assert rel["on"] < rel["off"], rel

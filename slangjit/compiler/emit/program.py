@@ -19,6 +19,7 @@ from ..reflection import EntryPointInfo, FieldLayout, ProgramReflection
 from ..source import error
 from ..layout import block_layout
 from .cpp import CppEmitter, prelude_text
+from .cpu_adds import PACC_PRELUDE, CpuEmitter
 
 SYSTEM_VALUES = {"sv_dispatchthreadid": "dtid", "sv_groupid": "gid", "sv_groupthreadid": "gtid",
                  "sv_groupindex": "gindex"}
@@ -125,9 +126,11 @@ class CppTarget(Target):
 
     guards_recursion = True
 
-    def __init__(self, group_barrier: bool = False, checked: bool = False):
-        super().__init__(CppEmitter("cpp", checked))
+    def __init__(self, group_barrier: bool = False, checked: bool = False, cpu_plan=None):
+        slots = cpu_plan.slots if cpu_plan is not None else None
+        super().__init__(CpuEmitter(checked, slots))
         self.group_barrier = group_barrier
+        self.privatised: dict = dict(cpu_plan.entries) if slots is not None else {}   # id(entry) -> slots
 
     def launch_prologue(self) -> list[str]:
         """The launcher's first lines: this thread's failures go to the dispatch's error record
@@ -141,7 +144,7 @@ class CppTarget(Target):
         return ["    sj::error_record() = sj_prev_ep;"] if self.em.sites else []
 
     def after_prelude(self) -> list[str]:
-        return ["#include <cstddef>",
+        return ["#include <cstddef>", *([PACC_PRELUDE] if self.privatised else []),
                 "#ifndef SJ_EXPORT\n#define SJ_EXPORT __attribute__((visibility(\"default\")))\n#endif"]
 
     def launcher(self, fn: ir.Function, numthreads, symbol: str, sname: str, call_args: list[str]) -> list[str]:
@@ -175,6 +178,16 @@ class CppTarget(Target):
                 *self.launch_epilogue(),
                 "}",
             ]
+        # privatised gradient adds (passes/cpu_adds.py): the worker's accumulators live on its stack
+        ns = self.privatised.get(id(fn), 0)
+        slot_args, acc, flush = [], [], []
+        if ns:
+            slot_args = ["sj_acc", "sj_tab", "0"]
+            acc = [f"    float sj_acc[{ns}];   // privatised gradient adds: {ns} slots",
+                   f"    uintptr_t sj_tab[{ns}] = {{}};"]
+            flush = [f"    sj::pacc_flush(sj_acc, sj_tab, {ns});"]
+        elif self.em.bears_slots(fn):
+            slot_args = ["nullptr", "nullptr", "-1"]
         return [
             f'extern "C" SJ_EXPORT void {symbol}(void* sj_gp, void* sj_pp, const uint32_t* sj_gc, uint32_t sj_begin, uint32_t sj_end, void* sj_ep)',
             "{",
@@ -183,6 +196,7 @@ class CppTarget(Target):
             *(["    sj::stack_mark(size_t(1) << 20);   // 1 MiB of the worker's stack for recursion"] if self.recursive else []),
             f"    const {sname}* sj_P = (const {sname}*)sj_pp;",
             "    (void)sj_P;",
+            *acc,
             "    for (uint32_t sj_lin = sj_begin; sj_lin < sj_end; ++sj_lin)",
             "    {",
             "        uint32_t sj_gx = sj_lin % sj_gc[0], sj_rest = sj_lin / sj_gc[0];",
@@ -191,9 +205,10 @@ class CppTarget(Target):
             f"        for (uint32_t sj_ty = 0; sj_ty < {ny}u; ++sj_ty)",
             f"        for (uint32_t sj_tx = 0; sj_tx < {nx}u; ++sj_tx)",
             "        {",
-            f"            {fn.name}({', '.join(call_args)});",
+            f"            {fn.name}({', '.join(call_args + slot_args)});",
             "        }",
             "    }",
+            *flush,
             *self.launch_epilogue(),
             "}",
         ]

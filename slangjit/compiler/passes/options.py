@@ -65,6 +65,18 @@ class CudaOptions:
 
 
 @dataclass(frozen=True)
+class CpuOptions:
+    """What the C++ (CPU) target does with gradient adds (passes/cpu_adds.py, emit/cpu_adds.py)."""
+    # Thread-uniform float/half InterlockedAdds accumulate per worker (a float per site on the stack) and
+    # reach memory once per worker and dispatch, instead of an atomic per add.
+    privatize_adds: bool = True
+    max_slots: int = 4096
+    # Inline the privatised entry points' calls and reuse what they compute twice (passes/cpu_adds.py
+    # fuse_privatised): reverse mode's replays and user derivatives' recomputation.
+    fuse: bool = True
+
+
+@dataclass(frozen=True)
 class PipelineOptions:
     """Options of one compile (pass pipeline + emitter)."""
     # Run the CUDA coarsened kernels' inlining, value reuse and dead-code removal (passes/fusion.py) on
@@ -79,10 +91,15 @@ class PipelineOptions:
     # them (emit/cpp.py null_check).  Every other pointer access still is, on the CPU.
     trusted_entry_pointers: bool = False
     cuda: CudaOptions = field(default_factory=CudaOptions)
+    cpu: CpuOptions = field(default_factory=CpuOptions)
 
     def with_cuda(self, **changes) -> "PipelineOptions":
         """A copy with some CUDA options changed (field names of CudaOptions)."""
         return dataclasses.replace(self, cuda=dataclasses.replace(self.cuda, **changes))
+
+    def with_cpu(self, **changes) -> "PipelineOptions":
+        """A copy with some CPU options changed (field names of CpuOptions)."""
+        return dataclasses.replace(self, cpu=dataclasses.replace(self.cpu, **changes))
 
     def changed(self) -> tuple:
         """((dotted name, value), ...) of the options that differ from the defaults, in field order:
