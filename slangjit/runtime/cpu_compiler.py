@@ -258,12 +258,27 @@ class CpuLibrary:
         self.from_disk = from_disk              # True: found in the on-disk cache (no compiler ran)
         self.compile_seconds = compile_seconds  # 0.0 when from the cache
         self.load_seconds = load_seconds
+        self._chunks = False                    # chunk_runner(), looked up on first use
 
     def symbol(self, name: str):
         try:
             return self.lib[name]
         except AttributeError:
             raise InternalCompilerError(f"generated library {self.path} has no symbol '{name}'") from None
+
+    def chunk_runner(self):
+        """The library's `sj_run_chunks` (emit/program.py CppTarget.trailer) with its argument types, or None."""
+        if self._chunks is False:
+            try:
+                f = self.lib["sj_run_chunks"]
+            except AttributeError:
+                f = None
+            else:
+                f.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                              ctypes.c_uint32, ctypes.c_uint32, ctypes.c_void_p)
+                f.restype = None
+            self._chunks = f
+        return self._chunks
 
     def __repr__(self) -> str:
         return f"CpuLibrary({self.path!r})"

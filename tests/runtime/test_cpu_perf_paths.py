@@ -270,3 +270,52 @@ def test_mlp_native_add_gradients_match_float64(tmp_path):
     # float sums per worker: closer to float64 than half-by-half sums of 4096 samples
     assert rel["on"] < 5e-3, rel
     assert rel["on"] < rel["off"], rel
+
+
+# ------------------------------------------------------------------------------------------ chunked dispatch
+
+
+CHUNKED = r"""
+[numthreads(4, 1, 1)]
+void computeMain(uint3 tid : SV_DispatchThreadID, uniform uint* outp, uniform float* g, uniform uint n)
+{
+    if (tid.x >= n) return;
+    outp[tid.x] = tid.x * 3u + 1u;
+    InterlockedAdd(g[0], 1.0);
+}
+"""
+
+
+@pytest.mark.parametrize("workers", ["2", "7"])
+def test_chunked_dispatch_covers_every_group_once(workers, monkeypatch, tmp_path):
+    """Workers claim chunks of groups from a shared counter (runtime/cpu.py, sj_run_chunks): every group
+    runs exactly once, and each chunk's privatised sums reach memory."""
+    monkeypatch.setenv("SLANGJIT_NUM_THREADS", workers)
+    assert "sj_run_chunks" in _cpp(CHUNKED)
+    n = 4 * 10007 - 3
+    got = _run(CHUNKED, 4 * 10007, {"outp": np.zeros(n + 3, np.uint32), "g": np.zeros(1, np.float32)},
+               tmp_path=tmp_path, n=n)
+    np.testing.assert_array_equal(got["outp"][:n], np.arange(n, dtype=np.uint32) * 3 + 1)
+    assert not got["outp"][n:].any()
+    assert got["g"][0] == n
+
+
+def test_chunked_dispatch_reports_kernel_errors(monkeypatch, tmp_path):
+    """A failure recorded in one chunk of a chunked dispatch is raised after it (the error record is shared)."""
+    monkeypatch.setenv("SLANGJIT_NUM_THREADS", "2")
+    text = r"""
+[numthreads(8, 1, 1)]
+void computeMain(uint3 tid : SV_DispatchThreadID, uniform float* outp, uniform float* bad)
+{
+    outp[tid.x] = 1.0;
+    if (tid.x == 7777)
+        outp[0] = *bad;          // null pointer: recorded, raised after the dispatch
+}
+"""
+    dev = spy.create_device(type=spy.DeviceType.cpu)
+    p = tmp_path / "e.slang"
+    p.write_text(text)
+    k = dev.create_compute_kernel(dev.load_program(str(p), ["computeMain"]))
+    out = dev.create_buffer(element_count=8 * 2000, struct_size=4, usage=RW)
+    with pytest.raises(Exception, match="null"):
+        k.dispatch(thread_count=[8 * 2000, 1, 1], outp=out.device_address, bad=0)

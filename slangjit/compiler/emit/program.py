@@ -143,6 +143,25 @@ class CppTarget(Target):
     def launch_epilogue(self) -> list[str]:
         return ["    sj::error_record() = sj_prev_ep;"] if self.em.sites else []
 
+    def trailer(self) -> list[str]:
+        # Dynamic chunks (runtime/cpu.py): every worker runs `launcher` on chunks of `chunk` groups that it
+        # claims from a shared counter until [0, total) is done, so a worker that the OS deschedules holds
+        # back no more than one chunk.
+        return ["\n".join([
+            'typedef void (*sj_launcher_t)(void*, void*, const uint32_t*, uint32_t, uint32_t, void*);',
+            'extern "C" SJ_EXPORT void sj_run_chunks(void* sj_launcher, void* sj_gp, void* sj_pp, const uint32_t* sj_gc, '
+            'uint64_t* sj_next, uint32_t sj_total, uint32_t sj_chunk, void* sj_ep)',
+            "{",
+            "    sj_launcher_t sj_fn = (sj_launcher_t)sj_launcher;",
+            "    for (;;)",
+            "    {",
+            "        uint64_t sj_b = __atomic_fetch_add(sj_next, (uint64_t)sj_chunk, __ATOMIC_RELAXED);",
+            "        if (sj_b >= sj_total) break;",
+            "        uint64_t sj_e = sj_b + sj_chunk < sj_total ? sj_b + sj_chunk : sj_total;",
+            "        sj_fn(sj_gp, sj_pp, sj_gc, (uint32_t)sj_b, (uint32_t)sj_e, sj_ep);",
+            "    }",
+            "}"])]
+
     def after_prelude(self) -> list[str]:
         return ["#include <cstddef>", *([PACC_PRELUDE] if self.privatised else []),
                 "#ifndef SJ_EXPORT\n#define SJ_EXPORT __attribute__((visibility(\"default\")))\n#endif"]
