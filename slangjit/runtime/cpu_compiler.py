@@ -46,7 +46,7 @@ from .. import cache_paths
 from ..cache_paths import cache_dir, cache_dirs, entry_mac, mac_ok, remove_entry   # per-user folders + entry MACs
 
 BASE_FLAGS = ("-std=c++17", "-O2", "-fwrapv", "-fPIC", "-shared", "-fno-strict-aliasing",
-              "-ffp-contract=off", "-fno-math-errno")
+              "-ffp-contract=off", "-fno-math-errno", "-fopenmp-simd")
 
 _CACHE_VERSION = b"slangjit-cpu-v1"
 _TRAILER_MAGIC = b"SJLIB\x02\x00\x00"
@@ -214,6 +214,19 @@ def isa_flags(isa: Optional[str] = None) -> tuple[str, ...]:
     return tuple(out)
 
 
+def link_libs() -> tuple[str, ...]:
+    """Libraries linked after the source: glibc's vector math library (libmvec, glibc >= 2.22 on x86-64),
+    whose functions the lane-blocked kernels' vectorised loops call (emit/cpu_lanes.py)."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return ()
+    try:
+        name, ver = (os.confstr("CS_GNU_LIBC_VERSION") or "").split()
+        major, minor = (int(x) for x in ver.split(".")[:2])
+    except (ValueError, OSError, AttributeError):
+        return ()
+    return ("-lmvec",) if name == "glibc" and (major, minor) >= (2, 22) else ()
+
+
 def compile_flags() -> tuple[str, ...]:
     extra = os.environ.get("SLANGJIT_CXXFLAGS", "").strip()
     return BASE_FLAGS + isa_flags() + (tuple(shlex.split(extra)) if extra else ())
@@ -293,7 +306,7 @@ def library_key(source: str, cmd: Optional[tuple[str, ...]] = None, flags: Optio
     flags = compile_flags() if flags is None else flags
     h = hashlib.sha256()
     for part in (_CACHE_VERSION, source.encode("utf-8"), "\0".join(cmd).encode(), compiler_version(cmd).encode(),
-                 "\0".join(flags).encode()):
+                 "\0".join(flags).encode(), "\0".join(link_libs()).encode()):
         h.update(len(part).to_bytes(8, "little"))
         h.update(part)
     return h.hexdigest()
@@ -325,7 +338,7 @@ def _build(source: str, cmd: tuple[str, ...], flags: tuple[str, ...], key: str, 
     t0 = time.perf_counter()
     try:
         try:
-            p = subprocess.run([*cmd, *flags, "-o", lib_tmp, src_tmp], capture_output=True, text=True)
+            p = subprocess.run([*cmd, *flags, "-o", lib_tmp, src_tmp, *link_libs()], capture_output=True, text=True)
         except OSError as e:
             raise CompilerNotFoundError(f"C++ compiler {' '.join(cmd)!r} cannot be run: {e}") from None
         if p.returncode != 0 or os.path.getsize(lib_tmp) == 0:

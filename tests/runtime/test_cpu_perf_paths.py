@@ -319,3 +319,171 @@ void computeMain(uint3 tid : SV_DispatchThreadID, uniform float* outp, uniform f
     out = dev.create_buffer(element_count=8 * 2000, struct_size=4, usage=RW)
     with pytest.raises(Exception, match="null"):
         k.dispatch(thread_count=[8 * 2000, 1, 1], outp=out.device_address, bad=0)
+
+
+# ------------------------------------------------------------------------------------------ lane-blocked kernels
+
+NO_LANES = PipelineOptions().with_cpu(lanes=False)
+
+DIVERGENT = r"""
+RWStructuredBuffer<float> x;
+RWStructuredBuffer<float> y;
+RWStructuredBuffer<int> tag;
+[numthreads(NX, NY, 1)]
+void computeMain(uint3 tid : SV_DispatchThreadID, uint3 gt : SV_GroupThreadID, uint gi : SV_GroupIndex,
+                 uniform uint width, uniform uint count)
+{
+    uint i = tid.y * width + tid.x;
+    if (tid.x >= width || i >= count)
+        return;
+    float v = x[i];
+    float r = 0.0;
+    if (v < -1.0) {
+        r = exp(v) * 2.0;
+        if (v < -3.0) {
+            tag[i] = 3;
+            y[i] = -r;
+            return;
+        }
+        tag[i] = 1;
+    } else if (v > 2.0) {
+        r = log(v) + pow(v, 0.5);
+        tag[i] = 2;
+    } else {
+        r = sin(v) * cos(3.0 * v);
+        r += float(gi) * 0.001 + float(gt.y);
+        tag[i] = int(gi);
+    }
+    r *= 1.5;
+    y[i] = r;
+}
+"""
+
+
+def _ref_divergent(xs, width, nx, ny):
+    n = xs.size
+    y, tag = np.zeros(n), np.zeros(n, np.int64)
+    for i, v in enumerate(xs.astype(np.float64)):
+        tx, ty = i % width, i // width
+        gi = (ty % ny) * nx + tx % nx
+        if v < -1.0:
+            r = np.exp(v) * 2.0
+            if v < -3.0:
+                y[i], tag[i] = -r, 3
+                continue
+            tag[i] = 1
+        elif v > 2.0:
+            r, tag[i] = np.log(v) + v ** 0.5, 2
+        else:
+            r = np.sin(v) * np.cos(3.0 * v) + gi * 0.001 + ty % ny
+            tag[i] = gi
+        y[i] = r * 1.5
+    return y, tag
+
+
+@pytest.mark.parametrize("nx,ny", [(64, 1), (24, 1), (8, 8), (100, 3)])
+def test_lane_blocked_divergent_control_flow(nx, ny, tmp_path):
+    text = DIVERGENT.replace("NX", str(nx)).replace("NY", str(ny))
+    assert "sj_lanes_computeMain" in _cpp(text)
+    assert "sj_lanes_" not in _cpp(text, NO_LANES)
+    width = 37 * nx // 10 + 3                          # not a multiple of the group width: idle threads
+    rows = 2 * ny + 1
+    count = width * rows - 5
+    rng = np.random.default_rng(nx * 7 + ny)
+    xs = rng.uniform(-5, 6, count).astype(np.float32)
+    gx, gy = -(-width // nx), -(-rows // ny)
+    results = {}
+    for name, opts in (("lanes", PipelineOptions()), ("scalar", NO_LANES)):
+        dev = spy.create_device(type=spy.DeviceType.cpu, compile_options=opts)
+        p = tmp_path / f"{name}.slang"
+        p.write_text(text)
+        k = dev.create_compute_kernel(dev.load_program(str(p), ["computeMain"]))
+        bx = dev.create_buffer(element_count=count, struct_size=4, usage=RW, data=xs)
+        by = dev.create_buffer(element_count=count + 8, struct_size=4, usage=RW, data=np.full(count + 8, 7, np.float32))
+        bt = dev.create_buffer(element_count=count + 8, struct_size=4, usage=RW, data=np.full(count + 8, -1, np.int32))
+        k.dispatch(thread_count=[gx * nx, gy * ny, 1], vars={"x": bx, "y": by, "tag": bt}, width=width, count=count)
+        results[name] = (by.to_numpy().view(np.float32).copy(), bt.to_numpy().view(np.int32).copy())
+    want_y, want_tag = _ref_divergent(xs, width, nx, ny)
+    for name, (y, tag) in results.items():
+        np.testing.assert_array_equal(tag[:count], want_tag, err_msg=name)
+        assert (tag[count:] == -1).all() and (y[count:] == 7).all(), name     # idle threads wrote nothing
+        # float32 arithmetic on values up to ~300 (gi * 0.001 + gt.y + ...): a few float32 ulps of max(|y|, 1)
+        err = np.abs(y[:count] - want_y) / np.maximum(np.abs(want_y), 1.0)
+        assert err.max() < 2e-6, (name, float(err.max()))
+    # the two paths agree to the last bits (libmvec against the scalar math library: a few ulp)
+    assert np.allclose(results["lanes"][0], results["scalar"][0], rtol=2e-6, atol=1e-6)
+
+
+MATH = r"""
+RWStructuredBuffer<float> x;
+RWStructuredBuffer<float> y;
+[numthreads(64, 1, 1)]
+void computeMain(uint3 tid : SV_DispatchThreadID, uniform uint count, uniform int which)
+{
+    uint i = tid.x;
+    if (i >= count) return;
+    float v = x[i];
+    float r = v;
+    if (which == 0) r = sin(v);
+    if (which == 1) r = cos(v);
+    if (which == 2) r = exp(v);
+    if (which == 3) r = log(v);
+    if (which == 4) r = pow(v, 1.7);
+    y[i] = r;
+}
+"""
+
+
+@pytest.mark.parametrize("which,lo,hi,ref", [(0, -100, 100, np.sin), (1, -100, 100, np.cos), (2, -80, 80, np.exp),
+                                             (3, 1e-30, 1e30, np.log), (4, 1e-3, 1e3, lambda v: v ** float(np.float32(1.7)))])
+def test_lane_math_within_4_ulp(which, lo, hi, ref, tmp_path):
+    """The vectorised math (libmvec where present) against float64: at most 4 ulp of the float result."""
+    n = 1 << 16
+    rng = np.random.default_rng(which)
+    xs = (np.exp(rng.uniform(np.log(lo), np.log(hi), n)) if which == 3 else rng.uniform(lo, hi, n)).astype(np.float32)
+    assert "sj_lanes_computeMain" in _cpp(MATH)
+    got = _run_buffers(MATH, n, xs, tmp_path, count=n, which=which)
+    want = ref(xs.astype(np.float64))
+    ulp = np.spacing(np.abs(want).astype(np.float32)).astype(np.float64)
+    err = np.abs(got.astype(np.float64) - want) / ulp
+    assert err.max() <= 4.0, float(err.max())
+
+
+def _run_buffers(text, n, xs, tmp_path, options=PipelineOptions(), **uniforms):
+    dev = spy.create_device(type=spy.DeviceType.cpu, compile_options=options)
+    p = tmp_path / "m.slang"
+    p.write_text(text)
+    k = dev.create_compute_kernel(dev.load_program(str(p), ["computeMain"]))
+    bx = dev.create_buffer(element_count=n, struct_size=4, usage=RW, data=xs)
+    by = dev.create_buffer(element_count=n, struct_size=4, usage=RW)
+    k.dispatch(thread_count=[n, 1, 1], vars={"x": bx, "y": by}, **uniforms)
+    return by.to_numpy().view(np.float32)[:n].copy()
+
+
+def test_lane_pointer_loads_of_idle_lanes_are_not_made(tmp_path):
+    """Idle lanes (i >= n) never dereference: the pointer load runs for active lanes only."""
+    text = r"""
+[numthreads(64, 1, 1)]
+void computeMain(uint3 tid : SV_DispatchThreadID, uniform float* src, uniform float* dst, uniform uint n)
+{
+    uint i = tid.x * 4096u;          // far past the end for idle lanes
+    if (tid.x >= n) return;
+    dst[tid.x] = exp(src[i]);
+}
+"""
+    assert "sj_lanes_computeMain" in _cpp(text)
+    n = 3
+    src = np.arange(4096 * n, dtype=np.float32) * 1e-4
+    got = _run(text, 64, {"src": src, "dst": np.zeros(n, np.float32)}, tmp_path=tmp_path, n=n)["dst"]
+    np.testing.assert_allclose(got, np.exp(src[::4096].astype(np.float64)), rtol=1e-6)
+
+
+def test_kernels_with_loops_or_calls_stay_scalar():
+    loop = "RWStructuredBuffer<float> y;\n[numthreads(64,1,1)] void computeMain(uint3 t : SV_DispatchThreadID)\n" \
+           "{ float s = 0; for (int k = 0; k < 3; k++) s += sin(float(k)); y[t.x] = s; }\n"
+    call = "RWStructuredBuffer<float> y;\nfloat f(float v) { return sin(v); }\n" \
+           "[numthreads(64,1,1)] void computeMain(uint3 t : SV_DispatchThreadID) { y[t.x] = f(float(t.x)); }\n"
+    cheap = "RWStructuredBuffer<float> y;\n[numthreads(64,1,1)] void computeMain(uint3 t : SV_DispatchThreadID)\n" \
+            "{ y[t.x] = float(t.x) * 2.0; }\n"
+    for text in (loop, call, cheap):
+        assert "sj_lanes_" not in _cpp(text)

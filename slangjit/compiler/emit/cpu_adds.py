@@ -46,6 +46,13 @@ class CpuEmitter(CppEmitter):
         super().__init__("cpp", checked)
         self.slots = slots
         self.slot_base: list[str] = []
+        self.lane_vars: Optional[set] = None      # lane-blocked emission (emit/cpu_lanes.py): uids of lane arrays
+
+    def var_name(self, v: ir.Var) -> str:
+        name = super().var_name(v)
+        if self.lane_vars is not None and v.uid in self.lane_vars:
+            return f"{name}[sj_l]"
+        return name
 
     def bears_slots(self, fn: ir.Function) -> bool:
         return self.slots is not None and self.slots.bears_slots(fn)

@@ -20,6 +20,7 @@ from ..source import error
 from ..layout import block_layout
 from .cpp import CppEmitter, prelude_text
 from .cpu_adds import PACC_PRELUDE, CpuEmitter
+from .cpu_lanes import LANES_PRELUDE, LaneKernel, vector_math_header
 
 SYSTEM_VALUES = {"sv_dispatchthreadid": "dtid", "sv_groupid": "gid", "sv_groupthreadid": "gtid",
                  "sv_groupindex": "gindex"}
@@ -126,10 +127,13 @@ class CppTarget(Target):
 
     guards_recursion = True
 
-    def __init__(self, group_barrier: bool = False, checked: bool = False, cpu_plan=None):
+    def __init__(self, group_barrier: bool = False, checked: bool = False, cpu_plan=None, cpu_options=None):
         slots = cpu_plan.slots if cpu_plan is not None else None
         super().__init__(CpuEmitter(checked, slots))
         self.group_barrier = group_barrier
+        self.lanes = bool(getattr(cpu_options, "lanes", False)) and not group_barrier   # emit/cpu_lanes.py
+        self.vector_math = bool(getattr(cpu_options, "vector_math", False))
+        self.used_lanes = False
         self.privatised: dict = dict(cpu_plan.entries) if slots is not None else {}   # id(entry) -> slots
 
     def launch_prologue(self) -> list[str]:
@@ -162,8 +166,12 @@ class CppTarget(Target):
             "    }",
             "}"])]
 
+    def header(self) -> list[str]:
+        return [vector_math_header()] if self.used_lanes and self.vector_math else []
+
     def after_prelude(self) -> list[str]:
         return ["#include <cstddef>", *([PACC_PRELUDE] if self.privatised else []),
+                *([LANES_PRELUDE] if self.used_lanes else []),
                 "#ifndef SJ_EXPORT\n#define SJ_EXPORT __attribute__((visibility(\"default\")))\n#endif"]
 
     def launcher(self, fn: ir.Function, numthreads, symbol: str, sname: str, call_args: list[str]) -> list[str]:
@@ -207,6 +215,25 @@ class CppTarget(Target):
             flush = [f"    sj::pacc_flush(sj_acc, sj_tab, {ns});"]
         elif self.em.bears_slots(fn):
             slot_args = ["nullptr", "nullptr", "-1"]
+        lanes = LaneKernel.build(self.em, fn, numthreads, sname, call_args) if self.lanes and not slot_args else None
+        if lanes is not None:
+            self.used_lanes = True
+            return lanes.lines + [
+                f'extern "C" SJ_EXPORT void {symbol}(void* sj_gp, void* sj_pp, const uint32_t* sj_gc, uint32_t sj_begin, uint32_t sj_end, void* sj_ep)',
+                "{",
+                "    sj_g = (sj_Globals*)sj_gp;",
+                *self.launch_prologue(),
+                f"    const {sname}* sj_P = (const {sname}*)sj_pp;",
+                "    for (uint32_t sj_lin = sj_begin; sj_lin < sj_end; ++sj_lin)",
+                "    {",
+                "        uint32_t sj_gx = sj_lin % sj_gc[0], sj_rest = sj_lin / sj_gc[0];",
+                "        uint32_t sj_gy = sj_rest % sj_gc[1], sj_gz = sj_rest / sj_gc[1];",
+                f"        for (uint32_t sj_t0 = 0; sj_t0 < {lanes.group}u; sj_t0 += {lanes.width}u)   // lane-blocked",
+                f"            sj_lanes_{fn.slang_name}(sj_P, sj_gx, sj_gy, sj_gz, sj_t0);",
+                "    }",
+                *self.launch_epilogue(),
+                "}",
+            ]
         return [
             f'extern "C" SJ_EXPORT void {symbol}(void* sj_gp, void* sj_pp, const uint32_t* sj_gc, uint32_t sj_begin, uint32_t sj_end, void* sj_ep)',
             "{",

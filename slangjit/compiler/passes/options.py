@@ -74,6 +74,12 @@ class CpuOptions:
     # Inline the privatised entry points' calls and reuse what they compute twice (passes/cpu_adds.py
     # fuse_privatised): reverse mode's replays and user derivatives' recomputation.
     fuse: bool = True
+    # Lane-blocked kernels (emit/cpu_lanes.py): entry points of straight-line code with ifs and early returns
+    # run blocks of 64 logical threads in lock-step loops the C++ compiler vectorises.
+    lanes: bool = True
+    # In lane-blocked loops, the math functions use glibc's vector math library (libmvec, documented error
+    # <= 4 ulp) where the C library has it; their last bit may then differ from the scalar functions'.
+    vector_math: bool = True
 
 
 @dataclass(frozen=True)
