@@ -485,5 +485,8 @@ def test_kernels_with_loops_or_calls_stay_scalar():
            "[numthreads(64,1,1)] void computeMain(uint3 t : SV_DispatchThreadID) { y[t.x] = f(float(t.x)); }\n"
     cheap = "RWStructuredBuffer<float> y;\n[numthreads(64,1,1)] void computeMain(uint3 t : SV_DispatchThreadID)\n" \
             "{ y[t.x] = float(t.x) * 2.0; }\n"
-    for text in (loop, call, cheap):
+    for text in (loop, cheap):
         assert "sj_lanes_" not in _cpp(text)
+    # a call stays scalar unless fusion inlines it (CpuOptions.fuse_all, the default)
+    assert "sj_lanes_" not in _cpp(call, PipelineOptions().with_cpu(fuse_all=False))
+    assert "sj_lanes_" in _cpp(call)

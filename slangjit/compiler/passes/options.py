@@ -71,6 +71,10 @@ class CpuOptions:
     # reach memory once per worker and dispatch, instead of an atomic per add.
     privatize_adds: bool = True
     max_slots: int = 4096
+    # Inline, reuse values and prune dead code in every entry point (the fuse_entries passes, on by default
+    # for the CPU): reverse mode's replays and user derivatives' recomputation (the seed MLP example's
+    # learnGradient at batch 64: 223 -> 153 us of CPU time).
+    fuse_all: bool = True
     # Inline the privatised entry points' calls and reuse what they compute twice (passes/cpu_adds.py
     # fuse_privatised): reverse mode's replays and user derivatives' recomputation.
     fuse: bool = True

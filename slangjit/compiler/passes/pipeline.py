@@ -7,8 +7,8 @@ options (options.py), never on module state:
     cuda:  simplify, [lower_atomic_adds], plan_red_adds, [fuse_coarse], cover_slots
 
 * simplify (simplify.py): constant folding, branch folding, unreachable statements, unused locals.
-* fuse_entries (fusion.py; PipelineOptions.fuse_entries): inline, value reuse and dead code on every
-  CPU entry point (a test switch: the CPU suite exercises the CUDA coarsened kernels' fusion).
+* fuse_entries (fusion.py; PipelineOptions.fuse_entries or CpuOptions.fuse_all, the default): inline, value
+  reuse and dead code on every CPU entry point.
 * plan_cpu_adds (cpu_adds.py; CpuOptions.privatize_adds): which thread-uniform float/half adds of which
   entry points accumulate per CPU worker.
 * fuse_privatised (cpu_adds.py; CpuOptions.fuse): inline + value reuse in the privatised entry points.
@@ -104,7 +104,7 @@ def pipeline(target: str, fold) -> list[Pass]:
                    Pass("fuse_coarse", _fuse_coarse, lambda o: o.cuda.fuse_coarse),
                    Pass("cover_slots", _cover_slots)]
     else:
-        passes += [Pass("fuse_entries", _fuse_entries, lambda o: o.fuse_entries),
+        passes += [Pass("fuse_entries", _fuse_entries, lambda o: o.fuse_entries or o.cpu.fuse_all),
                    Pass("plan_cpu_adds", _plan_cpu_adds, lambda o: o.cpu.privatize_adds),
                    Pass("fuse_privatised", _fuse_privatised, lambda o: o.cpu.privatize_adds and o.cpu.fuse)]
     return passes
