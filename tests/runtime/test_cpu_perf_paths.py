@@ -490,3 +490,53 @@ def test_kernels_with_loops_or_calls_stay_scalar():
     # a call stays scalar unless fusion inlines it (CpuOptions.fuse_all, the default)
     assert "sj_lanes_" not in _cpp(call, PipelineOptions().with_cpu(fuse_all=False))
     assert "sj_lanes_" in _cpp(call)
+
+
+UNINIT = r"""
+RWStructuredBuffer<float> x;
+RWStructuredBuffer<float> y;
+struct S { float a; float3 b; };
+[numthreads(64, 1, 1)]
+void computeMain(uint3 tid : SV_DispatchThreadID)
+{
+    float r;
+    S s;
+    int k;
+    float v = x[tid.x];
+    if (v > 0.0) { r = sin(v); s.a = r; s.b = float3(v, 1.0, 2.0); k = 3; }
+    else { r = cos(v); s.a = 2.0 * r; s.b.y = exp(v); k = -1; }
+    y[tid.x] = r + s.a + s.b.y + float(k);
+}
+"""
+
+
+def test_lane_declarations_without_initialiser_and_struct_fields(tmp_path):
+    assert "sj_lanes_computeMain" in _cpp(UNINIT)
+    xs = np.random.default_rng(1).uniform(-3, 3, 256).astype(np.float32)
+    got = _run_buffers(UNINIT, 256, xs, tmp_path)
+    x = xs.astype(np.float64)
+    want = np.where(x > 0, np.sin(x) * 2 + 1 + 3, np.cos(x) * 3 + np.exp(x) - 1)
+    np.testing.assert_allclose(got, want, rtol=0, atol=2e-6)
+
+
+def test_lane_pointer_locals(tmp_path):
+    """Pointer-valued locals (the functional API's offsets into tensors) in a lane-blocked kernel."""
+    text = r"""
+[numthreads(32, 1, 1)]
+void computeMain(uint3 tid : SV_DispatchThreadID, uniform float* src, uniform float* dst, uniform int off, uniform uint n)
+{
+    if (tid.x >= n) return;
+    float* p;
+    float* q = dst + off;
+    if (tid.x % 2 == 0) p = src + 1; else p = src;
+    q[tid.x] = exp(p[tid.x]);
+}
+"""
+    assert "sj_lanes_computeMain" in _cpp(text)
+    n = 70
+    src = np.linspace(-1, 1, n + 1).astype(np.float32)
+    got = _run(text, 96, {"src": src, "dst": np.zeros(n + 2, np.float32)}, tmp_path=tmp_path, off=2, n=n)["dst"]
+    i = np.arange(n)
+    want = np.exp(src.astype(np.float64)[np.where(i % 2 == 0, i + 1, i)])
+    np.testing.assert_allclose(got[2:], want, rtol=1e-6)
+    assert got[0] == 0 and got[1] == 0

@@ -271,12 +271,14 @@ class LaneKernel:
         em = self.em
         tmp = ir.Var("sj_v", e.rhs.type)
         ref = ir.LocalRef(e.rhs.type, tmp)
-        rhs = em.expr(e.rhs) if not isinstance(e.rhs, ir.NoneExpr) else "{}"
+        ct = em.ctype(e.rhs.type)
+        rhs = em.expr(e.rhs) if not isinstance(e.rhs, ir.NoneExpr) else \
+            (f"(({ct})nullptr)" if isinstance(e.rhs.type, T.PointerType) else f"{ct}{{}}")
         v = em.var_name(tmp)
         if e.op == "=" and isinstance(e.lhs, ir.LocalRef):      # a select: vectorises without masked stores
             x = em.expr(e.lhs)
-            body = f"{x} = ({self._mask(masks)}) ? {em.ctype(e.rhs.type)}({rhs}) : {x};"
+            body = f"{x} = ({self._mask(masks)}) ? static_cast<{ct}>({rhs}) : {x};"
         else:
             text = em.expr(ir.Assign(e.type, e.op, e.lhs, ref))
-            body = f"{em.ctype(e.rhs.type)} {v} = {rhs}; if ({self._mask(masks)}) {{ {text}; }}"
+            body = f"{ct} {v} = {rhs}; if ({self._mask(masks)}) {{ {text}; }}"
         self._loop(d, body, True)
