@@ -23,13 +23,16 @@ from .kernel_errors import ErrorRecord, raise_if_failed, sites_lookup
 
 
 class _Pool:
-    """Persistent worker threads; `run` splits [0, total) into one contiguous range per thread."""
+    """Persistent worker threads; `run` splits [0, total) into one contiguous range per thread, or, given the
+    library's chunk runner (`chunks`), into chunks that the workers claim from a shared counter."""
 
     def __init__(self, nthreads: int):
         self.nthreads = max(1, nthreads)
         self._lock = threading.Lock()
         self._done: "queue.SimpleQueue" = queue.SimpleQueue()
         self._queues: list[queue.SimpleQueue] = []
+        self._next = ctypes.c_uint64(0)              # the chunk counter (used under self._lock only)
+        self._next_addr = ctypes.addressof(self._next)
         for i in range(self.nthreads - 1):
             q: queue.SimpleQueue = queue.SimpleQueue()
             t = threading.Thread(target=self._worker, args=(q,), name=f"slangjit-cpu-{i}", daemon=True)
@@ -48,8 +51,10 @@ class _Pool:
             except BaseException as ex:  # noqa: BLE001
                 self._done.put(ex)
 
-    def run(self, fn, args: tuple, total: int, tail: tuple = ()) -> None:
-        """fn(*args, begin, end, *tail) for ranges covering [0, total)."""
+    def run(self, fn, args: tuple, total: int, tail: tuple = (), chunks=None) -> None:
+        """fn(*args, begin, end, *tail) for ranges covering [0, total).  `chunks` = (the library's sj_run_chunks,
+        fn's address): each worker runs sj_run_chunks(fn, *args, counter, total, chunk, *tail) instead, which claims chunks of
+        `chunk` groups until none is left (a descheduled worker holds back one chunk, not 1/n of the work)."""
         n = min(self.nthreads, total)
         if n <= 1 or total < 4:
             fn(*args, 0, total, *tail)
@@ -58,12 +63,23 @@ class _Pool:
             fn(*args, 0, total, *tail)
             return
         try:
-            bounds = [total * i // n for i in range(n + 1)]
-            for i in range(1, n):
-                self._queues[i - 1].put((fn, args, bounds[i], bounds[i + 1], tail))
+            if chunks is not None and total >= 4 * n:
+                self._next.value = 0
+                chunk = max(1, total // (n * CHUNKS_PER_WORKER))
+                runner, address = chunks
+                job = (runner, (address, *args, self._next_addr), total, chunk, tail)
+                for i in range(1, n):
+                    self._queues[i - 1].put(job)
+                first = job
+            else:
+                bounds = [total * i // n for i in range(n + 1)]
+                for i in range(1, n):
+                    self._queues[i - 1].put((fn, args, bounds[i], bounds[i + 1], tail))
+                first = (fn, args, bounds[0], bounds[1], tail)
             err = None
             try:
-                fn(*args, bounds[0], bounds[1], *tail)
+                f, a, b, e, t = first
+                f(*a, b, e, *t)
             except BaseException as ex:  # noqa: BLE001
                 err = ex
             pending = n - 1
@@ -86,6 +102,10 @@ class _Pool:
             q.put(None)
         self._queues = []
 
+
+# Chunks per worker in a chunked dispatch: enough that a descheduled worker holds back little, few enough
+# that claiming one (an atomic add) and a privatised kernel's flush per chunk cost nothing measurable.
+CHUNKS_PER_WORKER = 8
 
 _pool: Optional[_Pool] = None
 _pool_env: Optional[str] = None
@@ -152,6 +172,8 @@ class ComputeKernel(KernelBase):
         fn.argtypes = _ENTRY_ARGTYPES
         fn.restype = None
         self._fn = fn
+        runner = self.library.chunk_runner()
+        self._chunks = (runner, ctypes.cast(fn, ctypes.c_void_p).value) if runner is not None else None
         self._init_layouts()
 
 
@@ -168,7 +190,7 @@ class ComputeKernel(KernelBase):
         gc = (ctypes.c_uint32 * 3)(gx, gy, gz)
         rec = ErrorRecord()
         args = (gblock.ctypes.data, pblock.ctypes.data, ctypes.addressof(gc))
-        _get_pool().run(self._fn, args, total, (ctypes.addressof(rec),))
+        _get_pool().run(self._fn, args, total, (ctypes.addressof(rec),), self._chunks)
         # keep the blocks, the group counts and the bound buffers alive until here
         del gblock, pblock, gc, vars, kwargs
         if rec.code:

@@ -1,8 +1,13 @@
 """C++ source -> loaded shared library, with an in-memory and an on-disk cache.
 
 * Compiler: `$CXX` (may carry arguments, e.g. "ccache g++"), else `c++`, `g++`, `clang++` on PATH.
-* Flags: `BASE_FLAGS` (+ `$SLANGJIT_CXXFLAGS`).  No `-march=native`: results must not depend on
-  the machine that filled the cache, and FP contraction is switched off so g++ and clang++ agree.
+* Flags: `BASE_FLAGS`, the host's instruction-set flags (`isa_flags()`), `$SLANGJIT_CXXFLAGS`.
+  The instruction set is chosen at run time from the CPU's features (x86-64: `portable`, `v2`
+  SSE4.2, `v3` AVX2/FMA/F16C (native half conversions), `v4` AVX-512; `$SLANGJIT_CPU_ISA` picks one
+  explicitly, `portable` = none) and spelled as explicit `-m` flags, so it is part of the cache key:
+  a cache shared between machines never hands one a library built for another's features.  No
+  `-march=native` and no `-ffast-math`: FP contraction is off (`-ffp-contract=off`, no FMA even
+  where the ISA has it) and math stays IEEE, so results do not depend on the machine.
 * Cache: `$SLANGJIT_CACHE_DIR`, else `$XDG_CACHE_HOME/slangjit`, else `~/.cache/slangjit`
   (sub-folder `cpu/`).  Key = sha256(source, compiler command + resolved path + `--version`
   output, flags).  The compiler's `--version` output is itself cached on disk, keyed by the
@@ -25,6 +30,7 @@ import ctypes
 import hashlib
 import json
 import os
+import platform
 import shlex
 import shutil
 import struct
@@ -40,7 +46,7 @@ from .. import cache_paths
 from ..cache_paths import cache_dir, cache_dirs, entry_mac, mac_ok, remove_entry   # per-user folders + entry MACs
 
 BASE_FLAGS = ("-std=c++17", "-O2", "-fwrapv", "-fPIC", "-shared", "-fno-strict-aliasing",
-              "-ffp-contract=off", "-fno-math-errno")
+              "-ffp-contract=off", "-fno-math-errno", "-fopenmp-simd")
 
 _CACHE_VERSION = b"slangjit-cpu-v1"
 _TRAILER_MAGIC = b"SJLIB\x02\x00\x00"
@@ -147,9 +153,83 @@ def compiler_version(cmd: tuple[str, ...]) -> str:
     return v
 
 
+# x86-64 instruction-set levels (the psABI's microarchitecture levels), as /proc/cpuinfo feature names
+# and the `-m` flags g++ >= 5 and clang++ >= 4 accept for them; each level includes the ones before.
+_X86_LEVELS = (
+    ("v2", ("cx16", "lahf_lm", "popcnt", "sse4_1", "sse4_2", "ssse3"),
+     ("-msse3", "-mssse3", "-msse4.1", "-msse4.2", "-mpopcnt", "-mcx16", "-msahf")),
+    ("v3", ("avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave"),
+     ("-mavx", "-mavx2", "-mbmi", "-mbmi2", "-mf16c", "-mfma", "-mlzcnt", "-mmovbe", "-mxsave")),
+    ("v4", ("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"),
+     ("-mavx512f", "-mavx512bw", "-mavx512cd", "-mavx512dq", "-mavx512vl", "-mprefer-vector-width=256")),
+)
+ISA_LEVELS = ("portable",) + tuple(name for name, _, _ in _X86_LEVELS)
+_host_isa: Optional[str] = None
+
+
+def _cpu_features() -> set:
+    """The CPU's feature names (Linux /proc/cpuinfo `flags`); empty where unknown."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def host_isa() -> str:
+    """The highest x86-64 level whose features this CPU has ('portable' elsewhere), or `$SLANGJIT_CPU_ISA`."""
+    global _host_isa
+    env = os.environ.get("SLANGJIT_CPU_ISA", "").strip().lower()
+    if env:
+        if env not in ISA_LEVELS:
+            raise ValueError(f"$SLANGJIT_CPU_ISA={env!r}: expected one of {', '.join(ISA_LEVELS)}")
+        return env
+    if _host_isa is None:
+        level = "portable"
+        if platform.machine().lower() in ("x86_64", "amd64"):
+            have = _cpu_features()
+            for name, need, _ in _X86_LEVELS:
+                if not set(need) <= have:
+                    break
+                level = name
+        _host_isa = level
+    return _host_isa
+
+
+def isa_flags(isa: Optional[str] = None) -> tuple[str, ...]:
+    """The compiler flags of an instruction-set level (host_isa() by default)."""
+    isa = host_isa() if isa is None else isa
+    if isa not in ISA_LEVELS:
+        raise ValueError(f"unknown CPU instruction-set level {isa!r}: expected one of {', '.join(ISA_LEVELS)}")
+    out: list[str] = []
+    for name, _, flags in _X86_LEVELS:
+        if isa == "portable":
+            break
+        out += flags
+        if name == isa:
+            break
+    return tuple(out)
+
+
+def link_libs() -> tuple[str, ...]:
+    """Libraries linked after the source: glibc's vector math library (libmvec, glibc >= 2.22 on x86-64),
+    whose functions the lane-blocked kernels' vectorised loops call (emit/cpu_lanes.py)."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return ()
+    try:
+        name, ver = (os.confstr("CS_GNU_LIBC_VERSION") or "").split()
+        major, minor = (int(x) for x in ver.split(".")[:2])
+    except (ValueError, OSError, AttributeError):
+        return ()
+    return ("-lmvec",) if name == "glibc" and (major, minor) >= (2, 22) else ()
+
+
 def compile_flags() -> tuple[str, ...]:
     extra = os.environ.get("SLANGJIT_CXXFLAGS", "").strip()
-    return BASE_FLAGS + (tuple(shlex.split(extra)) if extra else ())
+    return BASE_FLAGS + isa_flags() + (tuple(shlex.split(extra)) if extra else ())
 
 
 # ------------------------------------------------------------------------------------------ cache dir
@@ -191,12 +271,27 @@ class CpuLibrary:
         self.from_disk = from_disk              # True: found in the on-disk cache (no compiler ran)
         self.compile_seconds = compile_seconds  # 0.0 when from the cache
         self.load_seconds = load_seconds
+        self._chunks = False                    # chunk_runner(), looked up on first use
 
     def symbol(self, name: str):
         try:
             return self.lib[name]
         except AttributeError:
             raise InternalCompilerError(f"generated library {self.path} has no symbol '{name}'") from None
+
+    def chunk_runner(self):
+        """The library's `sj_run_chunks` (emit/program.py CppTarget.trailer) with its argument types, or None."""
+        if self._chunks is False:
+            try:
+                f = self.lib["sj_run_chunks"]
+            except AttributeError:
+                f = None
+            else:
+                f.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                              ctypes.c_uint32, ctypes.c_uint32, ctypes.c_void_p)
+                f.restype = None
+            self._chunks = f
+        return self._chunks
 
     def __repr__(self) -> str:
         return f"CpuLibrary({self.path!r})"
@@ -211,7 +306,7 @@ def library_key(source: str, cmd: Optional[tuple[str, ...]] = None, flags: Optio
     flags = compile_flags() if flags is None else flags
     h = hashlib.sha256()
     for part in (_CACHE_VERSION, source.encode("utf-8"), "\0".join(cmd).encode(), compiler_version(cmd).encode(),
-                 "\0".join(flags).encode()):
+                 "\0".join(flags).encode(), "\0".join(link_libs()).encode()):
         h.update(len(part).to_bytes(8, "little"))
         h.update(part)
     return h.hexdigest()
@@ -243,7 +338,7 @@ def _build(source: str, cmd: tuple[str, ...], flags: tuple[str, ...], key: str, 
     t0 = time.perf_counter()
     try:
         try:
-            p = subprocess.run([*cmd, *flags, "-o", lib_tmp, src_tmp], capture_output=True, text=True)
+            p = subprocess.run([*cmd, *flags, "-o", lib_tmp, src_tmp, *link_libs()], capture_output=True, text=True)
         except OSError as e:
             raise CompilerNotFoundError(f"C++ compiler {' '.join(cmd)!r} cannot be run: {e}") from None
         if p.returncode != 0 or os.path.getsize(lib_tmp) == 0:

@@ -22,8 +22,12 @@ def _names(target: str, options: PipelineOptions) -> list[str]:
 
 
 def test_passes_per_target_and_options():
-    assert _names("cpp", DEFAULT_OPTIONS) == ["simplify"]
-    assert _names("cpp", PipelineOptions(fuse_entries=True)) == ["simplify", "fuse_entries"]
+    assert _names("cpp", DEFAULT_OPTIONS) == ["simplify", "fuse_entries", "plan_cpu_adds", "fuse_privatised"]
+    assert _names("cpp", PipelineOptions().with_cpu(fuse_all=False)) == ["simplify", "plan_cpu_adds", "fuse_privatised"]
+    assert _names("cpp", PipelineOptions(fuse_entries=True)) == ["simplify", "fuse_entries", "plan_cpu_adds",
+                                                                 "fuse_privatised"]
+    assert _names("cpp", PipelineOptions().with_cpu(fuse=False, fuse_all=False)) == ["simplify", "plan_cpu_adds"]
+    assert _names("cpp", PipelineOptions().with_cpu(privatize_adds=False, fuse_all=False)) == ["simplify"]
     assert _names("cuda", DEFAULT_OPTIONS) == ["simplify", "lower_atomic_adds", "plan_red_adds", "fuse_coarse",
                                                "cover_slots"]
     assert _names("cuda", PipelineOptions().with_cuda(fuse_coarse=False, lower_atomic_adds=False)) == \
@@ -62,7 +66,7 @@ def test_device_compile_options(tmp_path):
                  "{ int a = twice(int(t.x)); int b = twice(int(t.x)); o[t.x] = a + b; }\n")
     fused = spy.create_device(type=spy.DeviceType.cpu, compile_options=PipelineOptions(fuse_entries=True))
     assert fused.compile_options.fuse_entries
-    plain_prog = fused.load_program(str(p), ["computeMain"], compile_options=DEFAULT_OPTIONS)
+    plain_prog = fused.load_program(str(p), ["computeMain"], compile_options=PipelineOptions().with_cpu(fuse_all=False))
     fused_prog = fused.load_program(str(p), ["computeMain"])
     assert plain_prog.compiled.source != fused_prog.compiled.source      # twice() inlined and reused when fused
     for prog in (plain_prog, fused_prog):

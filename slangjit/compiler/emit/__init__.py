@@ -18,6 +18,6 @@ def emit_program(optimized: Optimized):
         target = CudaTarget(optimized.plan, optimized.options.cuda)
         target.em.checked = checked
     else:
-        target = CppTarget(program.uses_group_barrier, checked)
+        target = CppTarget(program.uses_group_barrier, checked, optimized.cpu_plan, optimized.options.cpu)
     target.em.trusted_entry_pointers = optimized.options.trusted_entry_pointers
     return assemble(program, target)

@@ -339,7 +339,7 @@ class CppEmitter:
         t = e.type
         ct = self.ctype(t)
         if not e.args:
-            return f"{ct}{{}}"
+            return f"(({ct})nullptr)" if isinstance(t, T.PointerType) else f"{ct}{{}}"   # `float*{}` is no C++
         if isinstance(t, T.VectorType):
             if e.splat:
                 return f"sj::vsplat<{self.ctype(t.elem)}, {t.n}>({self.expr(e.args[0])})"

@@ -19,6 +19,8 @@ from ..reflection import EntryPointInfo, FieldLayout, ProgramReflection
 from ..source import error
 from ..layout import block_layout
 from .cpp import CppEmitter, prelude_text
+from .cpu_adds import PACC_PRELUDE, CpuEmitter
+from .cpu_lanes import LANES_PRELUDE, LaneKernel, vector_math_header
 
 SYSTEM_VALUES = {"sv_dispatchthreadid": "dtid", "sv_groupid": "gid", "sv_groupthreadid": "gtid",
                  "sv_groupindex": "gindex"}
@@ -125,9 +127,14 @@ class CppTarget(Target):
 
     guards_recursion = True
 
-    def __init__(self, group_barrier: bool = False, checked: bool = False):
-        super().__init__(CppEmitter("cpp", checked))
+    def __init__(self, group_barrier: bool = False, checked: bool = False, cpu_plan=None, cpu_options=None):
+        slots = cpu_plan.slots if cpu_plan is not None else None
+        super().__init__(CpuEmitter(checked, slots))
         self.group_barrier = group_barrier
+        self.lanes = bool(getattr(cpu_options, "lanes", False)) and not group_barrier   # emit/cpu_lanes.py
+        self.vector_math = bool(getattr(cpu_options, "vector_math", False))
+        self.used_lanes = False
+        self.privatised: dict = dict(cpu_plan.entries) if slots is not None else {}   # id(entry) -> slots
 
     def launch_prologue(self) -> list[str]:
         """The launcher's first lines: this thread's failures go to the dispatch's error record
@@ -140,8 +147,31 @@ class CppTarget(Target):
     def launch_epilogue(self) -> list[str]:
         return ["    sj::error_record() = sj_prev_ep;"] if self.em.sites else []
 
+    def trailer(self) -> list[str]:
+        # Dynamic chunks (runtime/cpu.py): every worker runs `launcher` on chunks of `chunk` groups that it
+        # claims from a shared counter until [0, total) is done, so a worker that the OS deschedules holds
+        # back no more than one chunk.
+        return ["\n".join([
+            'typedef void (*sj_launcher_t)(void*, void*, const uint32_t*, uint32_t, uint32_t, void*);',
+            'extern "C" SJ_EXPORT void sj_run_chunks(void* sj_launcher, void* sj_gp, void* sj_pp, const uint32_t* sj_gc, '
+            'uint64_t* sj_next, uint32_t sj_total, uint32_t sj_chunk, void* sj_ep)',
+            "{",
+            "    sj_launcher_t sj_fn = (sj_launcher_t)sj_launcher;",
+            "    for (;;)",
+            "    {",
+            "        uint64_t sj_b = __atomic_fetch_add(sj_next, (uint64_t)sj_chunk, __ATOMIC_RELAXED);",
+            "        if (sj_b >= sj_total) break;",
+            "        uint64_t sj_e = sj_b + sj_chunk < sj_total ? sj_b + sj_chunk : sj_total;",
+            "        sj_fn(sj_gp, sj_pp, sj_gc, (uint32_t)sj_b, (uint32_t)sj_e, sj_ep);",
+            "    }",
+            "}"])]
+
+    def header(self) -> list[str]:
+        return [vector_math_header()] if self.used_lanes and self.vector_math else []
+
     def after_prelude(self) -> list[str]:
-        return ["#include <cstddef>",
+        return ["#include <cstddef>", *([PACC_PRELUDE] if self.privatised else []),
+                *([LANES_PRELUDE] if self.used_lanes else []),
                 "#ifndef SJ_EXPORT\n#define SJ_EXPORT __attribute__((visibility(\"default\")))\n#endif"]
 
     def launcher(self, fn: ir.Function, numthreads, symbol: str, sname: str, call_args: list[str]) -> list[str]:
@@ -175,6 +205,35 @@ class CppTarget(Target):
                 *self.launch_epilogue(),
                 "}",
             ]
+        # privatised gradient adds (passes/cpu_adds.py): the worker's accumulators live on its stack
+        ns = self.privatised.get(id(fn), 0)
+        slot_args, acc, flush = [], [], []
+        if ns:
+            slot_args = ["sj_acc", "sj_tab", "0"]
+            acc = [f"    float sj_acc[{ns}];   // privatised gradient adds: {ns} slots",
+                   f"    uintptr_t sj_tab[{ns}] = {{}};"]
+            flush = [f"    sj::pacc_flush(sj_acc, sj_tab, {ns});"]
+        elif self.em.bears_slots(fn):
+            slot_args = ["nullptr", "nullptr", "-1"]
+        lanes = LaneKernel.build(self.em, fn, numthreads, sname, call_args) if self.lanes and not slot_args else None
+        if lanes is not None:
+            self.used_lanes = True
+            return lanes.lines + [
+                f'extern "C" SJ_EXPORT void {symbol}(void* sj_gp, void* sj_pp, const uint32_t* sj_gc, uint32_t sj_begin, uint32_t sj_end, void* sj_ep)',
+                "{",
+                "    sj_g = (sj_Globals*)sj_gp;",
+                *self.launch_prologue(),
+                f"    const {sname}* sj_P = (const {sname}*)sj_pp;",
+                "    for (uint32_t sj_lin = sj_begin; sj_lin < sj_end; ++sj_lin)",
+                "    {",
+                "        uint32_t sj_gx = sj_lin % sj_gc[0], sj_rest = sj_lin / sj_gc[0];",
+                "        uint32_t sj_gy = sj_rest % sj_gc[1], sj_gz = sj_rest / sj_gc[1];",
+                f"        for (uint32_t sj_t0 = 0; sj_t0 < {lanes.group}u; sj_t0 += {lanes.width}u)   // lane-blocked",
+                f"            sj_lanes_{fn.slang_name}(sj_P, sj_gx, sj_gy, sj_gz, sj_t0);",
+                "    }",
+                *self.launch_epilogue(),
+                "}",
+            ]
         return [
             f'extern "C" SJ_EXPORT void {symbol}(void* sj_gp, void* sj_pp, const uint32_t* sj_gc, uint32_t sj_begin, uint32_t sj_end, void* sj_ep)',
             "{",
@@ -183,6 +242,7 @@ class CppTarget(Target):
             *(["    sj::stack_mark(size_t(1) << 20);   // 1 MiB of the worker's stack for recursion"] if self.recursive else []),
             f"    const {sname}* sj_P = (const {sname}*)sj_pp;",
             "    (void)sj_P;",
+            *acc,
             "    for (uint32_t sj_lin = sj_begin; sj_lin < sj_end; ++sj_lin)",
             "    {",
             "        uint32_t sj_gx = sj_lin % sj_gc[0], sj_rest = sj_lin / sj_gc[0];",
@@ -191,9 +251,10 @@ class CppTarget(Target):
             f"        for (uint32_t sj_ty = 0; sj_ty < {ny}u; ++sj_ty)",
             f"        for (uint32_t sj_tx = 0; sj_tx < {nx}u; ++sj_tx)",
             "        {",
-            f"            {fn.name}({', '.join(call_args)});",
+            f"            {fn.name}({', '.join(call_args + slot_args)});",
             "        }",
             "    }",
+            *flush,
             *self.launch_epilogue(),
             "}",
         ]

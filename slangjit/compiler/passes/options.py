@@ -65,6 +65,28 @@ class CudaOptions:
 
 
 @dataclass(frozen=True)
+class CpuOptions:
+    """What the C++ (CPU) target does with gradient adds (passes/cpu_adds.py, emit/cpu_adds.py)."""
+    # Thread-uniform float/half InterlockedAdds accumulate per worker (a float per site on the stack) and
+    # reach memory once per worker and dispatch, instead of an atomic per add.
+    privatize_adds: bool = True
+    max_slots: int = 4096
+    # Inline, reuse values and prune dead code in every entry point (the fuse_entries passes, on by default
+    # for the CPU): reverse mode's replays and user derivatives' recomputation (the seed MLP example's
+    # learnGradient at batch 64: 223 -> 153 us of CPU time).
+    fuse_all: bool = True
+    # Inline the privatised entry points' calls and reuse what they compute twice (passes/cpu_adds.py
+    # fuse_privatised): reverse mode's replays and user derivatives' recomputation.
+    fuse: bool = True
+    # Lane-blocked kernels (emit/cpu_lanes.py): entry points of straight-line code with ifs and early returns
+    # run blocks of 64 logical threads in lock-step loops the C++ compiler vectorises.
+    lanes: bool = True
+    # In lane-blocked loops, the math functions use glibc's vector math library (libmvec, documented error
+    # <= 4 ulp) where the C library has it; their last bit may then differ from the scalar functions'.
+    vector_math: bool = True
+
+
+@dataclass(frozen=True)
 class PipelineOptions:
     """Options of one compile (pass pipeline + emitter)."""
     # Run the CUDA coarsened kernels' inlining, value reuse and dead-code removal (passes/fusion.py) on
@@ -79,10 +101,15 @@ class PipelineOptions:
     # them (emit/cpp.py null_check).  Every other pointer access still is, on the CPU.
     trusted_entry_pointers: bool = False
     cuda: CudaOptions = field(default_factory=CudaOptions)
+    cpu: CpuOptions = field(default_factory=CpuOptions)
 
     def with_cuda(self, **changes) -> "PipelineOptions":
         """A copy with some CUDA options changed (field names of CudaOptions)."""
         return dataclasses.replace(self, cuda=dataclasses.replace(self.cuda, **changes))
+
+    def with_cpu(self, **changes) -> "PipelineOptions":
+        """A copy with some CPU options changed (field names of CpuOptions)."""
+        return dataclasses.replace(self, cpu=dataclasses.replace(self.cpu, **changes))
 
     def changed(self) -> tuple:
         """((dotted name, value), ...) of the options that differ from the defaults, in field order:

@@ -3,12 +3,15 @@
 Each pass is named and runs on the whole program; which passes run depends on the target and the
 options (options.py), never on module state:
 
-    cpp:   simplify, [fuse_entries]
+    cpp:   simplify, [fuse_entries], [plan_cpu_adds], [fuse_privatised]
     cuda:  simplify, [lower_atomic_adds], plan_red_adds, [fuse_coarse], cover_slots
 
 * simplify (simplify.py): constant folding, branch folding, unreachable statements, unused locals.
-* fuse_entries (fusion.py; PipelineOptions.fuse_entries): inline, value reuse and dead code on every
-  CPU entry point (a test switch: the CPU suite exercises the CUDA coarsened kernels' fusion).
+* fuse_entries (fusion.py; PipelineOptions.fuse_entries or CpuOptions.fuse_all, the default): inline, value
+  reuse and dead code on every CPU entry point.
+* plan_cpu_adds (cpu_adds.py; CpuOptions.privatize_adds): which thread-uniform float/half adds of which
+  entry points accumulate per CPU worker.
+* fuse_privatised (cpu_adds.py; CpuOptions.fuse): inline + value reuse in the privatised entry points.
 * lower_atomic_adds (atomic_adds.py; CudaOptions.lower_atomic_adds): unused-result float
   `Atomic<T>.add` calls become InterlockedAdd sites.
 * plan_red_adds (red_plan.py): how gradient adds are combined (coarsened kernels, slots, block cache).
@@ -25,6 +28,7 @@ from typing import Callable, Optional
 from ..ir.fold import fold_value
 from ..ir.program import Program
 from .atomic_adds import lower_atomic_adds
+from .cpu_adds import CpuAddPlan, fuse_privatised, plan_cpu_adds
 from .fusion import inline_copy, reuse_and_prune
 from .options import DEFAULT_OPTIONS, PipelineOptions
 from .red_plan import RedAddPlan, covered_kernels, fuse_coarse_entries, plan_red_adds
@@ -38,6 +42,7 @@ class Optimized:
     target: str
     options: PipelineOptions
     plan: Optional[RedAddPlan] = None          # CUDA: how gradient adds are combined
+    cpu_plan: Optional[CpuAddPlan] = None      # C++: which gradient adds accumulate per worker
     ran: list = field(default_factory=list)    # names of the passes that ran, in order
 
 
@@ -65,6 +70,16 @@ def _lower_atomic_adds(state: Optimized) -> None:
     lower_atomic_adds(state.program.functions)
 
 
+def _plan_cpu_adds(state: Optimized) -> None:
+    state.cpu_plan = plan_cpu_adds(state.program.entries, state.program.functions, state.options.cpu.max_slots,
+                                   state.program.uses_group_barrier)
+
+
+def _fuse_privatised(state: Optimized) -> None:
+    state.cpu_plan = fuse_privatised(state.program.entries, state.program.functions, state.cpu_plan,
+                                     state.options.cpu.max_slots, state.program.uses_group_barrier)
+
+
 def _plan_red_adds(state: Optimized) -> None:
     state.plan = plan_red_adds(state.program.entries, state.program.functions, state.options.cuda)
 
@@ -89,7 +104,9 @@ def pipeline(target: str, fold) -> list[Pass]:
                    Pass("fuse_coarse", _fuse_coarse, lambda o: o.cuda.fuse_coarse),
                    Pass("cover_slots", _cover_slots)]
     else:
-        passes.append(Pass("fuse_entries", _fuse_entries, lambda o: o.fuse_entries))
+        passes += [Pass("fuse_entries", _fuse_entries, lambda o: o.fuse_entries or o.cpu.fuse_all),
+                   Pass("plan_cpu_adds", _plan_cpu_adds, lambda o: o.cpu.privatize_adds),
+                   Pass("fuse_privatised", _fuse_privatised, lambda o: o.cpu.privatize_adds and o.cpu.fuse)]
     return passes
 
 

@@ -1,0 +1,127 @@
+"""First-use CUDA compile latency of the seed MLP module, broken down, in new processes with empty caches.
+
+    python benchmarks/cuda_cold.py [--runs 3] [--no-gpu] [--keep-cache]
+
+Run it first thing on a fresh machine (nothing of NVRTC in the page cache yet): the first child is the
+"first process on a fresh machine" of issue 20, the later ones are ordinary cold compiles (empty slangjit
+caches, warm OS page cache).  Each child, with its own empty $SLANGJIT_CACHE_DIR, reports (wall seconds):
+
+  start     interpreter start to the child's first line (the parent's clock; includes Python's own start)
+  import    `import slangjit`
+  frontend  parse + check + autodiff + passes + CUDA emit of learnGradient and adjustParameters
+            (compile_program(..., target="cuda"), the MLP as benchmarks/gpu_mlp.py runs it)
+  nvrtc_lib import of cuda.bindings.nvrtc and loading libnvrtc (nvrtcVersion)
+  builtins  NVRTC's first compile of an empty kernel: libnvrtc-builtins and its built-in headers
+  fp16      a kernel that only includes cuda_fp16.h (the header the generated code needs), compiled
+  compile   NVRTC on the two generated translation units (--arch, default sm_90), one after the other
+  device    (with a GPU) create_device(cuda) + create_compute_kernel of both entries, caches now filled:
+            context creation + module load
+and the generated source size.  The sum of frontend..compile is what slangjit's first compile costs; the
+split says which part is NVRTC loading itself (nvrtc_lib + builtins), header parsing (fp16) and our code
+(frontend, compile).  Nothing is asserted; the last line is a one-line summary.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+CHILD = r"""
+import json, os, sys, time
+t_first = time.time()
+r = {"start": t_first - float(sys.argv[1])}
+t = time.perf_counter()
+sys.path.insert(0, sys.argv[2])
+import slangjit as spy
+r["import"] = time.perf_counter() - t
+sys.path.insert(0, os.path.join(sys.argv[2], "benchmarks"))
+import gpu_mlp
+from slangjit.compiler import SourceSpec, compile_program
+src = gpu_mlp.patched_source()
+t = time.perf_counter()
+progs = [compile_program([SourceSpec(text=src, name="mlp.slang")], [e], target="cuda")
+         for e in ("learnGradient", "adjustParameters")]
+r["frontend"] = time.perf_counter() - t
+r["source_bytes"] = sum(len(p.source) for p in progs)
+from slangjit.runtime import cuda_compiler as cc
+t = time.perf_counter()
+cc.nvrtc_module()
+cc.nvrtc_version()
+r["nvrtc_lib"] = time.perf_counter() - t
+arch = sys.argv[3]
+t = time.perf_counter()
+cc.compile_source('extern "C" __global__ void sj_empty() {}', arch)
+r["builtins"] = time.perf_counter() - t
+t = time.perf_counter()
+cc.compile_source('#include <cuda_fp16.h>\nextern "C" __global__ void sj_h(__half* p) { p[0] = __hadd(p[0], p[1]); }', arch)
+r["fp16"] = time.perf_counter() - t
+t = time.perf_counter()
+for p in progs:
+    cc.compile_source(p.source, arch)
+r["compile"] = time.perf_counter() - t
+r["arch"] = arch
+if sys.argv[4] == "1":
+    try:
+        t = time.perf_counter()
+        dev = spy.create_device(type=spy.DeviceType.cuda)
+        path = os.path.join(os.environ["SLANGJIT_CACHE_DIR"], "mlp.slang")
+        open(path, "w").write(src)
+        for e in ("learnGradient", "adjustParameters"):
+            dev.create_compute_kernel(dev.load_program(path, [e]))
+        r["device"] = time.perf_counter() - t
+    except Exception as ex:
+        r["device_error"] = f"{type(ex).__name__}: {ex}"[:200]
+print(json.dumps(r))
+"""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--arch", default="sm_90", help="NVRTC target (sm_90: the H100's cubin, what the runtime builds)")
+    ap.add_argument("--no-gpu", action="store_true", help="skip device creation and module load")
+    ap.add_argument("--keep-cache", action="store_true", help="keep the children's cache folders")
+    args = ap.parse_args()
+    rows = []
+    for i in range(args.runs):
+        cache = tempfile.mkdtemp(prefix="sj-cuda-cold-")
+        env = dict(os.environ, SLANGJIT_CACHE_DIR=cache)
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        t0 = time.time()
+        p = subprocess.run([sys.executable, "-c", CHILD, repr(t0), str(ROOT), args.arch, "0" if args.no_gpu else "1"],
+                           env=env, capture_output=True, text=True, timeout=900)
+        wall = time.time() - t0
+        if not args.keep_cache:
+            shutil.rmtree(cache, ignore_errors=True)
+        if p.returncode:
+            print(p.stderr[-3000:])
+            raise SystemExit(f"child {i} failed")
+        r = json.loads(p.stdout.strip().splitlines()[-1])
+        r["process"] = wall
+        rows.append(r)
+    keys = ["start", "import", "frontend", "nvrtc_lib", "builtins", "fp16", "compile", "device", "process"]
+    print(f"arch {rows[0]['arch']}; generated CUDA source {rows[0]['source_bytes'] / 1024:.0f} KiB (2 entry points)")
+    print("| run | " + " | ".join(keys) + " |")
+    print("|---|" + "---:|" * len(keys))
+    for i, r in enumerate(rows):
+        label = "1 (first process)" if i == 0 else str(i + 1)
+        print(f"| {label} | " + " | ".join(f"{r[k] * 1e3:.0f}" if k in r else "-" for k in keys) + " | ms")
+        if "device_error" in r:
+            print(f"  device: {r['device_error']}")
+    f = rows[0]
+    ours = f["frontend"] + f["compile"]
+    print(f"first process: NVRTC load {1e3 * (f['nvrtc_lib'] + f['builtins']):.0f} ms, cuda_fp16.h "
+          f"{1e3 * f['fp16']:.0f} ms, front end {1e3 * f['frontend']:.0f} ms, NVRTC on our source "
+          f"{1e3 * f['compile']:.0f} ms (front end + compile {1e3 * ours:.0f} ms)")
+
+
+if __name__ == "__main__":
+    main()
