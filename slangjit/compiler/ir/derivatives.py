@@ -195,7 +195,7 @@ class Derivatives:
             self.bwd_cache[id(fn)] = custom
             return custom
         pd, rd = self.signature(fn)
-        fwd_only = self.find_custom(fn, "fwd") if sub is None else None
+        fwd_only = self.find_custom(fn, "fwd") if sub is None and fn.intrinsic is None else None
         decl = fn.attrs.get("decl")
         has_body = fn.body is not None or getattr(decl, "body", None) is not None
         if fwd_only is not None and (not has_body or not (BODY_DIFF_ATTRS & set(attrs(fn)))):
