@@ -182,6 +182,59 @@ void computeMain()
 }
 """
 
+# A vector `?:` (component-wise, both sides evaluated) differentiates like select(), both in a
+# transposed forward derivative and in a body (it was a bare intrinsic with a zero derivative).
+VECTOR_SELECT = HEAD + """DifferentialPair<float3> vm_fwd(DifferentialPair<float3> x, DifferentialPair<float3> y)
+{
+    return diffPair(max(x.p, y.p), x.p > y.p ? x.d : (x.p < y.p ? y.d : (x.d + y.d) * 0.5));
+}
+[ForwardDerivative(vm_fwd)]
+float3 vm(float3 x, float3 y) { return max(x, y); }
+[numthreads(1, 1, 1)]
+void computeMain()
+{
+    var u = diffPair(float3(1.0, -2.0, 0.5), float3(0.0));
+    var w = diffPair(float3(0.5, -1.0, 2.5), float3(0.0));
+    bwd_diff(vm)(u, w, float3(1.0, 2.0, 3.0));
+    outputBuffer[0] = u.d.x; // 1
+    outputBuffer[1] = w.d.y; // 2
+    outputBuffer[2] = w.d.z; // 3
+    outputBuffer[3] = u.d.y; // 0
+}
+"""
+VECTOR_TERNARY = HEAD + """[Differentiable]
+float3 F(float3 x, float3 y, float3 dx, float3 dy)
+{
+    return x > y ? dx : (x < y ? dy : (dx + dy) * 0.5);
+}
+[Differentiable]
+float G(float x, float y, float dx, float dy)
+{
+    return x > y ? dx : dy;
+}
+[numthreads(1, 1, 1)]
+void computeMain()
+{
+    var u = diffPair(float3(1.0, -2.0, 0.5), float3(0.0));
+    var w = diffPair(float3(0.5, -1.0, 2.5), float3(0.0));
+    var du = diffPair(float3(0.0), float3(0.0));
+    var dw = diffPair(float3(0.0), float3(0.0));
+    bwd_diff(F)(u, w, du, dw, float3(1.0, 2.0, 3.0));
+    outputBuffer[0] = du.d.x; // 1
+    outputBuffer[1] = dw.d.y; // 2
+    outputBuffer[2] = dw.d.z; // 3
+    var a = diffPair(1.0); var b = diffPair(0.0); var c = diffPair(0.0); var d = diffPair(0.0);
+    bwd_diff(G)(a, b, c, d, 5.0);
+    outputBuffer[3] = c.d; // 5
+}
+"""
+
+
+@DEV
+def test_vector_ternary_derivatives(device, tmp_path):
+    np.testing.assert_allclose(run_program(device, tmp_path, VECTOR_SELECT, 4, "vsel"), [1, 2, 3, 0])
+    np.testing.assert_allclose(run_program(device, tmp_path, VECTOR_TERNARY, 4, "vter"), [1, 2, 3, 5])
+
 
 @DEV
 def test_forward_only_derivative_is_transposed(device, tmp_path):
@@ -223,6 +276,7 @@ def test_bwd_diff_of_user_forward_derivative(device, tmp_path):
     np.testing.assert_allclose(got, [18.0, 27.0, 12.0, 6.0])
 
 
-@pytest.mark.parametrize("name", ["FWD_ONLY", "DIFF_AND_FWD", "MULTI", "FORMS", "NESTED"])
+@pytest.mark.parametrize("name", ["FWD_ONLY", "DIFF_AND_FWD", "MULTI", "FORMS", "NESTED",
+                                  "VECTOR_SELECT", "VECTOR_TERNARY"])
 def test_cuda_compiles(name):
     nvrtc_compiles(globals()[name], name.lower())
