@@ -19,7 +19,7 @@ BUILTIN_IFACES = {"__BuiltinType", "__BuiltinArithmeticType", "__BuiltinSignedAr
                   "__BuiltinIntegerType", "__BuiltinFloatingPointType", "__BuiltinLogicalType",
                   "__BuiltinRealType", "IArithmetic", "IInteger", "IFloat", "IComparable", "ILogical",
                   "IDifferentiable", "IDifferentiablePtrType", "IDefaultInitializable", "IRangedValue"}
-BUILTIN_GENERICS = {"vector", "matrix", "Atomic", "Ptr", "ConstantBuffer", "ParameterBlock", "Tuple",
+BUILTIN_GENERICS = {"vector", "CoopVec", "matrix", "Atomic", "Ptr", "ConstantBuffer", "ParameterBlock", "Tuple",
                     "Optional", "Array", "DifferentialPair", "DifferentialPtrPair"}
 
 
