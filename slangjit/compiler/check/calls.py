@@ -111,7 +111,7 @@ class CallsMixin:
                 return 0
             return None
         if isinstance(src, T.PointerType) and isinstance(dst, T.PointerType):
-            return 0 if types_eq(src.elem, dst.elem) else None
+            return 0 if types_eq(src.elem, dst.elem) else 1 if src.elem == T.VOID else None   # nullptr
         if isinstance(src, T.BufferType) and isinstance(dst, T.BufferType):
             if src.elem == dst.elem and (src.kind == dst.kind or
                                          (src.kind.replace("RW", "") == dst.kind and not dst.writable)):

@@ -147,6 +147,14 @@ class DiffsMixin:
             args = args[1:]
             pt = explicit_this.type.primal if isinstance(explicit_this.type, T.PairType) else explicit_this.type
             this = ir.LocalRef(pt, ir.Var("this", pt))
+        elif this is not None and args and not isinstance(args[0], InitListArg) and \
+                isinstance(fexpr, ast.Member) and fexpr.op == "->":
+            # `bwd_diff(p->method)(*p, ...)`: through a pointer the method is named statically and
+            # its `this` is passed explicitly, as Slang does.
+            a0 = args[0].type.primal if isinstance(args[0].type, T.PairType) else args[0].type
+            if a0 == this.type:
+                explicit_this, args = args[0], args[1:]
+                this = ir.LocalRef(a0, ir.Var("this", a0))
         def primal_view(a):
             if isinstance(a, InitListArg):
                 return a
