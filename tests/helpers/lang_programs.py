@@ -9,11 +9,19 @@ import slangjit as spy
 from slangjit.compiler import SourceSpec, compile_program
 
 
-def run_program(device, tmp_path, src: str, n: int, name: str = "prog", out: str = "outputBuffer") -> np.ndarray:
-    """Dispatch computeMain once (1 thread) and return the first n floats of the output buffer."""
+def run_program(device, tmp_path, src: str, n: int, name: str = "prog", out: str = "outputBuffer",
+                type_conformances=None) -> np.ndarray:
+    """Dispatch computeMain once (1 thread) and return the first n floats of the output buffer;
+    `type_conformances` [(interface, type, id)] are given at link time."""
     p = tmp_path / f"{name}.slang"
     p.write_text(src)
-    k = device.create_compute_kernel(device.load_program(str(p), ["computeMain"]))
+    if type_conformances:
+        module = device.load_module(str(p))
+        entry = module.entry_point("computeMain", type_conformances=type_conformances)
+        program = device.link_program(modules=[module], entry_points=[entry])
+    else:
+        program = device.load_program(str(p), ["computeMain"])
+    k = device.create_compute_kernel(program)
     usage = spy.BufferUsage.unordered_access | spy.BufferUsage.shader_resource
     buf = device.create_buffer(size=4 * n, usage=usage, data=np.zeros(n, np.float32))
     k.dispatch(thread_count=[1, 1, 1], vars={out: buf})
