@@ -276,3 +276,32 @@ def test_inherited_interface_dispatch(device, tmp_path):
 @pytest.mark.parametrize("name", ["MATERIALS", "GENERIC_IFACE", "INHERITED"])
 def test_cuda_compiles(name):
     nvrtc_compiles(globals()[name], name.lower())
+
+
+ANY_VALUE_SIZE = """
+RWStructuredBuffer<float> outputBuffer;
+[anyValueSize(LIMIT)]
+interface IShape { float area(); }
+struct Small : IShape { float r; float area() { return r * r; } }
+struct Big : IShape { float a; float b; float c; float area() { return a + b + c; } }
+[numthreads(1, 1, 1)]
+void computeMain()
+{
+    IShape s = createDynamicObject<IShape>(0, 3.0);
+    outputBuffer[0] = s.area();
+}
+"""
+
+
+def test_any_value_size_limits_conforming_types(tmp_path):
+    import slangjit as spy
+    from slangjit.compiler.source import CompileError
+    dev = spy.create_device(type=spy.DeviceType.cpu)
+    conf = [("IShape", "Small", 0), ("IShape", "Big", 1)]
+    np.testing.assert_allclose(run_program(dev, tmp_path, ANY_VALUE_SIZE.replace("LIMIT", "12"), 1, "avs12",
+                                           type_conformances=conf), [9.0])
+    # the reference compiler: "type 'Big' does not fit in the size required by its conforming interface"
+    with pytest.raises(CompileError) as ei:
+        run_program(dev, tmp_path, ANY_VALUE_SIZE.replace("LIMIT", "8"), 1, "avs8", type_conformances=conf)
+    d = ei.value.diagnostics[0]
+    assert d.code == "E5014" and "'Big' (12 bytes)" in d.message and d.loc.line == 6
