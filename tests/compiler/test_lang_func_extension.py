@@ -1,6 +1,7 @@
 """Issue 19 group 6, derivatives attached from outside a function: `__func_extension fwd_diff(f)(...)`
 and `bwd_diff(f)(...)` for free functions, overloads, value-generic functions and member methods
-(the method's `this` pair comes first), used directly and from differentiable code in both modes.
+(the method's `this` pair comes first), used directly and from differentiable code in both modes;
+and `__func_extension __apply(f)(...)`, a forward pass returning a backward-pass context.
 Slang accepts the form with `-experimental-feature`; slangjit without a flag.  The expected values
 are the reference compiler's output for the same programs (`harness.py run --backend oracle` with
 `-xslang -experimental-feature`), and are checked by hand in the comments."""
@@ -156,6 +157,76 @@ void computeMain()
 }
 """
 
+# __apply: the forward pass returns (primal, context); the context's operator() is the backward
+# pass (here deliberately 10x the true derivative, so its use is visible): cube at 2: 30 * 4 = 120,
+# and 240 through `use` = 2 * cube.
+APPLY = """RWStructuredBuffer<float> outputBuffer;
+float cube(float x) { return x * x * x; }
+struct CubeContext
+{
+    float sqr;
+    void operator()(out float dx, float dOut)
+    {
+        dx = dOut * 30.0 * sqr;
+    }
+};
+__func_extension __apply(cube)(float x) -> Tuple<float, CubeContext>
+{
+    let sqr = x * x;
+    return makeTuple(sqr * x, CubeContext(sqr));
+}
+[Differentiable]
+float use(float x) { return cube(x) * 2.0; }
+[numthreads(1, 1, 1)]
+void computeMain()
+{
+    var p = diffPair(2.0);
+    bwd_diff(cube)(p, 1.0);
+    outputBuffer[0] = p.d;
+    var q = diffPair(2.0);
+    bwd_diff(use)(q, 1.0);
+    outputBuffer[1] = q.d;
+}
+"""
+
+# two differentiable parameters: d/dx = 3 * 10 * 2 + 1 = 61, d/dy = 2 * 5 * 10 * 2 = 200.
+APPLY2 = """RWStructuredBuffer<float> outputBuffer;
+float wsum(float x, float y) { return x * 3.0 + y * y; }
+struct WCtx
+{
+    float y;
+    int n;
+    void operator()(out float dx, out float dy, float dOut)
+    {
+        dx = dOut * float(n) * 10.0;
+        dy = dOut * 2.0 * y * 10.0;
+    }
+};
+__func_extension __apply(wsum)(float x, float y) -> Tuple<float, WCtx>
+{
+    WCtx c = { y, 3 };
+    return makeTuple(x * 3.0 + y * y, c);
+}
+[Differentiable]
+float use(float x, float y) { return wsum(x, y) * 2.0 + x; }
+[numthreads(1, 1, 1)]
+void computeMain()
+{
+    var px = diffPair(2.0);
+    var py = diffPair(5.0);
+    bwd_diff(use)(px, py, 1.0);
+    outputBuffer[0] = px.d;
+    outputBuffer[1] = py.d;
+    outputBuffer[2] = use(2.0, 5.0);
+}
+"""
+
+
+@DEV
+def test_apply_forms(device, tmp_path):
+    np.testing.assert_allclose(run_program(device, tmp_path, APPLY, 2, "apply"), [120, 240])
+    np.testing.assert_allclose(run_program(device, tmp_path, APPLY2, 3, "apply2"), [61, 200, 64])
+
 
 @DEV
 def test_free_function_extensions(device, tmp_path):
@@ -172,16 +243,16 @@ def test_extensions_used_by_differentiable_code(device, tmp_path):
     np.testing.assert_allclose(run_program(device, tmp_path, IN_CODE, 4), [22, 34, 82, 16])
 
 
-@pytest.mark.parametrize("name", ["FREE", "OVERLOADS", "IN_CODE"])
+@pytest.mark.parametrize("name", ["FREE", "OVERLOADS", "IN_CODE", "APPLY", "APPLY2"])
 def test_cuda_compiles(name):
     nvrtc_compiles(globals()[name], name.lower())
 
 
-def test_apply_form_is_a_located_error():
+def test_apply_needs_a_tuple_result():
     src = "float f(float x) { return x; }\n__func_extension __apply(f)(float x) -> float { return x; }\n"
     with pytest.raises(CompileError) as ei:
         compile_program([SourceSpec(text=src, name="apply")], [], target="cpp")
-    assert ei.value.diagnostics[0].code == "E0012" and "__apply" in str(ei.value)
+    assert ei.value.diagnostics[0].code == "E0012" and "Tuple<Result, Context>" in str(ei.value)
 
 
 def test_mismatched_extension_is_a_located_error():

@@ -142,7 +142,11 @@ class Parser(StmtParserMixin, ExprParserMixin, FuncExtensionParserMixin, ParserB
             elif kw == "func":
                 d = self.parse_func_keyword()
             elif kw == "__func_extension":
-                d = self.parse_func_extension()
+                ds = self.parse_func_extension()
+                for x in ds:
+                    x.attrs = attrs + x.attrs
+                    x.mods = mods | x.mods
+                return ds
             elif kw in ("let", "var"):
                 ds = self.parse_let_var()
                 for x in ds:
