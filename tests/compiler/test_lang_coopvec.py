@@ -162,3 +162,26 @@ def test_plain_vector_stays_limited_to_four():
     src = "RWStructuredBuffer<float> o;\n[numthreads(1,1,1)] void computeMain() { vector<float,5> v = 1; o[0] = v[0]; }\n"
     with pytest.raises(CompileError, match="E2022"):
         compile_program([SourceSpec(text=src, name="v5")], ["computeMain"], target="cpp")
+
+
+FUNCTIONAL = """
+CoopVec<float, 8> scale(CoopVec<float, 8> x, float s) { return x * s; }
+[Differentiable]
+float sumsq(CoopVec<float, 8> x) { float t = 0.0; for (int i = 0; i < 8; i++) t += x[i] * x[i]; return t; }
+"""
+
+
+@DEV
+def test_functional_api_binds_coopvec(device, tmp_path):
+    import slangjit as spy
+    p = tmp_path / "fcv.slang"
+    p.write_text(FUNCTIONAL)
+    m = spy.Module.load_from_file(device, str(p))
+    x = np.arange(16, dtype=np.float32).reshape(2, 8)
+    np.testing.assert_allclose(m.scale(x, 2.0, _result="numpy"), 2 * x)
+    t = spy.Tensor.from_numpy(device, x).with_grads(zero=True)
+    r = m.sumsq(t, _result="tensor").with_grads()
+    np.testing.assert_allclose(r.to_numpy(), (x.astype(np.float64) ** 2).sum(axis=1))
+    r.grad.storage.copy_from_numpy(np.ones(2, np.float32))
+    m.sumsq.bwds(t, _result=r)
+    np.testing.assert_allclose(t.grad.to_numpy(), 2 * x)
