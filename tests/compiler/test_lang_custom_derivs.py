@@ -247,6 +247,52 @@ def test_differentiable_with_forward_derivative_keeps_body_backward(device, tmp_
     got = run_program(device, tmp_path, DIFF_AND_FWD, 4)
     np.testing.assert_allclose(got, [100.0, 12.0, 25.0, 201.0])
 
+# Forward-only derivatives of a function of a differentiable struct, a [NoDiffThis] method and a
+# generic function, transposed inside one differentiable function.
+STRUCT_METHOD_GENERIC = HEAD + """struct P : IDifferentiable { float a; float b; }
+DifferentialPair<float> e_fwd(DifferentialPair<P> p, DifferentialPair<float> x)
+{
+    return diffPair(p.p.a * x.p + p.p.b, p.d.a * x.p * 10.0 + p.p.a * x.d + p.d.b);
+}
+[ForwardDerivative(e_fwd)]
+float e(P p, float x) { return p.a * x + p.b; }
+
+struct M
+{
+    float k;
+    DifferentialPair<float> g_fwd(DifferentialPair<float> x) { return diffPair(k * x.p, 7.0 * k * x.d); }
+    [ForwardDerivative(g_fwd)]
+    [NoDiffThis]
+    float g(float x) { return k * x; }
+}
+DifferentialPair<T> h_fwd<T : __BuiltinFloatingPointType>(DifferentialPair<T> x) { return diffPair(x.p, x.d * T(3.0)); }
+[ForwardDerivative(h_fwd)]
+T h<T : __BuiltinFloatingPointType>(T x) { return x; }
+
+[Differentiable]
+float use(P p, float x) { M m = { 2.0 }; return e(p, x) + m.g(x) + h(x); }
+
+[numthreads(1, 1, 1)]
+void computeMain()
+{
+    P p = { 3.0, 4.0 };
+    var pp = diffPair(p);
+    var px = diffPair(2.0);
+    bwd_diff(use)(pp, px, 1.0);
+    outputBuffer[0] = pp.d.a;   // x*10 = 20
+    outputBuffer[1] = pp.d.b;   // 1
+    outputBuffer[2] = px.d;     // a + 7k + 3 = 3 + 14 + 3 = 20
+    P.Differential dp = { 1.0, 0.0 };
+    outputBuffer[3] = fwd_diff(use)(diffPair(p, dp), diffPair(2.0, 0.0)).d;  // 20
+}
+"""
+
+
+@DEV
+def test_forward_only_struct_method_generic(device, tmp_path):
+    got = run_program(device, tmp_path, STRUCT_METHOD_GENERIC, 4, "smg")
+    np.testing.assert_allclose(got, [20, 1, 20, 20])
+
 
 @DEV
 def test_forward_only_several_parameters(device, tmp_path):
@@ -277,6 +323,7 @@ def test_bwd_diff_of_user_forward_derivative(device, tmp_path):
 
 
 @pytest.mark.parametrize("name", ["FWD_ONLY", "DIFF_AND_FWD", "MULTI", "FORMS", "NESTED",
-                                  "VECTOR_SELECT", "VECTOR_TERNARY"])
+                                  "VECTOR_SELECT", "VECTOR_TERNARY",
+                                  "STRUCT_METHOD_GENERIC"])
 def test_cuda_compiles(name):
     nvrtc_compiles(globals()[name], name.lower())
