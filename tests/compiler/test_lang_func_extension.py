@@ -264,3 +264,17 @@ def test_mismatched_extension_is_a_located_error():
     with pytest.raises(CompileError) as ei:
         compile_program([SourceSpec(text=src, name="bad")], ["computeMain"], target="cpp")
     assert ei.value.diagnostics[0].code == "E6013" and ei.value.diagnostics[0].loc.line == 2
+
+
+@pytest.mark.parametrize("decl", [
+    "__func_extension fwd_diff(fooo)(DifferentialPair<float> x) -> DifferentialPair<float> { return x; }",
+    "[ForwardDerivativeOf(fooo)] DifferentialPair<float> dfoo(DifferentialPair<float> x) { return x; }",
+])
+def test_misspelt_target_is_a_located_error(decl):
+    src = ("float foo(float x) { return x * x; }\n" + decl + "\n"
+           "RWStructuredBuffer<float> outputBuffer;\n"
+           "[numthreads(1,1,1)] void computeMain() { outputBuffer[0] = 1.0; }\n")
+    with pytest.raises(CompileError) as ei:
+        compile_program([SourceSpec(text=src, name="typo")], ["computeMain"], target="cpp")
+    d = ei.value.diagnostics[0]
+    assert d.code == "E2052" and "fooo" in d.message and d.loc.line == 2

@@ -233,6 +233,21 @@ class DerivativeResolver:
                     return None
         return None
 
+    def check_derivative_targets(self):
+        """Every `[...DerivativeOf(f)]` / `__func_extension ...(f)` of the user's modules names a
+        function (a misspelt target would otherwise attach nothing, silently)."""
+        chk = self.chk
+        for gsym, kind, target in chk.deriv_of:
+            if gsym.env.module == "core" or kind not in ("ForwardDerivativeOf", "BackwardDerivativeOf",
+                                                          "PrimalSubstituteOf"):
+                continue
+            res = self.resolve_target(target, gsym)
+            if res is None:
+                chk.resolve(target, chk.ctx_for_env(gsym.env))       # raises the located lookup error
+                raise error("E6013", f"[{kind}] of '{gsym.name}' must name a function", gsym.decl.loc)
+            if not isinstance(res, OverloadRes):
+                raise error("E6013", f"[{kind}] of '{gsym.name}' must name a function", gsym.decl.loc)
+
     def intrinsic_rule(self, fn: ir.Function):
         """(rule function, its P expression, its D expression) for a core intrinsic, or None."""
         chk = self.chk
