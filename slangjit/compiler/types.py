@@ -115,6 +115,8 @@ class VectorType(Type):
     n: Count
 
     def __str__(self):
+        if isinstance(self.n, int) and self.n > 4:
+            return f"CoopVec<{self.elem},{self.n}>"     # only a cooperative vector is longer than 4
         if isinstance(self.elem, ScalarType) and isinstance(self.n, int):
             return f"{self.elem}{self.n}"
         return f"vector<{self.elem},{self.n}>"

@@ -140,7 +140,7 @@ class VectorT(SType):
         self.ct = ct if ct is not None else (T.VectorType(elem.ct, n) if elem.ct is not None and
                                             _ct_count(n) is not None else None)
         if isinstance(elem, ScalarT) and isinstance(self.n, int):
-            self.name = f"{elem.name}{self.n}"
+            self.name = f"{elem.name}{self.n}" if self.n <= 4 else f"CoopVec<{elem.name},{self.n}>"
             self.shape = (self.n,)
             self.scalar = elem.scalar
         else:

@@ -73,6 +73,9 @@ class Jvp:
             return ir.Field(ft, t, e.name)
         if isinstance(ot, T.TupleType):
             return ir.Field(t.type.elems[int(e.name[1:])], t, e.name)
+        if isinstance(ot, T.OptionalType):
+            # the tangent of `o.value` is the tangent optional's value (zero when it holds none)
+            return ir.Field(t.type.elem, t, "value") if e.name == "value" else None
         if isinstance(t.type, T.StructType) and isinstance(ot, T.StructType):
             fname = diff_field_name(ot, e.name)
             if fname is None:
@@ -143,6 +146,8 @@ class Jvp:
             return None
         if isinstance(t, T.PairType):
             return ir.Construct(dt, [tz(dt.primal, ts[0]), tz(dt.diff, ts[1] if len(ts) > 1 else None)])
+        if isinstance(t, T.OptionalType):
+            return ir.Construct(dt, [tz(dt.elem, ts[0])])
         vals = []
         for a, ta in zip(e.args, ts):
             at = diff_type(a.type) or a.type

@@ -16,6 +16,11 @@ class Transposer:
         self.n = 0
 
     def accumulate(self, path: ir.Expr, value: ir.Expr, out: list):
+        if isinstance(path, ir.Field) and path.name == "value" and isinstance(path.obj.type, T.OptionalType):
+            # into an Optional's value: the optional gains one (none is its zero)
+            ot = path.obj.type
+            out.append(ir.ExprStmt(ir.Assign(ot, "=", path.obj, add(path.obj, ir.Construct(ot, [value])))))
+            return
         if is_float_like(path.type):
             out.append(ir.ExprStmt(ir.Assign(path.type, "+=", path, value)))
         else:
@@ -195,6 +200,9 @@ class Transposer:
         if isinstance(t, T.TupleType):
             for i, a in enumerate(e.args):
                 self.tr(a, ir.Field(t.elems[i], seed, f"_{i}"), out)
+            return
+        if isinstance(t, T.OptionalType):
+            self.tr(e.args[0], ir.Field(t.elem, seed, "value"), out)    # none's value is zero
             return
         if isinstance(t, T.ScalarType):
             self.tr(e.args[0], seed, out)

@@ -111,7 +111,7 @@ class CallsMixin:
                 return 0
             return None
         if isinstance(src, T.PointerType) and isinstance(dst, T.PointerType):
-            return 0 if types_eq(src.elem, dst.elem) else None
+            return 0 if types_eq(src.elem, dst.elem) else 1 if src.elem == T.VOID else None   # nullptr
         if isinstance(src, T.BufferType) and isinstance(dst, T.BufferType):
             if src.elem == dst.elem and (src.kind == dst.kind or
                                          (src.kind.replace("RW", "") == dst.kind and not dst.writable)):
@@ -294,11 +294,18 @@ class CallsMixin:
         """Methods see their struct's members; the struct env is sym.env already."""
         return genv
 
-    def param_types(self, sym: FuncSym, env: Env) -> list[T.Type]:
+    def param_types(self, sym: FuncSym, env: Env, lenient: bool = False) -> list[T.Type]:
+        """With `lenient`, a type that cannot be resolved before inference (`S.Params` of a
+        generic S) is a wildcard; the parameter types are resolved again once S is bound."""
         ctx = self.ctx_for_env(env)
         out = []
         for p in sym.decl.params:
-            out.append(self.resolve_type(p.type, ctx))
+            try:
+                out.append(self.resolve_type(p.type, ctx))
+            except CompileError:
+                if not lenient:
+                    raise
+                out.append(T.TypeVar("__dep", next_placeholder_id()))
         return out
 
     def pack_param(self, d: ast.FuncDecl):
@@ -359,7 +366,7 @@ class CallsMixin:
                 if explicit:
                     return None
                 genv, slots = Env(sym.env, "generic"), []
-            ptypes = self.param_types(sym, genv)
+            ptypes = self.param_types(sym, genv, lenient=bool(slots))
         except CompileError:
             return None
         # Interface-typed parameters are implicit generics: infer the concrete type.

@@ -12,6 +12,8 @@
 """
 from __future__ import annotations
 
+import os
+
 from typing import Optional
 
 from ..parse import ast
@@ -189,6 +191,14 @@ class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, Op
         if name == "vector":
             need(2)
             return T.VectorType(self.as_type_arg(args[0], loc), self.as_dim(args[1], loc, "vector element count"))
+        if name == "CoopVec":
+            # A cooperative vector is a vector of any length here (plain arrays on the CPU,
+            # registers on CUDA): the vector operators, math and derivative rules apply.
+            need(2)
+            n = self.as_count(args[1], loc)
+            if isinstance(n, int) and n < 1:
+                raise self.err("E2022", f"invalid CoopVec element count {n}: must be at least 1", loc)
+            return T.VectorType(self.as_type_arg(args[0], loc), n)
         if name == "matrix":
             if len(args) == 4:
                 args = args[:3]
@@ -249,6 +259,8 @@ class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, Op
     def as_dim(self, a, loc, what: str):
         """A vector length or matrix row/column count: a constant 1..4 (or a generic value)."""
         n = self.as_count(a, loc)
+        if isinstance(n, int) and n > 4 and what == "vector element count" and _in_core(loc):
+            return n          # the core library's vector<T,N> functions also serve CoopVec<T,N>
         if isinstance(n, int) and not 1 <= n <= 4:
             raise self.err("E2022", f"invalid {what} {n}: must be 1 to 4", loc)
         return n
@@ -585,3 +597,12 @@ class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, Op
 
     def ctx_for_env(self, env: Env):
         return FuncCtx(self, env, None)
+
+
+_CORE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "core")
+
+
+def _in_core(loc) -> bool:
+    f = getattr(loc, "file", None)
+    path = getattr(f, "path", None)
+    return isinstance(path, str) and os.path.dirname(os.path.abspath(path)) == _CORE_DIR

@@ -199,9 +199,8 @@ class DerivativeResolver:
                     continue
                 if owner is not None and gsym.owner is not None and gsym.owner is not owner:
                     continue          # the same generic member, declared for another instantiation
-                try:
-                    res = chk.resolve(target, chk.ctx_for_env(gsym.env))
-                except CompileError:
+                res = self.resolve_target(target, gsym)
+                if res is None:
                     continue
                 if any(c.decl is decl for c in getattr(res, "cands", [])):
                     found = self.pick_from(OverloadRes([gsym], name=gsym.name), fn, mode)
@@ -214,6 +213,40 @@ class DerivativeResolver:
                                      f"match it: expected parameters ({self.expected_sig(fn, mode)})",
                             mismatched.decl.loc)
         return found
+
+    def resolve_target(self, target: ast.Expr, gsym):
+        """The functions a `[...DerivativeOf(target)]` names, or None.  In a generic derivative the
+        target may apply the derivative's own generic parameters (`f<T>`, `S<T>.m`): those are
+        unbound where it is declared, so the target is looked up without its generic arguments
+        (which one is meant is decided by matching signatures)."""
+        chk = self.chk
+        try:
+            return chk.resolve(target, chk.ctx_for_env(gsym.env))
+        except CompileError:
+            pass
+        if getattr(gsym.decl, "generic_params", None):
+            stripped = _strip_generic_args(target)
+            if stripped is not target:
+                try:
+                    return chk.resolve(stripped, chk.ctx_for_env(gsym.env))
+                except CompileError:
+                    return None
+        return None
+
+    def check_derivative_targets(self):
+        """Every `[...DerivativeOf(f)]` / `__func_extension ...(f)` of the user's modules names a
+        function (a misspelt target would otherwise attach nothing, silently)."""
+        chk = self.chk
+        for gsym, kind, target in chk.deriv_of:
+            if gsym.env.module == "core" or kind not in ("ForwardDerivativeOf", "BackwardDerivativeOf",
+                                                          "PrimalSubstituteOf"):
+                continue
+            res = self.resolve_target(target, gsym)
+            if res is None:
+                chk.resolve(target, chk.ctx_for_env(gsym.env))       # raises the located lookup error
+                raise error("E6013", f"[{kind}] of '{gsym.name}' must name a function", gsym.decl.loc)
+            if not isinstance(res, OverloadRes):
+                raise error("E6013", f"[{kind}] of '{gsym.name}' must name a function", gsym.decl.loc)
 
     def intrinsic_rule(self, fn: ir.Function):
         """(rule function, its P expression, its D expression) for a core intrinsic, or None."""
@@ -332,6 +365,12 @@ class DerivativeResolver:
             # A pointer method's derivative may be a static function taking the pair as `this`.
             pt = self.derivs.pair(this.type, sig[0][0])
             forms.append((None, [ir.LocalRef(pt, ir.Var("this", pt))] + args))
+        elif this is not None and mode in ("fwd", "bwd") and any(getattr(c, "owner", None) is None
+                                                                 for c in res.cands):
+            # A free function (`__func_extension fwd_diff(S.m)(DifferentialPair<S> self, ...)`)
+            # takes `this` first: its pair when `this` is differentiable.
+            pt = self.derivs.pair(this.type, sig[0][0]) if sig[0][0] is not None else this.type
+            forms.append((None, [ir.LocalRef(pt, ir.Var("this", pt))] + args))
         for this_, args_ in forms:
             for targs in attempts:
                 ores = OverloadRes(res.cands, this=this_, type_args=targs, name=res.name)
@@ -438,3 +477,10 @@ class DerivativeResolver:
                                 f"that would need derivatives of derivatives without end",
                                 getattr(node, "loc", None) or caller.loc)
 
+
+def _strip_generic_args(e: ast.Expr) -> ast.Expr:
+    """`f<T>` -> `f`; `S<T>.m` -> `S.m` is not meaningful for a generic struct, so only the
+    outermost function application is dropped."""
+    if isinstance(e, ast.GenericApp):
+        return e.base
+    return e

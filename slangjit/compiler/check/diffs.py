@@ -8,6 +8,7 @@ from typing import Optional
 from ..parse import ast
 from ..ir import nodes as ir
 from ..ir.difftypes import add, scale
+from ..ir.program import unique_name
 from ..source import CompileError, Loc
 from .. import types as T
 from .calls import InitListArg
@@ -79,6 +80,11 @@ class DiffsMixin:
 
     def nested_diff_fn(self, fexpr: ast.Expr, args: list, loc: Loc, ctx) -> Optional[ir.Function]:
         """fwd_diff(fwd_diff(f)) and friends: the inner derivative function for these args."""
+        r = self.nested_diff_fn_this(fexpr, args, loc, ctx)
+        return None if r is None else r[0]
+
+    def nested_diff_fn_this(self, fexpr: ast.Expr, args: list, loc: Loc, ctx):
+        """(inner derivative function, the object a method was named through or None)."""
         if not (isinstance(fexpr, ast.Call) and isinstance(fexpr.callee, ast.Name) and fexpr.callee.name in DIFF_OPS
                 and len(fexpr.args) == 1):
             return None
@@ -86,9 +92,11 @@ class DiffsMixin:
         inner = fexpr.args[0]
         views = [ir.LocalRef(a.type.primal, ir.Var("x", a.type.primal)) if isinstance(a.type, T.PairType) else a
                  for a in args]
-        fn = self.nested_diff_fn(inner, views, loc, ctx)
+        r = self.nested_diff_fn_this(inner, views, loc, ctx)
+        fn, this = r if r is not None else (None, None)
         if fn is None:
             res = self.resolve(inner, ctx)
+            this = res.this if isinstance(res, OverloadRes) else None
             if not isinstance(res, OverloadRes):
                 raise self.err("E6011", "fwd_diff/bwd_diff needs a function", inner.loc)
             attempts = [views] if inner_mode == "fwd" else [views[:-1], views]
@@ -104,7 +112,7 @@ class DiffsMixin:
             if not self.derivs.is_differentiable(fn) and fn.intrinsic is None:
                 raise self.err("E6012", f"'{fn.slang_name}' is not differentiable: mark it [Differentiable] "
                                         f"or give it a custom derivative", inner.loc)
-        return self.derivs.fwd(fn, loc) if inner_mode == "fwd" else self.derivs.bwd(fn, loc)
+        return (self.derivs.fwd(fn, loc) if inner_mode == "fwd" else self.derivs.bwd(fn, loc)), this
 
     def diff_call(self, mode: str, fexpr: ast.Expr, args_ast: list, loc: Loc, ctx) -> ir.Expr:
         pre_args = None
@@ -115,8 +123,10 @@ class DiffsMixin:
             args = self.call_args(args_ast, ctx)
             views = [ir.LocalRef(a.type.primal, ir.Var("x", a.type.primal)) if isinstance(a.type, T.PairType) else a
                      for a in args]
-            inner_fn = self.nested_diff_fn(fexpr, views if mode == "fwd" else views[:-1], loc, ctx)
+            inner_fn, this = self.nested_diff_fn_this(fexpr, views if mode == "fwd" else views[:-1], loc, ctx)
             g = self.derivs.fwd(inner_fn, loc) if mode == "fwd" else self.derivs.bwd(inner_fn, loc)
+            if this is not None and g.params and g.params[0].name == "this" and len(args) + 1 == len(g.params):
+                args = [this] + list(args)
             if len(args) != len(g.params):
                 raise self.err("E3010", f"{mode}_diff takes {len(g.params)} argument(s), got {len(args)}", loc)
             return ir.Call(g.ret, g, [a if p.direction in ("out", "inout") else self.coerce_arg(a, p.type, ctx)
@@ -137,6 +147,14 @@ class DiffsMixin:
             args = args[1:]
             pt = explicit_this.type.primal if isinstance(explicit_this.type, T.PairType) else explicit_this.type
             this = ir.LocalRef(pt, ir.Var("this", pt))
+        elif this is not None and args and not isinstance(args[0], InitListArg) and \
+                isinstance(fexpr, ast.Member) and fexpr.op == "->":
+            # `bwd_diff(p->method)(*p, ...)`: through a pointer the method is named statically and
+            # its `this` is passed explicitly, as Slang does.
+            a0 = args[0].type.primal if isinstance(args[0].type, T.PairType) else args[0].type
+            if a0 == this.type:
+                explicit_this, args = args[0], args[1:]
+                this = ir.LocalRef(a0, ir.Var("this", a0))
         def primal_view(a):
             if isinstance(a, InitListArg):
                 return a
@@ -144,26 +162,33 @@ class DiffsMixin:
                 return ir.LocalRef(a.type.primal, ir.Var("x", a.type.primal), loc=a.loc)
             return a
         ad = self.derivs
-        attempts = [args]
+        attempts = [(args, None)]
         if mode == "bwd" and args:
-            attempts = [args[:-1], args]
+            attempts = [(args[:-1], None), (args, None)]
+            attempts += [(a, dropped) for a, dropped in self.bwd_nondiff_out_attempts(fres, args)]
         last_err = None
-        for cand_args in attempts:
+        for cand_args, dropped in attempts:
+            ores = OverloadRes(fres.cands if dropped is None else [dropped[0]], this=this,
+                               type_args=fres.type_args, name=fres.name)
             try:
-                fn, _ = self.pick_function(OverloadRes(fres.cands, this=this, type_args=fres.type_args, name=fres.name),
-                                           [primal_view(a) for a in cand_args], loc)
+                fn, _ = self.pick_function(ores, [primal_view(a) for a in cand_args], loc)
             except CompileError as ex:
                 if ex.code != "E3010":
                     raise              # a real error (e.g. no body), not an arity mismatch
-                last_err = ex
+                last_err = last_err or ex
                 continue
             pd, rd = ad.signature(fn)
-            if mode == "bwd" and (rd is None) != (len(cand_args) == len(args)):
+            nargs = len(cand_args) - (len(dropped[1]) if dropped is not None else 0)
+            if mode == "bwd" and (rd is None) != (nargs == len(args)):
                 continue
             if not ad.is_differentiable(fn) and fn.intrinsic is None:
                 raise self.err("E6012", f"'{fn.slang_name}' is not differentiable: mark it [Differentiable] "
                                         f"or give it a custom derivative", fexpr.loc)
             g = ad.fwd(fn, loc) if mode == "fwd" else ad.bwd(fn, loc)
+            if dropped is not None:
+                g = self.bwd_without_outs(fn, g, dropped[1])
+                if g is None:
+                    continue
             all_args = ([explicit_this] if explicit_this is not None else
                         ([fres.this] if fres.this is not None and fn.params and fn.params[0].name == "this" else [])) + list(args)
             if len(all_args) != len(g.params):
@@ -181,6 +206,65 @@ class DiffsMixin:
         if last_err is not None:
             raise last_err
         raise self.err("E3010", f"no overload of '{fres.name}' matches these {mode}_diff arguments", loc)
+
+    def bwd_nondiff_out_attempts(self, fres, args):
+        """bwd_diff(f) may omit f's non-differentiable `out` parameters (Slang's backward
+        derivative has none): per candidate, the arguments with placeholders in their places."""
+        for sym in fres.cands:
+            decl = getattr(sym, "decl", None)
+            if not isinstance(decl, ast.FuncDecl) or decl.generic_params:
+                continue
+            idx = [i for i, p in enumerate(decl.params) if p.direction == "out"]
+            if not idx:
+                continue
+            try:
+                types = self.param_types(sym, sym.env)
+            except CompileError:
+                continue
+            idx = [i for i in idx if "no_diff" in decl.params[i].mods
+                   or (not T.contains_vars(types[i]) and self.diff_type(types[i]) is None)]
+            if not idx:
+                continue
+            for base in (args[:-1], args):
+                full, k = [], 0
+                for i in range(len(base) + len(idx)):
+                    if i in idx:
+                        full.append(ir.LocalRef(types[i], ir.Var(decl.params[i].name, types[i])))
+                    elif k < len(base):
+                        full.append(base[k])
+                        k += 1
+                if k == len(base) and len(full) == len(decl.params):
+                    yield full, (sym, idx)
+
+    def bwd_without_outs(self, fn: ir.Function, g: ir.Function, idx: list) -> Optional[ir.Function]:
+        """A wrapper of the backward derivative g that passes temporaries for fn's dropped
+        non-differentiable out parameters (declaration positions idx)."""
+        key = (id(g), tuple(idx))
+        cache = self.__dict__.setdefault("_bwd_wrappers", {})
+        if key in cache:
+            return cache[key]
+        off = 1 if fn.params and fn.params[0].name == "this" and len(fn.params) > len(fn.attrs["decl"].params) else 0
+        drop = {i + off for i in idx}
+        if any(g.params[i].direction != "out" for i in drop):
+            return None
+        params, args, stmts = [], [], []
+        for i, gp in enumerate(g.params):
+            if i in drop:
+                t = ir.Var(gp.name, gp.type)
+                stmts.append(ir.VarDecl(t, ir.Construct(gp.type, [])))
+                args.append(ir.LocalRef(gp.type, t))
+            else:
+                v = ir.Var(gp.name, gp.type, gp.direction)
+                params.append(v)
+                args.append(ir.LocalRef(gp.type, v))
+        stmts.append(ir.ExprStmt(ir.Call(T.VOID, g, args)))
+        w = ir.Function(unique_name(g.name + "_w"), params, T.VOID, loc=g.loc)
+        w.slang_name = g.slang_name
+        w.attrs["decl"] = None
+        w.body = ir.Block(stmts)
+        self.derivs.functions.append(w)
+        cache[key] = w
+        return w
 
     # ------------------------------------------------------------------ members
 

@@ -92,10 +92,26 @@ class DynamicMixin:
         if not entries:
             raise self.err("E5011", f"no type conforms to '{iface.name}', so no dynamic '{iface.name}' value "
                                     f"can exist (declare a conforming struct, or give type conformances)", loc)
+        limit = self.any_value_size(iface)
+        if limit is not None:
+            for _, ty in entries:
+                size = T.size_align(ty)[0]
+                if size > limit:
+                    where = ty.info.sym.decl.loc if isinstance(ty, T.StructType) else loc
+                    raise self.err("E5014", f"'{ty}' ({size} bytes) does not fit in the {limit} bytes that "
+                                            f"[anyValueSize({limit})] allows a '{iface.name}' value", where)
         info.dyn_table = entries
         # Bytes of the largest conforming type, in 32-bit words (at least one).
         info.dyn_words = max(1, max((T.size_align(t)[0] + 3) // 4 for _, t in entries))
         return entries
+
+    def any_value_size(self, iface: T.InterfaceType):
+        """The byte limit of `[anyValueSize(N)]` on the interface's declaration, or None."""
+        decl = getattr(getattr(iface.info, "sym", None), "decl", None)
+        for a in getattr(decl, "attrs", ()):
+            if a.name == "anyValueSize" and len(a.args) == 1 and isinstance(a.args[0], ast.IntLit):
+                return a.args[0].value
+        return None
 
     def user_struct_syms(self) -> list:
         """Struct declarations of the user's modules (and namespaces), in declaration order."""

@@ -20,7 +20,7 @@ BUILTIN_IFACES = {"__BuiltinType", "__BuiltinArithmeticType", "__BuiltinSignedAr
                   "__BuiltinRealType", "IArithmetic", "IInteger", "IFloat", "IComparable", "ILogical",
                   "IDifferentiable", "IDifferentiablePtrType", "IDefaultInitializable", "IRangedValue",
                   "IAtomicAddable"}
-BUILTIN_GENERICS = {"vector", "matrix", "Atomic", "Ptr", "ConstantBuffer", "ParameterBlock", "Tuple",
+BUILTIN_GENERICS = {"vector", "CoopVec", "matrix", "Atomic", "Ptr", "ConstantBuffer", "ParameterBlock", "Tuple",
                     "Optional", "Array", "DifferentialPair", "DifferentialPtrPair"}
 
 
@@ -125,6 +125,9 @@ class ExprsMixin:
             return BuiltinGenericRes(name)
         if name == "none":
             return self._value(ir.NoneExpr(T.VOID, loc=loc))
+        if name == "nullptr":
+            # the null pointer: a void* that converts to any pointer type
+            return self._value(ir.Convert(T.PointerType(T.VOID), ir.Const(T.INT, 0, loc=loc), loc=loc))
         raise self.err("E2052", f"undefined identifier '{name}'", loc)
 
     def _value(self, e):

@@ -211,6 +211,10 @@ class MembersMixin:
             return self.sym_to_res(syms, obj, loc, ctx, name)
         if isinstance(t, T.EnumType) and obj is None and name in t.info:
             return ValueRes(ir.Const(t, t.info[name], loc=loc))
+        if obj is None and isinstance(t, T.BufferType) and name == "Handle":
+            # `RWStructuredBuffer<T>.Handle`: Slang's descriptor handle of the resource.  Without
+            # bindless descriptors a handle is the resource itself (bound, stored, indexed alike).
+            return TypeRes(t)
         if obj is None and isinstance(t, (T.ScalarType, T.VectorType, T.MatrixType)):
             r = self.builtin_static(t, name, loc)
             if r is not None:

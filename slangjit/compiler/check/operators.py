@@ -236,7 +236,10 @@ class OperatorsMixin:
             if not isinstance(rt, T.VectorType):
                 rt = T.VectorType(rt, c.type.n)
             ct = T.VectorType(T.BOOL, rt.n)
-            return ir.Intrinsic(rt, "sj::select", [self.coerce(c, ct, loc), self.coerce(a, rt, loc), self.coerce(b, rt, loc)], loc=loc)
+            args = [self.coerce(c, ct, loc), self.coerce(a, rt, loc), self.coerce(b, rt, loc)]
+            # the core `select` (not a bare intrinsic), so that autodiff finds its derivative rule
+            sel = self.resolve(ast.Name("select", loc=loc), self.ctx_for_env(self.core_env))
+            return self.resolve_overload(sel, args, loc, ctx)
         return ir.Select(rt, self.coerce(c, T.BOOL, loc), self.coerce(a, rt, loc), self.coerce(b, rt, loc), loc=loc)
 
     # ------------------------------------------------------------------ assignment

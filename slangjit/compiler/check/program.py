@@ -53,6 +53,7 @@ def check_program(checker: Checker, modules: list, entry_points: Sequence[str]) 
         _instantiate_uniforms(checker, mod.decls, env)
 
     _finish(checker)
+    checker.derivs.source.check_derivative_targets()
     checker.derivs.source.check_no_self_differentiation(checker.functions)
     checker.derivs.seal()
     return Program(functions=checker.functions, globals=checker.globals, entries=entries,

@@ -200,7 +200,10 @@ class StmtsMixin:
             init = self.expr(d.init, ctx)
             t = init.type
             if t == T.VOID:
-                raise self.err("E4008", f"cannot declare '{d.name}' from a void expression", d.init.loc)
+                # `let r = bwd_diff(f)(...);` (Slang accepts a void let/var): the call runs,
+                # and `r` is a void value.
+                ctx.env.add(d.name, ValueSym(d.name, ir.Const(T.VOID, 0, loc=d.loc)))
+                return ir.ExprStmt(init, loc=d.loc)
         else:
             t = self.resolve_type(d.type, ctx)
             if isinstance(t, T.ArrayType) and t.n is None and isinstance(d.init, ast.InitList):

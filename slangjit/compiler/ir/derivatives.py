@@ -22,10 +22,15 @@ from .. import types as T
 from ..source import CompileError, error
 from . import nodes as ir
 from .difftypes import diff_type, is_ptr_kind, pair_of, recorded_facts
+from .fwd_transpose import transposed_bwd
 from .program import unique_name
 
 DIFF_ATTRS = {"Differentiable", "ForwardDifferentiable", "BackwardDifferentiable", "TreatAsDifferentiable",
               "BackwardDerivative", "ForwardDerivative", "PrimalSubstitute"}
+
+# A function marked with one of these has its body differentiated by bwd_diff even when it has a
+# user forward derivative (Slang's behaviour); without them bwd_diff transposes the forward one.
+BODY_DIFF_ATTRS = {"Differentiable", "BackwardDifferentiable", "TreatAsDifferentiable"}
 
 FACT_KINDS = ("subst", "fwd", "bwd", "rule")     # substitute, custom fwd, custom bwd, intrinsic rule
 
@@ -50,6 +55,7 @@ class Derivatives:
         self.fwd_cache: dict[int, ir.Function] = {}
         self.bwd_cache: dict[int, ir.Function] = {}
         self.pending: list = []               # (kind, fn, shell, loc): bodies autodiff builds
+        self.transposed: set = set()          # id(F): user forward derivatives bwd_diff transposes
         self.struct_facts = source.struct_facts if source is not None else recorded_facts
 
     def seal(self):
@@ -135,7 +141,7 @@ class Derivatives:
         return out, rd
 
     def is_differentiable(self, fn: ir.Function) -> bool:
-        if fn.attrs.get("generated_derivative"):
+        if fn.attrs.get("generated_derivative") or id(fn) in self.transposed:
             return True
         if self.substitute(fn) is not None:
             return True
@@ -189,6 +195,28 @@ class Derivatives:
             self.bwd_cache[id(fn)] = custom
             return custom
         pd, rd = self.signature(fn)
+        fwd_only = self.find_custom(fn, "fwd") if sub is None and fn.intrinsic is None else None
+        decl = fn.attrs.get("decl")
+        has_body = fn.body is not None or getattr(decl, "body", None) is not None
+        if fwd_only is not None and (not has_body or not (BODY_DIFF_ATTRS & set(attrs(fn)))):
+            g = transposed_bwd(self, fn, fwd_only, self.bwd_params(fn, pd, rd), loc)
+            if g is not None:
+                self.bwd_cache[id(fn)] = g
+                self.functions.append(g)
+                return g
+        params = self.bwd_params(fn, pd, rd)
+        g = ir.Function(unique_name("bwd_" + fn.name), params, T.VOID, loc=fn.loc)
+        g.slang_name = "bwd_" + fn.slang_name
+        g.attrs["generated_derivative"] = ("bwd", fn)
+        g.attrs["decl"] = None
+        self.bwd_cache[id(fn)] = g
+        kind = "bwd-zero" if "TreatAsDifferentiable" in attrs(fn) else \
+            "bwd-intrinsic" if fn.intrinsic is not None else "bwd"
+        self.pending.append((kind, fn, g, loc))
+        self.functions.append(g)
+        return g
+
+    def bwd_params(self, fn: ir.Function, pd, rd) -> list:
         params = []
         for p, d in zip(fn.params, pd):
             if d is None:
@@ -202,13 +230,4 @@ class Derivatives:
                 params.append(ir.Var(p.name, T.PairType(p.type, d), "inout"))
         if rd is not None:
             params.append(ir.Var("dOut", rd, "in"))
-        g = ir.Function(unique_name("bwd_" + fn.name), params, T.VOID, loc=fn.loc)
-        g.slang_name = "bwd_" + fn.slang_name
-        g.attrs["generated_derivative"] = ("bwd", fn)
-        g.attrs["decl"] = None
-        self.bwd_cache[id(fn)] = g
-        kind = "bwd-zero" if "TreatAsDifferentiable" in attrs(fn) else \
-            "bwd-intrinsic" if fn.intrinsic is not None else "bwd"
-        self.pending.append((kind, fn, g, loc))
-        self.functions.append(g)
-        return g
+        return params

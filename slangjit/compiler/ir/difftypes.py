@@ -72,6 +72,10 @@ def diff_type(t: T.Type, struct_facts: Callable = recorded_facts) -> Optional[T.
         if all(e is None for e in elems):
             return None
         return T.TupleType(tuple(e if e is not None else T.FLOAT for e in elems))
+    if isinstance(t, T.OptionalType):
+        # Optional<T>.Differential = Optional<T.Differential> (none: no derivative)
+        e = diff_type(t.elem, struct_facts) if not is_ptr_kind(t.elem, struct_facts) else None
+        return T.OptionalType(e) if e is not None else None
     if isinstance(t, T.StructType) and t.info is not None:
         info = struct_facts(t)
         err = info.__dict__.get("diff_error")
@@ -109,6 +113,11 @@ def add(a: ir.Expr, b: ir.Expr) -> ir.Expr:
                                 add(ir.Field(t.diff, a, "d"), ir.Field(t.diff, b, "d"))])
     if isinstance(t, T.TupleType):
         return ir.Construct(t, [add(ir.Field(e, a, f"_{i}"), ir.Field(e, b, f"_{i}")) for i, e in enumerate(t.elems)])
+    if isinstance(t, T.OptionalType):
+        # none is the zero: a + b where both hold a value, else whichever holds one
+        both = ir.Construct(t, [add(ir.Field(t.elem, a, "value"), ir.Field(t.elem, b, "value"))])
+        return ir.Select(t, ir.Field(T.BOOL, a, "hasValue"),
+                         ir.Select(t, ir.Field(T.BOOL, b, "hasValue"), both, a), b)
     raise ValueError(f"cannot add differentials of type {t}")
 
 
@@ -120,4 +129,7 @@ def scale(s: ir.Expr, a: ir.Expr) -> ir.Expr:
         return ir.Construct(t, [scale(s, ir.Index(t.elem, a, ir.Const(T.INT, i))) for i in range(t.n or 0)])
     if isinstance(t, T.StructType):
         return ir.Construct(t, [scale(s, ir.Field(ft, a, n)) for n, ft in t.info.field_list()])
+    if isinstance(t, T.OptionalType):
+        return ir.Select(t, ir.Field(T.BOOL, a, "hasValue"),
+                         ir.Construct(t, [scale(s, ir.Field(t.elem, a, "value"))]), a)
     raise ValueError(f"cannot scale differentials of type {t}")

@@ -27,12 +27,13 @@ from .parse_base import (ASSIGN_OPS, BIN_PREC, BUILTIN_TYPES, DIRECTIONS, MODIFI
                          _GENERIC_FOLLOW, _MAX_DEPTH, _TYPE_DECL_WORDS, ParserBase, _Fail, _Fatal,
                          _is_builtin_type_name)
 from .parse_exprs import ExprParserMixin
+from .parse_func_ext import FuncExtensionParserMixin
 from .parse_stmts import StmtParserMixin
 from .preprocessor import preprocess
 from ..source import CompileError, Diagnostic, Loc, SourceFile, error
 
 
-class Parser(StmtParserMixin, ExprParserMixin, ParserBase):
+class Parser(StmtParserMixin, ExprParserMixin, FuncExtensionParserMixin, ParserBase):
     """Module, attributes and declarations (statements: parse_stmts.py; types and expressions:
     parse_exprs.py; token cursor: parse_base.py)."""
 
@@ -140,6 +141,12 @@ class Parser(StmtParserMixin, ExprParserMixin, ParserBase):
                 d = self.parse_init()
             elif kw == "func":
                 d = self.parse_func_keyword()
+            elif kw == "__func_extension":
+                ds = self.parse_func_extension()
+                for x in ds:
+                    x.attrs = attrs + x.attrs
+                    x.mods = mods | x.mods
+                return ds
             elif kw in ("let", "var"):
                 ds = self.parse_let_var()
                 for x in ds:

@@ -2,7 +2,7 @@
 // ============================================================================ vectors
 template <class T, int N>
 struct vec {
-    static_assert(N >= 1 && N <= 4, "vector size must be 1..4");
+    static_assert(N >= 1, "vector size must be at least 1");   // > 4: CoopVec<T, N>
     T v[N];
     template <class I> SJ_FN T& operator[](I i) { return v[i]; }
     template <class I> SJ_FN const T& operator[](I i) const { return v[i]; }
