@@ -42,6 +42,7 @@ class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, Op
         self.structs: list[StructInstance] = []
         self.globals: list[ir.GlobalVar] = []
         self.pending_bodies: list = []
+        self.body_errors: list = []       # CompileErrors raised while checking a function body
         self.warnings: list[Diagnostic] = []
         self.names_used: set[str] = set()
         self.modules_loaded: dict[str, Env] = {}
@@ -256,6 +257,8 @@ class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, Op
     def array_size(self, n, loc):
         if isinstance(n, int) and n < 0:
             raise self.err("E2022", f"invalid array size {n}: must not be negative", loc)
+        if isinstance(n, int) and n > 0x7FFFFFFF:
+            raise self.err("E2022", f"invalid array size {n}: must be at most 2147483647 (an int)", loc)
         return n
 
     def generic_args(self, args: list[ast.Expr], ctx) -> list:

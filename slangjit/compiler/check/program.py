@@ -152,3 +152,5 @@ def _finish(checker: Checker):
         if checker.pending_bodies or resolver.prepare():
             continue
         break
+    if checker.body_errors:
+        raise checker.body_errors[0]

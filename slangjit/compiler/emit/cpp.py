@@ -289,10 +289,20 @@ class CppEmitter:
         return self.narrow(e.type, f"({a} {op} {b})")
 
     def assign_str(self, lhs: ir.Expr, rhs: str, op: str = "=") -> str:
+        if isinstance(lhs, ir.OutConvert):
+            # An out-argument of another type written directly (a derivative rule storing an intrinsic's
+            # outputs): convert the value to the argument's own type.
+            if op != "=":
+                rhs = f"({self.x_OutConvert(lhs)} {op[:-1]} {rhs})"
+            return self.assign_str(lhs.lvalue, self.convert_str(rhs, lhs.type, lhs.lvalue.type))
         if isinstance(lhs, ir.Swizzle) and len(lhs.indices) > 1:
             idx = ",".join(map(str, lhs.indices))
             return f"(sj::swizzle_ref<{idx}>({self.expr(lhs.obj)}) {op} {rhs})"
         return f"({self.expr(lhs)} {op} {rhs})"
+
+    def x_OutConvert(self, e):
+        """Read as a value (a derivative rule reading an inout argument): the argument converted to the parameter's type."""
+        return self.convert_str(self.expr(e.lvalue), e.lvalue.type, e.type)
 
     def x_Assign(self, e):
         rhs = self.expr(e.rhs)
