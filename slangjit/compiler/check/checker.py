@@ -25,6 +25,7 @@ from .results import (BUFFER_KINDS, BuiltinIfaceRes, CBufferMemberSym, GenericRe
 from .scope import (AliasSym, AssocTypeSym, EnumSym, Env, FieldSym, FuncSym, GlobalSym, InterfaceSym,
                     NamespaceSym, PropertySym, StructSym, SubscriptSym, TypeSym, ValueSym)
 from .calls import CallsMixin
+from .conflicts import admit, check_params
 from .exprs import ExprsMixin
 from .members import MembersMixin
 from .stmts import FuncCtx, StmtsMixin
@@ -81,6 +82,16 @@ class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, Op
             declaring.discard(id(env))
 
     def declare(self, d: ast.Decl, env: Env, owner: Optional[T.Type] = None):
+        if isinstance(d, ast.FuncDecl):
+            check_params(d)
+        if env.kind in ("module", "namespace") and env is not self.core_env and getattr(d, "name", None) and \
+                isinstance(d, (ast.FuncDecl, ast.StructDecl, ast.InterfaceDecl, ast.TypeAliasDecl, ast.EnumDecl,
+                               ast.VarDecl, ast.CBufferDecl)):
+            prev = admit(d, d.name, env.names.get(d.name, []))
+            if prev is not None:          # a forward declaration and the definition: one function, the body's
+                if d.body is None:
+                    return
+                env.names[d.name].remove(prev)
         if isinstance(d, ast.FuncDecl):
             fs = FuncSym(d, env, owner)
             env.add(d.name, fs)
