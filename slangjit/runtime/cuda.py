@@ -413,9 +413,10 @@ class CudaComputeKernel(KernelBase):
         self._check_ptr: Optional[int] = None
         # The module's error record is read back after each launch (which synchronizes) in the checked mode,
         # and in the default mode for programs with a [MaxIters] loop in a reverse-mode derivative (an overrun
-        # would otherwise be a silently wrong gradient); the other default-mode checks record nothing on CUDA.
+        # would otherwise be a silently wrong gradient) or with recursion (its stack guard, emit/cuda.py); the
+        # other default-mode checks record nothing on CUDA.
         sites = compiled.reflection.error_sites
-        if device.checked or any("[MaxIters(" in site for site in sites):
+        if device.checked or any("[MaxIters(" in site or ": recursion too deep in " in site for site in sites):
             r = ctx.d.cuModuleGetGlobal(mod.module, ERROR_RECORD_SYMBOL.encode())
             if int(r[0]) == 0:
                 self._check_ptr = int(r[1])
