@@ -622,12 +622,19 @@ class CppEmitter:
         self.out(0, self.prototype(fn))
         self.label_uid = 0
         self.cur_fn, self.cur_loc = fn, None
-        if guard_recursion:       # fn is on a call cycle (program.py): a stack-depth guard first
-            site = self.site(fn.loc, f"recursion too deep in '{getattr(fn, 'slang_name', fn.name)}'")
-            ret = "return;" if fn.ret == T.VOID else "return {};"
+        # A non-void function whose body can fall off its end returns a zero value there (C++ would make
+        # that undefined behaviour, which the optimizer may turn into anything).
+        stmts = fn.body.stmts if isinstance(fn.body, ir.Block) else None
+        falls = fn.ret != T.VOID and not (stmts and isinstance(stmts[-1], ir.Return))
+        if guard_recursion or falls:
             self.out(0, "{")
-            self.out(1, f"if (sj::stack_exhausted({site}u)) {ret}")
+            if guard_recursion:       # fn is on a call cycle (program.py): a stack-depth guard first
+                site = self.site(fn.loc, f"recursion too deep in '{getattr(fn, 'slang_name', fn.name)}'")
+                ret = "return;" if fn.ret == T.VOID else "return {};"
+                self.out(1, f"if (sj::stack_exhausted({site}u)) {ret}")
             self.stmt(fn.body, 1)
+            if falls:
+                self.out(1, "return {};")
             self.out(0, "}")
         else:
             self.stmt(fn.body, 0)
