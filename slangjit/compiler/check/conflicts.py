@@ -54,6 +54,9 @@ def admit(d: ast.Decl, name: str, existing: list):
     own = [s for s in existing if isinstance(s, DeclSym)]
     if not own:
         return None
+    if isinstance(d, ast.VarDecl) and all(isinstance(s.decl, ast.VarDecl) for s in own) and \
+            ("extern" in d.mods or all("extern" in s.decl.mods for s in own)):
+        return None               # `extern static const int N;` then its `export` definition (linked by name)
     if not isinstance(d, ast.FuncDecl):
         raise error("E2004", f"conflicting declaration of '{name}'{_where(own[0].decl)}", d.loc)
     for s in own:
