@@ -39,17 +39,21 @@ def _parse(text: str, path: str, include_paths, defines):
         deps.append(path)
     key = (path, text, tuple(include_paths), tuple(sorted(defines.items())))
     hit = _parsed.get(key)
-    if hit is not None and all(_stat(p) == st for p, st in hit[1]):
-        mod, included = hit
+    if hit is not None and all(_stat(p) == st for p, st in hit[1]) and not any(os.path.isfile(p) for p in hit[2]):
+        mod, included, missed = hit
     else:
         files: list = []
-        mod = parse_module(text, path, list(include_paths), defines, deps=files)
+        missed: list = []
+        mod = parse_module(text, path, list(include_paths), defines, deps=files, absent=missed)
         included = [(p, _stat(p)) for p in files]
         if len(_parsed) >= _PARSED_MAX:
             _parsed.pop(next(iter(_parsed)))
-        _parsed[key] = (mod, included)
+        _parsed[key] = (mod, included, missed)
     if deps is not None:
         deps.extend(p for p, _ in included)
+    absent = frontend_cache.active_absent()    # an #include candidate probed and not found: a file there shadows
+    if absent is not None:
+        absent.extend(missed)
     return mod
 
 

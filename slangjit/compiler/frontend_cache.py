@@ -11,8 +11,9 @@ runtime's library cache, no C++ compiler): `load_program` -> first dispatch in a
 * Value = the pickled `CompiledProgram` + the files the compile read besides its sources
   (imported modules, `#include`d files) with their sha256.  On load every dependency is
   re-hashed; any change (or a vanished file) is a miss and the entry is rebuilt.  The module
-  paths the loader probed without finding a file (`active_absent()`) are recorded too: one that
-  exists now would shadow the import, so the entry is stale.
+  paths the loader probed without finding a file (`active_absent()`), and the `#include` candidates
+  the preprocessor probed before the file it used, are recorded too: one that exists now would
+  shadow the import / include, so the entry is stale.
 * Disk: `<cache dir>/frontend/<key>.pkl` (`slangjit.cache_paths.cache_dir()`, i.e. under
   `$SLANGJIT_CACHE_DIR`).  Entries are written atomically (temp file + os.replace) and
   carry a header (magic, payload length, HMAC-SHA256 over key + payload under the cache folder's

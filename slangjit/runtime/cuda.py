@@ -31,6 +31,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from ..compiler.passes.options import DEFAULT_OPTIONS, PipelineOptions
+from ..compiler.emit.cuda import CUDA_STACK_BYTES, CUDA_STACK_SYMBOL
 from ..compiler.reflection import CUDA_GLOBALS_SYMBOL, CompiledProgram
 from . import cuda_compiler       # the image cache: every kernel load asks it (imports no NVRTC itself)
 from . import layout_pack as _lp
@@ -214,6 +215,13 @@ class _Module:
         self.module = _ck(d.cuModuleLoadData(image), "cuModuleLoadData")
         dptr, size = _ck(d.cuModuleGetGlobal(self.module, CUDA_GLOBALS_SYMBOL.encode()), "cuModuleGetGlobal")
         self.globals_ptr, self.globals_size = int(dptr), int(size)
+        # A program with recursion (emit/cuda.py CUDA_STACK_SYMBOL): its guard needs a per-thread stack of
+        # CUDA_STACK_BYTES; raise the context's limit to that (never lower it).
+        err, _p, _n = d.cuModuleGetGlobal(self.module, CUDA_STACK_SYMBOL.encode())
+        if int(err) == 0:
+            cur = int(_ck(d.cuCtxGetLimit(d.CUlimit.CU_LIMIT_STACK_SIZE), "cuCtxGetLimit"))
+            if cur < CUDA_STACK_BYTES:
+                _ck(d.cuCtxSetLimit(d.CUlimit.CU_LIMIT_STACK_SIZE, CUDA_STACK_BYTES), "cuCtxSetLimit")
         self.functions: dict[str, Any] = {}
         self.last_globals: Optional[bytes] = None
         self.last_stream = None
@@ -405,9 +413,10 @@ class CudaComputeKernel(KernelBase):
         self._check_ptr: Optional[int] = None
         # The module's error record is read back after each launch (which synchronizes) in the checked mode,
         # and in the default mode for programs with a [MaxIters] loop in a reverse-mode derivative (an overrun
-        # would otherwise be a silently wrong gradient); the other default-mode checks record nothing on CUDA.
+        # would otherwise be a silently wrong gradient) or with recursion (its stack guard, emit/cuda.py); the
+        # other default-mode checks record nothing on CUDA.
         sites = compiled.reflection.error_sites
-        if device.checked or any("[MaxIters(" in site for site in sites):
+        if device.checked or any("[MaxIters(" in site or ": recursion too deep in " in site for site in sites):
             r = ctx.d.cuModuleGetGlobal(mod.module, ERROR_RECORD_SYMBOL.encode())
             if int(r[0]) == 0:
                 self._check_ptr = int(r[1])

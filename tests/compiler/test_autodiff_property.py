@@ -49,6 +49,8 @@ import slangjit as spy
 from slangjit.runtime.cpu_compiler import load_library
 from slangjit.compiler import SourceSpec, compile_program
 
+from ad_conditioning import Dual, M, cond_ok  # noqa: E402 -- tests/compiler is on sys.path
+
 pytestmark = pytest.mark.usefixtures("private_cache")
 
 RW = spy.BufferUsage.shader_resource | spy.BufferUsage.unordered_access
@@ -195,18 +197,18 @@ class E:
         if op == "pos1sq":
             return 1.0 + a[0] * a[0]
         if op == "pos_sin":
-            return 1.5 + math.sin(a[0])
+            return 1.5 + M.sin(a[0])
         if op == "pos_abs":
             cx.decide(a[0], a[0] > 0)
             return abs(a[0]) + 0.5
         if op == "pos_exp":
-            return math.exp(0.5 * math.tanh(a[0]))
+            return M.exp(0.5 * M.tanh(a[0]))
         if op in ("sin", "cos", "tanh", "atan", "sqrt", "log"):
-            return _lift(getattr(math, op), a[0])
+            return _lift(getattr(M, op), a[0])
         if op == "exp":
             if a[0] > 3.0:
                 raise Reject()
-            return math.exp(a[0])
+            return M.exp(a[0])
         if op == "pow":
             if abs(a[1]) > 3.0 or a[0] > 50.0:
                 raise Reject()
@@ -222,7 +224,7 @@ class E:
                 return abs(p)
             return _lift(ab, a[0])
         if op == "floor":
-            f = math.floor(a[0])
+            f = M.floor(a[0])
             cx.decide(min(a[0] - f, f + 1 - a[0]), f)
             return float(f)
         if op == "clamp":
@@ -243,15 +245,15 @@ class E:
         if op == "dot":
             return sum(p * q for p, q in zip(a[0], a[1]))
         if op == "length":
-            return math.sqrt(sum(p * p for p in a[0]))
+            return M.sqrt(sum(p * p for p in a[0]))
         if op == "lenoff":
             v = [p + c for p, c in zip(a[0], k)]
-            n = math.sqrt(sum(p * p for p in v))
+            n = M.sqrt(sum(p * p for p in v))
             if n < 0.3:
                 raise Reject()
             return n
         if op == "normalize":
-            n = math.sqrt(sum(p * p for p in a[0]))
+            n = M.sqrt(sum(p * p for p in a[0]))
             if n < 0.3:
                 raise Reject()
             return tuple(p / n for p in a[0])
@@ -259,7 +261,7 @@ class E:
             (p0, p1, p2), (q0, q1, q2) = a
             return (p1 * q2 - p2 * q1, p2 * q0 - p0 * q2, p0 * q1 - p1 * q0)
         if op == "call_hmix":
-            return a[0] * math.cos(a[1]) + 0.5 * a[1]
+            return a[0] * M.cos(a[1]) + 0.5 * a[1]
         if op == "call_hloop":
             s = a[1]
             for _ in range(3):
@@ -268,7 +270,7 @@ class E:
                 s = _chk(s * a[0] + 0.25)
             return s
         if op == "call_hmake":
-            return math.sin(a[0]) * a[2] + (a[0] * a[1]) ** 2
+            return M.sin(a[0]) * a[2] + (a[0] * a[1]) ** 2
         if op == "call_hgen":
             return _lift(lambda p, q: p * q + p, a[0], a[1])
         raise AssertionError(op)
@@ -460,10 +462,10 @@ def run_stmts(stmts, env, cx: Ctx):
                 raise _Return(s[3].ev(env, cx))
         elif kind == "call_out":
             a = s[1].ev(env, cx)
-            env[s[2]], env[s[3]] = math.sin(a), _chk(0.5 * a * a)
+            env[s[2]], env[s[3]] = M.sin(a), _chk(0.5 * a * a)
         elif kind == "call_inout":
             a = s[2].ev(env, cx)
-            env[s[1]] = _chk(env[s[1]] * math.cos(a) + a)
+            env[s[1]] = _chk(env[s[1]] * M.cos(a) + a)
         elif kind == "continue_if":
             c = s[1].ev(env, cx)
             if cx.decide(c - s[2], c > s[2]):
@@ -759,6 +761,18 @@ class Fn:
             return r.v, cx
         raise AssertionError("no return")
 
+    def tangents(self, pt):
+        """(d, a) at pt: the float64 gradient by forward-mode duals, and the absolute derivative (the scale of
+        float32 rounding in it; see ad_conditioning.py), each a list over x, y, z (p.x, p.y, p.z)."""
+        xs = [Dual.seed(c, i) for i, c in enumerate(pt)]
+        env = {"p": tuple(xs)} if self.vsig else dict(zip("xyz", xs))
+        try:
+            run_stmts(self.body, env, Ctx())
+        except _Return as r:
+            v = r.v if isinstance(r.v, Dual) else Dual(r.v)
+            return list(v.d), list(v.a)
+        raise AssertionError("no return")
+
 
 class DrawChooser:
     def __init__(self, draw):
@@ -931,8 +945,13 @@ def check_outputs(fn, res, label):
                 bad.append(f"{where}: fwd_diff d/d{axis} = {fwd!r}, finite differences {g[i]!r}")
             if not close(bwd, g[i], RTOL, ATOL):
                 bad.append(f"{where}: bwd_diff d/d{axis} = {bwd!r}, finite differences {g[i]!r}")
-            if not close(bwd, fwd, 1e-3, 1e-4):
-                bad.append(f"{where}: bwd_diff d/d{axis} = {bwd!r} but fwd_diff d/d{axis} = {fwd!r}")
+            # fwd and bwd: 1e-3 relative, 1e-4 absolute, plus float32 rounding at the scale of the derivative's
+            # terms (its absolute derivative A): where large terms cancel, the two summation orders differ by
+            # up to a few eps32 * A (ad_conditioning.py).  A is computed only when the plain tolerance fails.
+            if not close(bwd, fwd, 1e-3, 1e-4) and not (math.isfinite(bwd) and math.isfinite(fwd) and
+                                                        cond_ok(fwd, bwd, fn.tangents(pt)[1][i])):
+                bad.append(f"{where}: bwd_diff d/d{axis} = {bwd!r} but fwd_diff d/d{axis} = {fwd!r} "
+                           f"(absolute derivative {fn.tangents(pt)[1][i]:.4g})")
     return bad
 
 

@@ -83,6 +83,15 @@ def test_cuda_checks_compile_with_nvrtc(checked):
     assert ("sj::at_chk(" in src[src.index("sj_Globals"):]) == checked
     ptx, _log = cuda_compiler.compile_source(src, "compute_90")
     assert b".entry" in ptx and b"sj_error_record" in ptx
+    # depth() is recursive: a stack guard in the CUDA too (local-memory address of its frame), and the
+    # symbol that makes the runtime raise the per-thread stack limit
+    assert src.count("sj::stack_exhausted(") == 1 and b"cvta.to.local" in ptx and b"sj_stack_bytes" in ptx
+
+
+def test_cuda_without_recursion_has_no_guard_nor_stack_symbol():
+    src = compile_program([SourceSpec(text=SRC.replace("1 + depth(k - 1)", "1 + k"), name="flat")], ["main"],
+                          target="cuda").source
+    assert "sj::stack_exhausted(" not in src[src.index("sj_Globals"):] and "sj_stack_bytes" not in src
 
 
 def test_trusted_entry_pointers_skip_only_the_entrys_own_pointer_parameters():

@@ -329,3 +329,38 @@ def test_module_that_now_shadows_an_import_is_noticed_by_a_new_process(proj, tmp
     assert child()["where"] == "disk"                       # and the new entry is served again
     (main / "helper.slang").unlink()                         # gone again: the include path's helper is back
     assert child()["values"] == [1.0, 3.0, 5.0, 7.0]
+
+
+def test_file_that_now_shadows_an_include_is_noticed(proj, tmp_path):
+    """issue 15 item 5, for `#include`: "consts.h" found on an include path; a consts.h created beside the
+    main file (searched first for a quoted include) makes the entry stale, in a new process and in this one
+    (the in-process parse cache too)."""
+    _, cache = proj
+    main, inc = tmp_path / "main", tmp_path / "inc"
+    main.mkdir()
+    inc.mkdir()
+    (main / "kernel.slang").write_text(KERNEL)
+    (inc / "helper.slang").write_text("float helperf(float x) { return x * 2.0; }\n")
+    (inc / "consts.h").write_text("#define OFFSET 1.0\n")
+
+    def child():
+        env = dict(os.environ, SLANGJIT_CACHE_DIR=str(cache), PYTHONPATH=str(ROOT))
+        env.pop("SLANGJIT_NO_FRONTEND_CACHE", None)
+        p = subprocess.run([sys.executable, "-c", SHADOW_CHILD, str(main), str(inc)], capture_output=True,
+                           text=True, env=env, cwd=str(ROOT), timeout=300)
+        assert p.returncode == 0, p.stderr
+        return json.loads(p.stdout.strip().splitlines()[-1])
+
+    assert child()["values"] == [1.0, 3.0, 5.0, 7.0]
+    assert child()["where"] == "disk"
+    (main / "consts.h").write_text("#define OFFSET 100.0\n")
+    shadowed = child()
+    assert shadowed["where"] == "compiled" and shadowed["values"] == [100.0, 102.0, 104.0, 106.0]
+
+    # The same in one process: compile, create the shadowing header, compile again.
+    (main / "consts.h").unlink()
+    spec = [SourceSpec(path=str(main / "kernel.slang"))]
+    a = compile_program(spec, ["computeMain"], include_paths=[str(inc)])
+    (main / "consts.h").write_text("#define OFFSET 7.0\n")
+    b = compile_program(spec, ["computeMain"], include_paths=[str(inc)])
+    assert "+ 0x1.c000000000000p+2f)" in b.source and a.source != b.source      # 7.0, not 1.0

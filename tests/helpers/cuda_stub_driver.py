@@ -32,6 +32,10 @@ class CUstream(int):
     pass
 
 
+class CUlimit(enum.IntEnum):
+    CU_LIMIT_STACK_SIZE = 0
+
+
 _ATTRS = {16: 132, 75: 9, 76: 0}        # an H100: sm_90, 132 SMs
 
 
@@ -51,6 +55,8 @@ def cuStreamCreate(flags): return _ok("cuStreamCreate", CUstream(7))
 def cuModuleGetGlobal(module, name): return _ok("cuModuleGetGlobal", 0x1000, 8, args=(name,))
 def cuModuleGetFunction(module, name): return _ok("cuModuleGetFunction", object(), args=(name,))
 def cuEventCreate(flags): return _ok("cuEventCreate", object())
+def cuCtxGetLimit(limit): return _ok("cuCtxGetLimit", 1024, args=(limit,))      # the driver's default stack
+def cuCtxSetLimit(limit, value): return _ok("cuCtxSetLimit", args=(limit, value))
 def cuFuncSetAttribute(fn, attr, value): return _ok("cuFuncSetAttribute", args=(attr, value))
 
 

@@ -579,6 +579,9 @@ class CallsMixin:
             ret = T.VOID
         else:
             ret = self.resolve_type(d.return_type, ctx)
+        for t in [ret] + [p.type for p in params]:
+            if isinstance(t, T.InterfaceType) and not T.contains_vars(t) and owner is None:
+                self.dyn_table(t, d.loc)      # an interface-typed value is a dynamic one: its layout is needed
         label = d.name if owner is None else f"{owner}_{d.name}"
         fn = ir.Function(self.unique(label.replace("operator", "op")), params, ret, loc=d.loc)
         fn.slang_name = d.name

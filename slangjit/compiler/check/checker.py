@@ -27,6 +27,7 @@ from .results import (BUFFER_KINDS, BuiltinIfaceRes, CBufferMemberSym, GenericRe
 from .scope import (AliasSym, AssocTypeSym, EnumSym, Env, FieldSym, FuncSym, GlobalSym, InterfaceSym,
                     NamespaceSym, PropertySym, StructSym, SubscriptSym, TypeSym, ValueSym)
 from .calls import CallsMixin
+from .conflicts import admit, check_params
 from .exprs import ExprsMixin
 from .members import MembersMixin
 from .stmts import FuncCtx, StmtsMixin
@@ -44,6 +45,7 @@ class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, Op
         self.structs: list[StructInstance] = []
         self.globals: list[ir.GlobalVar] = []
         self.pending_bodies: list = []
+        self.body_errors: list = []       # CompileErrors raised while checking a function body
         self.warnings: list[Diagnostic] = []
         self.names_used: set[str] = set()
         self.modules_loaded: dict[str, Env] = {}
@@ -82,6 +84,16 @@ class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, Op
             declaring.discard(id(env))
 
     def declare(self, d: ast.Decl, env: Env, owner: Optional[T.Type] = None):
+        if isinstance(d, ast.FuncDecl):
+            check_params(d)
+        if env.kind in ("module", "namespace") and env is not self.core_env and getattr(d, "name", None) and \
+                isinstance(d, (ast.FuncDecl, ast.StructDecl, ast.InterfaceDecl, ast.TypeAliasDecl, ast.EnumDecl,
+                               ast.VarDecl, ast.CBufferDecl)):
+            prev = admit(d, d.name, env.names.get(d.name, []))
+            if prev is not None:          # a forward declaration and the definition: one function, the body's
+                if d.body is None:
+                    return
+                env.names[d.name].remove(prev)
         if isinstance(d, ast.FuncDecl):
             fs = FuncSym(d, env, owner)
             env.add(d.name, fs)
@@ -268,6 +280,8 @@ class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, Op
     def array_size(self, n, loc):
         if isinstance(n, int) and n < 0:
             raise self.err("E2022", f"invalid array size {n}: must not be negative", loc)
+        if isinstance(n, int) and n > 0x7FFFFFFF:
+            raise self.err("E2022", f"invalid array size {n}: must be at most 2147483647 (an int)", loc)
         return n
 
     def generic_args(self, args: list[ast.Expr], ctx) -> list:

@@ -24,7 +24,7 @@ from ..ir import nodes as ir
 from ..source import CompileError, Loc
 from .. import types as T
 from .scope import FuncSym, NamespaceSym, StructSym
-from .results import OverloadRes
+from .results import OverloadRes, types_equal
 
 # The requirement's attributes that make its dispatcher differentiable (custom-derivative
 # attributes name functions of the interface, which has no bodies: they are not carried over).
@@ -286,6 +286,9 @@ class DynamicMixin:
         if differentiable and not self.derivs.is_differentiable(call.func):
             raise self.err("E6017", f"'{ty}.{req.name}' implements differentiable requirement '{req.name}' but is "
                                     f"not differentiable: mark it [Differentiable]", call.func.loc or loc)
+        if not types_equal(call.type, fn.ret):
+            raise self.err("E3062", f"'{ty}.{req.name}' returns '{call.type}' but interface requirement "
+                                    f"'{req.name}' returns '{fn.ret}'", call.func.loc or loc)
         if fn.ret == T.VOID:
             stmts.append(ir.ExprStmt(call))
         else:

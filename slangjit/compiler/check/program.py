@@ -54,6 +54,7 @@ def check_program(checker: Checker, modules: list, entry_points: Sequence[str]) 
 
     _finish(checker)
     checker.derivs.source.check_derivative_targets()
+    _check_custom_derivatives(checker, [env for _, env in module_envs])
     checker.derivs.source.check_no_self_differentiation(checker.functions)
     checker.derivs.seal()
     return Program(functions=checker.functions, globals=checker.globals, entries=entries,
@@ -153,3 +154,32 @@ def _finish(checker: Checker):
         if checker.pending_bodies or resolver.prepare():
             continue
         break
+    if checker.body_errors:
+        raise checker.body_errors[0]
+
+
+_CUSTOM = (("ForwardDerivative", "fwd"), ("BackwardDerivative", "bwd"))
+
+
+def _check_custom_derivatives(checker: Checker, envs: list):
+    """A `[ForwardDerivative(g)]` / `[BackwardDerivative(g)]` whose g does not match is an error where it is
+    declared, as in Slang -- also when the function is never differentiated (or never called: the
+    non-generic free functions of the user's modules are instantiated for this)."""
+    def customs(d):
+        return [mode for name, mode in _CUSTOM if any(a.name == name and a.args for a in d.attrs)]
+
+    for env in envs:
+        for syms in list(env.names.values()):
+            for sym in syms:
+                d = getattr(sym, "decl", None)
+                if isinstance(sym, FuncSym) and sym.owner is None and isinstance(d, ast.FuncDecl) and \
+                        not d.generic_params and d.body is not None and customs(d):
+                    checker.instantiate_function(sym, [], d.loc)
+    _finish(checker)
+    resolver = checker.derivs.source
+    for fn in list(checker.functions):
+        d = fn.attrs.get("decl")
+        if isinstance(d, ast.FuncDecl) and fn.attrs.get("generated_derivative") is None:
+            for mode in customs(d):
+                resolver.find_custom(fn, mode)
+    _finish(checker)

@@ -5,7 +5,7 @@ from typing import Optional
 
 from ..parse import ast
 from ..ir import nodes as ir
-from ..source import Loc
+from ..source import CompileError, Loc
 from .. import types as T
 from .scope import Env, FuncSym, GlobalSym, PackSym, ValueSym
 from .results import OverloadRes
@@ -43,7 +43,13 @@ class StmtsMixin:
     def check_pending_bodies(self):
         while self.pending_bodies:
             fn, sym, fenv = self.pending_bodies.pop(0)
-            self.check_body(fn, sym, fenv)
+            try:
+                self.check_body(fn, sym, fenv)
+            except CompileError as e:
+                # Kept: a caller that tolerates a failed lookup (derivative facts) must not swallow a body's
+                # error and leave the function unchecked; the program raises it at the end (check/program.py).
+                self.body_errors.append(e)
+                raise
 
     def check_body(self, fn: ir.Function, sym: FuncSym, fenv: Env):
         d: ast.FuncDecl = sym.decl

@@ -289,10 +289,20 @@ class CppEmitter:
         return self.narrow(e.type, f"({a} {op} {b})")
 
     def assign_str(self, lhs: ir.Expr, rhs: str, op: str = "=") -> str:
+        if isinstance(lhs, ir.OutConvert):
+            # An out-argument of another type written directly (a derivative rule storing an intrinsic's
+            # outputs): convert the value to the argument's own type.
+            if op != "=":
+                rhs = f"({self.x_OutConvert(lhs)} {op[:-1]} {rhs})"
+            return self.assign_str(lhs.lvalue, self.convert_str(rhs, lhs.type, lhs.lvalue.type))
         if isinstance(lhs, ir.Swizzle) and len(lhs.indices) > 1:
             idx = ",".join(map(str, lhs.indices))
             return f"(sj::swizzle_ref<{idx}>({self.expr(lhs.obj)}) {op} {rhs})"
         return f"({self.expr(lhs)} {op} {rhs})"
+
+    def x_OutConvert(self, e):
+        """Read as a value (a derivative rule reading an inout argument): the argument converted to the parameter's type."""
+        return self.convert_str(self.expr(e.lvalue), e.lvalue.type, e.type)
 
     def x_Assign(self, e):
         rhs = self.expr(e.rhs)
@@ -612,12 +622,19 @@ class CppEmitter:
         self.out(0, self.prototype(fn))
         self.label_uid = 0
         self.cur_fn, self.cur_loc = fn, None
-        if guard_recursion:       # fn is on a call cycle (program.py): a stack-depth guard first
-            site = self.site(fn.loc, f"recursion too deep in '{getattr(fn, 'slang_name', fn.name)}'")
-            ret = "return;" if fn.ret == T.VOID else "return {};"
+        # A non-void function whose body can fall off its end returns a zero value there (C++ would make
+        # that undefined behaviour, which the optimizer may turn into anything).
+        stmts = fn.body.stmts if isinstance(fn.body, ir.Block) else None
+        falls = fn.ret != T.VOID and not (stmts and isinstance(stmts[-1], ir.Return))
+        if guard_recursion or falls:
             self.out(0, "{")
-            self.out(1, f"if (sj::stack_exhausted({site}u)) {ret}")
+            if guard_recursion:       # fn is on a call cycle (program.py): a stack-depth guard first
+                site = self.site(fn.loc, f"recursion too deep in '{getattr(fn, 'slang_name', fn.name)}'")
+                ret = "return;" if fn.ret == T.VOID else "return {};"
+                self.out(1, f"if (sj::stack_exhausted({site}u)) {ret}")
             self.stmt(fn.body, 1)
+            if falls:
+                self.out(1, "return {};")
             self.out(0, "}")
         else:
             self.stmt(fn.body, 0)

@@ -49,6 +49,12 @@ from ..passes.red_plan import RedAddPlan, grid_flush
 from ..passes.red_slots import RedSlots
 from ..reflection import CUDA_GLOBALS_SYMBOL, EntryPointInfo
 from .cpp import CppEmitter
+
+# A program with recursion defines this device symbol: the per-thread stack (bytes) its recursion guard
+# assumes (prelude 13_checks.h SJ_CUDA_STACK_RESERVE is kept free below the deepest frame); the runtime
+# raises CU_LIMIT_STACK_SIZE to it when it loads the module (the driver default is 1 KiB).
+CUDA_STACK_SYMBOL = "sj_stack_bytes"
+CUDA_STACK_BYTES = 8192
 from .program import Target, struct_lines
 
 GLOBALS_SYMBOL = CUDA_GLOBALS_SYMBOL
@@ -261,6 +267,7 @@ class CudaTarget(Target):
     """CUDA C++ for NVRTC: `__global__` kernels (the ABI above), the globals block in `__constant__`
     memory, and the gradient-add plan of the pass pipeline (passes/red_plan.py) printed."""
     access = "sj_P."
+    guards_recursion = True    # prelude sj::stack_exhausted (local-memory stack address); see trailer()
 
     def __init__(self, plan: RedAddPlan, opts: CudaOptions):
         super().__init__(CudaEmitter(plan.slots))
@@ -282,6 +289,11 @@ class CudaTarget(Target):
               if plan.shared_bytes and not plan.mma_tiles else []),
             *(["#define SJ_RACC_SHARED_HALF 1   // ... as half values"] if plan.shared_bytes and plan.half_slots else []),
         ]
+
+    def trailer(self) -> list[str]:
+        # A program with recursion asks the runtime for a larger per-thread stack (runtime/cuda.py reads
+        # this symbol when it loads the module; its value is the stack size wanted, in bytes).
+        return [f"__device__ unsigned int {CUDA_STACK_SYMBOL} = {CUDA_STACK_BYTES}u;"] if self.recursive else []
 
     def check_offset(self, struct: str, member: str, offset: int, what: str) -> str:
         return f"SJ_CHECK_OFFSET({struct}, {member}, {offset}, \"layout of {what}\")"

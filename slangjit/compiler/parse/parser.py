@@ -685,14 +685,15 @@ def parse_tokens(toks: list[Token], path: str) -> list:
 
 
 def parse_module(text: str, path: str, include_paths=(), defines: dict | None = None,
-                 deps: list | None = None) -> ast.Module:
-    """Lex, preprocess and parse one Slang module (`deps`, if given, gets every #included file's path)."""
+                 deps: list | None = None, absent: list | None = None) -> ast.Module:
+    """Lex, preprocess and parse one Slang module (`deps`, if given, gets every #included file's path;
+    `absent` every include candidate probed and not found)."""
     old_limit = sys.getrecursionlimit()
     if old_limit < 12000:
         sys.setrecursionlimit(12000)
     p = None
     try:
-        toks = preprocess(text, path, include_paths or (), defines, deps=deps)
+        toks = preprocess(text, path, include_paths or (), defines, deps=deps, absent=absent)
         p = Parser(toks, path)
         decls = p.parse_module()
         sf = toks[-1].loc.file

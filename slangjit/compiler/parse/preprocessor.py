@@ -87,6 +87,7 @@ class Preprocessor:
             self.macros[str(k)] = _Macro(str(k), [], False, body, False)
         self._deffile = deffile
         self.deps: list | None = None          # paths of #included files are appended here when set
+        self.absent: list | None = None        # include candidates probed and not found (a file there later shadows)
 
     # ------------------------------------------------------------------ entry points
 
@@ -283,6 +284,8 @@ class Preprocessor:
                 if os.path.isfile(cand):
                     path = cand
                     break
+                if self.absent is not None:
+                    self.absent.append(cand)
         if path is None:
             raise _perr(f"cannot find include file '{fname}'", t.loc)
         if self.deps is not None:
@@ -646,10 +649,13 @@ class _CondEval:
         self._fail(f"unexpected '{t.text}' in #{self.d.text} expression")
 
 
-def preprocess(text: str, path: str, include_paths=(), defines=None, deps: list | None = None) -> list[Token]:
+def preprocess(text: str, path: str, include_paths=(), defines=None, deps: list | None = None,
+               absent: list | None = None) -> list[Token]:
     """Tokens of `text` after preprocessing, ending with an EOF token.
 
-    `deps`, if given, gets the path of every file `#include`d (for the front-end cache)."""
+    `deps`, if given, gets the path of every file `#include`d, and `absent` every include candidate probed
+    before the file found (for the front-end cache: a file created there later would shadow the include)."""
     pp = Preprocessor(include_paths, defines)
     pp.deps = deps
+    pp.absent = absent
     return pp.run(text, path)

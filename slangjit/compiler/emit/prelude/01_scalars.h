@@ -88,13 +88,15 @@ template <class T> using nodeduce = typename nodeduce_s<T>::type;
 #define SJ_IF(...) typename std::enable_if<(__VA_ARGS__), int>::type = 0
 
 // Reinterpret the bytes of `from` as `To` (memcpy is the only portable, UB-free way and
-// compiles to a register move).
+// compiles to a register move).  Types of different sizes, as Slang's reinterpret: the leading
+// bytes are copied and the rest of `To` is zero (reinterpret<float4>(1.0f) = (1, 0, 0, 0),
+// reinterpret<int>(float4(...)) = the bits of .x).
 template <class To, class From>
 SJ_FN To bit_cast(const From& from) {
-    static_assert(sizeof(To) == sizeof(From), "bit_cast: size mismatch");
     static_assert(std::is_trivially_copyable<From>::value && std::is_trivially_copyable<To>::value,
                   "bit_cast: types must be trivially copyable");
     To to;
-    memcpy(&to, &from, sizeof(To));
+    if (sizeof(To) != sizeof(From)) memset(&to, 0, sizeof(To));
+    memcpy(&to, &from, sizeof(To) < sizeof(From) ? sizeof(To) : sizeof(From));
     return to;
 }

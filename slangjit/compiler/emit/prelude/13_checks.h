@@ -125,5 +125,24 @@ inline bool stack_exhausted(uint32_t site) {
     }
     return false;
 }
+#else
+// CUDA: a thread's call stack lives in its local memory window and grows down toward local address 0
+// (the stack pointer starts at the per-thread stack size, CU_LIMIT_STACK_SIZE, which the runtime raises to
+// SJ_CUDA_STACK_BYTES for a program with recursion: runtime/cuda.py).  A guarded call whose frame sits
+// below SJ_CUDA_STACK_RESERVE bytes records ERR_RECURSION and returns a zero value instead of overflowing
+// (a fault that would poison the CUDA context); its callers then return too, level by level.
+#ifndef SJ_CUDA_STACK_RESERVE
+#define SJ_CUDA_STACK_RESERVE 1024
+#endif
+__device__ __forceinline__ bool stack_exhausted(uint32_t site) {
+    volatile char here = 0;
+    unsigned long long local;
+    asm volatile("cvta.to.local.u64 %0, %1;" : "=l"(local) : "l"((unsigned long long)(&here)));
+    if (local < SJ_CUDA_STACK_RESERVE) {
+        report(ERR_RECURSION, site, 0, 0);
+        return true;
+    }
+    return false;
+}
 #endif
 }  // namespace sj
