@@ -294,11 +294,20 @@ class CallsMixin:
         """Methods see their struct's members; the struct env is sym.env already."""
         return genv
 
-    def param_types(self, sym: FuncSym, env: Env) -> list[T.Type]:
+    def param_types(self, sym: FuncSym, env: Env, lenient: bool = False) -> list[T.Type]:
+        """The parameter types in env. lenient (inference, before the generics are bound): a type that
+        depends on an unbound generic's member (`S.Param`) becomes a fresh variable that matches any
+        argument; the real type is checked once the generics are bound."""
         ctx = self.ctx_for_env(env)
         out = []
         for p in sym.decl.params:
-            out.append(self.resolve_type(p.type, ctx))
+            if not lenient:
+                out.append(self.resolve_type(p.type, ctx))
+                continue
+            try:
+                out.append(self.resolve_type(p.type, ctx))
+            except CompileError:
+                out.append(T.TypeVar("__dependent", next_placeholder_id()))
         return out
 
     def pack_param(self, d: ast.FuncDecl):
@@ -359,7 +368,7 @@ class CallsMixin:
                 if explicit:
                     return None
                 genv, slots = Env(sym.env, "generic"), []
-            ptypes = self.param_types(sym, genv)
+            ptypes = self.param_types(sym, genv, lenient=bool(slots))
         except CompileError:
             return None
         # Interface-typed parameters are implicit generics: infer the concrete type.
@@ -398,16 +407,17 @@ class CallsMixin:
                 cctx = self.ctx_for_env(cenv)
                 for i, p in enumerate(d.generic_params):
                     if p.kind == "type" and p.type is not None:
-                        c = self.resolve_base(p.type, cctx)
-                        if not self.conforms(type_args[i], c):
-                            fixed = self.repair_for_constraint(type_args[i], c)
-                            if fixed is None:
-                                return None
-                            type_args[i] = fixed
-                for w in d.where:
+                        for pc in [p.type] + p.also:
+                            c = self.resolve_base(pc, cctx)
+                            if not self.conforms(type_args[i], c):
+                                fixed = self.repair_for_constraint(type_args[i], c)
+                                if fixed is None:
+                                    return None
+                                type_args[i] = fixed
+                if d.where:
                     cenv2 = self.bind_generics(d.generic_params, type_args, sym.env, loc, None)
                     c2 = self.ctx_for_env(cenv2)
-                    if not self.conforms(self.resolve_type(w.subject, c2), self.resolve_base(w.constraint, c2)):
+                    if not all(self.where_holds(w, c2) for w in d.where):
                         return None
                 cenv = self.bind_generics(d.generic_params, type_args, sym.env, loc, None)
                 ptypes2 = self.param_types(sym, cenv)

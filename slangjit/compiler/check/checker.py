@@ -380,6 +380,13 @@ class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, Op
 
     # ------------------------------------------------------------------ conformance
 
+    def where_holds(self, w: ast.WhereClause, ctx) -> bool:
+        """`where A : IFoo` (A conforms) or `where A == B` (the same type), with the generics bound in ctx."""
+        subj = self.resolve_type(w.subject, ctx)
+        if w.equal:
+            return types_equal(subj, self.resolve_type(w.constraint, ctx))
+        return self.conforms(subj, self.resolve_base(w.constraint, ctx))
+
     def conforms(self, t: T.Type, iface) -> bool:
         """Does type t satisfy the constraint `iface` (an InterfaceType or BuiltinIfaceRes)?"""
         if isinstance(iface, BuiltinIfaceRes):
@@ -504,13 +511,11 @@ class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, Op
         cctx = self.ctx_for_env(benv)
         for p, a in zip(d.generic_params, args):
             if p.kind == "type" and p.type is not None:
-                c = self.resolve_base(p.type, cctx)
-                if not self.conforms(a, c):
-                    return None
-        for w in d.where:
-            subj = self.resolve_type(w.subject, cctx)
-            if not self.conforms(subj, self.resolve_base(w.constraint, cctx)):
-                return None
+                for pc in [p.type] + p.also:
+                    if not self.conforms(a, self.resolve_base(pc, cctx)):
+                        return None
+        if not all(self.where_holds(w, cctx) for w in d.where):
+            return None
         menv = Env(benv, "struct")
         menv.this_type = t
         menv.add("This", TypeSym("This", t))

@@ -132,15 +132,15 @@ class Parser(StmtParserMixin, ExprParserMixin, ParserBase):
                 d = self.parse_import()
             elif kw == "associatedtype":
                 d = self.parse_assoctype()
-            elif kw == "property":
+            elif kw == "property" and self.peek().kind == "id":
                 d = self.parse_property()
             elif kw == "__subscript":
                 d = self.parse_subscript()
             elif kw == "__init":
                 d = self.parse_init()
-            elif kw == "func":
+            elif kw == "func" and self.peek().kind == "id":
                 d = self.parse_func_keyword()
-            elif kw in ("let", "var"):
+            elif kw == "let" or (kw == "var" and self.peek().kind == "id"):
                 ds = self.parse_let_var()
                 for x in ds:
                     x.attrs = list(attrs)
@@ -161,7 +161,8 @@ class Parser(StmtParserMixin, ExprParserMixin, ParserBase):
         if t.kind == "id" and t.text == "operator":
             self.advance()
             name = self.parse_operator_name()
-            d = self.parse_func_rest(name, ty, [], t.loc)
+            gp = self.parse_generic_params() if self.at("<") else []
+            d = self.parse_func_rest(name, ty, gp, t.loc)
         else:
             nt = self.ident("a declaration name")
             if self.at("<") and ctx != "local":
@@ -301,7 +302,7 @@ class Parser(StmtParserMixin, ExprParserMixin, ParserBase):
             t = self.toks[self.pos]
             if t.kind != "id":
                 break
-            if t.text in DIRECTIONS:
+            if t.text in DIRECTIONS and self.peek().kind == "id":
                 d = DIRECTIONS[t.text]
                 direction = "inout" if (direction == "in" and d == "out" and "in" in mods) else d
                 if t.text == "in":
@@ -404,10 +405,15 @@ class Parser(StmtParserMixin, ExprParserMixin, ParserBase):
                 params.append(ast.GenericParam(nt.text, "pack", ty, None, loc=nt.loc))
             elif self.is_ident(t) and self.peek().text in (":", ",", ">", "="):
                 self.advance()
-                ty = self.parse_type() if self.accept(":") else None
+                also = []
+                ty = None
+                if self.accept(":"):
+                    ty = self.parse_type()
+                    while self.accept("&"):
+                        also.append(self.parse_type())
                 default = self.parse_type() if self.accept("=") else None
                 self.known_types.add(t.text)
-                params.append(ast.GenericParam(t.text, "type", ty, default, loc=t.loc))
+                params.append(ast.GenericParam(t.text, "type", ty, default, also=also, loc=t.loc))
             elif t.kind == "id" and t.text in ("typename", "class") and self.is_ident(self.peek()):
                 self.advance()
                 nt = self.ident()
@@ -436,21 +442,28 @@ class Parser(StmtParserMixin, ExprParserMixin, ParserBase):
             while True:
                 start = self.toks[self.pos]
                 subj = self.parse_type()
-                self.expect(":")
-                clauses.append(ast.WhereClause(subj, self.parse_type(), loc=start.loc))
+                if self.accept("=="):
+                    clauses.append(ast.WhereClause(subj, self.parse_type(), equal=True, loc=start.loc))
+                else:
+                    self.expect(":", "':' or '=='")
+                    clauses.append(ast.WhereClause(subj, self.parse_type(), loc=start.loc))
+                    while self.accept("&"):
+                        clauses.append(ast.WhereClause(subj, self.parse_type(), loc=start.loc))
                 while self.at(","):
                     # `where T : IA, U : IB` or `where T : IA, IB`
                     save = self.pos
                     self.advance()
                     try:
                         self._spec(self.parse_type)
-                        is_new = self.at(":")
+                        is_new = self.at(":") or self.at("==")
                     except _Fail:
                         is_new = False
                     self.pos = save + 1
                     if is_new:
                         break
                     clauses.append(ast.WhereClause(subj, self.parse_type(), loc=start.loc))
+                    while self.accept("&"):
+                        clauses.append(ast.WhereClause(subj, self.parse_type(), loc=start.loc))
                 else:
                     break
         return clauses
