@@ -1,0 +1,212 @@
+"""Trip counts of loops for reverse mode, found by running the loop's counters at compile time.
+
+A loop's counters are the locals its condition reads. When every counter starts from a compile-time
+constant (the loop's own init, or the last assignment before the loop in the same block), is changed
+only by unconditional assignments whose values depend on counters and constants (the step, or
+top-level statements of the body when no `continue` can skip them), and the condition depends only
+on counters and constants (a conjunction `i < N && data > 0` is bounded by its counter part), the
+counters are simply run: `for (int i = 0; i + 1 < K; i++)`, `i <= N`, `i = K - 1; i >= 0; i--`,
+`while (i < n) { ...; i += 2; }`, `for (uint i = 1; i < 100; i *= 3)` all get their exact trip
+count. `break` / `return` only shorten a loop, so the count stays an upper bound. A loop the
+counters do not finish within _LIMIT iterations, or one that reads anything else, has no bound
+(None); the reverse sweep then reports E6001 if it has to store values per iteration.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from .. import types as T
+from ..ir import nodes as ir
+from ..ir.fold import fold_binary, fold_value, wrap
+from ..ir.walk import expr_children, lvalue_root, walk
+
+_LIMIT = 1 << 16
+
+
+def trip_count(s: ir.Loop, before: list) -> Optional[int]:
+    """The most times flattened loop s runs its body; `before` are the statements preceding it in
+    its block (they may set its counters)."""
+    if s.cond is None:
+        return None
+    counters: dict = {}
+    _reads(s.cond, counters)
+    if not counters:
+        return None
+    env = {}
+    for uid, v in counters.items():
+        val = _start(v, s.init) if _start_in(v, s.init) else _start(v, before)
+        if val is None:
+            return None
+        env[uid] = val
+    updates: list = []
+    body = _unconditional(s.body)
+    top = [x for x in body if _is_update(x, counters)]
+    if top and any(isinstance(n, ir.Continue) for n in walk(s.body)):
+        return None
+    updates += top
+    # Any other write to a counter (nested, through a call's out argument) makes the count unknown.
+    rest = [x for x in body if not any(x is t for t in top)]
+    if _writes(rest, counters):
+        return None
+    step = list(getattr(s, "step_stmts", []))
+    if s.step is not None:
+        if not isinstance(s.step, ir.Assign):
+            return None
+        step.append(ir.ExprStmt(s.step))
+    for x in step:
+        if not _is_update(x, counters):
+            if _writes([x], counters):
+                return None
+            continue
+        updates.append(x)
+    n = 0
+    if s.kind == "do":
+        n = 1
+        if not _apply(updates, env):
+            return None
+    while True:
+        c = _eval(s.cond, env)
+        if c is None:
+            return None
+        if not c:
+            return n
+        n += 1
+        if n > _LIMIT or not _apply(updates, env):
+            return None
+
+
+def _unconditional(b) -> list:
+    """The statements of b that run in order on every pass (nested blocks opened)."""
+    if isinstance(b, ir.Block):
+        return [y for x in b.stmts for y in _unconditional(x)]
+    return [b]
+
+
+def _reads(e, acc: dict):
+    for n in walk(e):
+        if isinstance(n, ir.LocalRef):
+            acc[n.var.uid] = n.var
+
+
+def _assigned(x, v) -> Optional[ir.Expr]:
+    """The value x (a declaration or `v = e`) gives v, else None."""
+    if isinstance(x, ir.VarDecl) and x.var is v:
+        return x.init
+    if isinstance(x, ir.ExprStmt) and isinstance(x.expr, ir.Assign) and x.expr.op == "=" and \
+            isinstance(x.expr.lhs, ir.LocalRef) and x.expr.lhs.var is v:
+        return x.expr.rhs
+    return None
+
+
+def _start_in(v, stmts) -> bool:
+    return any(_assigned(x, v) is not None or (isinstance(x, ir.VarDecl) and x.var is v) for x in stmts)
+
+
+def _start(v, stmts) -> Optional[object]:
+    """v's value after stmts: its last plain assignment, a constant, with nothing after it writing v."""
+    for x in reversed(stmts):
+        val = _assigned(x, v)
+        if val is not None:
+            r = fold_value(val)
+            return r if isinstance(r, (int, float)) else None
+        if isinstance(x, ir.VarDecl) and x.var is v:
+            return None
+        if _writes([x], {v.uid: v}):
+            return None
+    return None
+
+
+def _is_update(x, counters: dict) -> bool:
+    return isinstance(x, ir.ExprStmt) and isinstance(x.expr, ir.Assign) and x.expr.op == "=" and \
+        isinstance(x.expr.lhs, ir.LocalRef) and x.expr.lhs.var.uid in counters
+
+
+def _writes(stmts: list, counters: dict) -> bool:
+    for n in walk(stmts):
+        if isinstance(n, ir.Assign) or isinstance(n, ir.IncDec):
+            tgt = n.lhs if isinstance(n, ir.Assign) else n.operand
+            r = lvalue_root(tgt)
+            if r is not None and r.uid in counters:
+                return True
+        elif isinstance(n, ir.VarDecl) and n.var.uid in counters:
+            return True
+        elif isinstance(n, (ir.Call, ir.MethodCall, ir.Intrinsic)):
+            for a in expr_children(n):
+                r = lvalue_root(a)
+                if r is not None and r.uid in counters and not _is_in_arg(n, a):
+                    return True
+    return False
+
+
+def _is_in_arg(call, a) -> bool:
+    if isinstance(call, ir.Call):
+        for p, x in zip(call.func.params, call.args):
+            if x is a:
+                return p.direction == "in"
+    if isinstance(call, ir.Intrinsic):
+        return not call.out_params
+    return False
+
+
+def _apply(updates: list, env: dict) -> bool:
+    for x in updates:
+        val = _eval(x.expr.rhs, env)
+        if val is None:
+            return False
+        env[x.expr.lhs.var.uid] = wrap(val, x.expr.lhs.type)
+    return True
+
+
+def _eval(e, env: dict):
+    """e's value with the counters in env; None when it depends on anything else."""
+    if isinstance(e, ir.LocalRef):
+        return env.get(e.var.uid)
+    if isinstance(e, ir.Binary):
+        a = _eval(e.lhs, env)
+        if e.op in ("&&", "||"):
+            b = _eval(e.rhs, env)
+            if e.op == "&&" and ((a is not None and not a) or (b is not None and not b)):
+                return False
+            if e.op == "||" and ((a is not None and a) or (b is not None and b)):
+                return True
+            if a is None or b is None:
+                return None
+            return bool(a) and bool(b) if e.op == "&&" else bool(a) or bool(b)
+        b = _eval(e.rhs, env)
+        if a is None or b is None:
+            return None
+        return fold_binary(e.op, a, b, e.lhs.type, e.type)
+    if isinstance(e, ir.Unary):
+        a = _eval(e.operand, env)
+        if a is None:
+            return None
+        if e.op == "-":
+            return wrap(-a, e.type)
+        if e.op == "!":
+            return not a
+        if e.op == "~":
+            return wrap(~int(a), e.type) if isinstance(a, int) else None
+        return a
+    if isinstance(e, ir.Convert) and isinstance(e.type, T.ScalarType):
+        a = _eval(e.operand, env)
+        if a is None:
+            return None
+        if e.type.kind == "float":
+            return float(a)
+        if e.type.kind == "bool":
+            return bool(a)
+        return wrap(int(a), e.type)
+    if isinstance(e, ir.Select):
+        c = _eval(e.cond, env)
+        if c is None:
+            return None
+        return _eval(e.then if c else e.else_, env)
+    if any(True for _ in _locals(e)):
+        return None
+    return fold_value(e)
+
+
+def _locals(e):
+    for n in walk(e):
+        if isinstance(n, ir.LocalRef):
+            yield n
