@@ -53,15 +53,27 @@ class DiffsMixin:
         if isinstance(c, ast.Call) and isinstance(c.callee, ast.Name) and c.callee.name in DIFF_OPS \
                 and len(c.args) == 1 and not ctx.env.lookup(c.callee.name):
             return self.diff_call(DIFF_OPS[c.callee.name], c.args[0], e.args, e.loc, ctx)
+        if isinstance(c, ast.GenericApp) and isinstance(c.base, ast.Name) and c.base.name == "diffPair" \
+                and len(c.args) == 1 and not ctx.env.lookup("diffPair"):
+            # `diffPair<T>(p, d)`: the pair type is given, so the arguments may be initializer lists.
+            if len(e.args) not in (1, 2):
+                raise self.err("E3030", "diffPair takes (primal) or (primal, differential)", e.loc)
+            pt = self.pair_type(self.resolve_type(c.args[0], ctx), c.loc)
+            p = self.coerce_init(e.args[0], pt.primal, ctx)
+            d = self.coerce_init(e.args[1], pt.diff, ctx) if len(e.args) == 2 else ir.Construct(pt.diff, [])
+            return ir.Construct(pt, [p, d], loc=e.loc)
         if not isinstance(c, ast.Name) or ctx.env.lookup(c.name):
             return None
         name = c.name
         if name == "diffPair":
             if len(e.args) not in (1, 2):
                 raise self.err("E3030", "diffPair takes (primal) or (primal, differential)", e.loc)
+            if isinstance(e.args[0], ast.InitList):
+                raise self.err("E3050", "diffPair cannot infer its type from an initializer list: write "
+                                        "diffPair<T>({...}, ...) or DifferentialPair<T>({...}, ...)", e.args[0].loc)
             p = self.expr(e.args[0], ctx)
             pt = self.pair_type(p.type, e.loc)
-            d = self.coerce(self.expr(e.args[1], ctx), pt.diff, e.args[1].loc) if len(e.args) == 2 else ir.Construct(pt.diff, [])
+            d = self.coerce_init(e.args[1], pt.diff, ctx) if len(e.args) == 2 else ir.Construct(pt.diff, [])
             return ir.Construct(pt, [p, d], loc=e.loc)
         if name == "updateDiff" and len(e.args) == 2:
             p = self.expr(e.args[0], ctx)
