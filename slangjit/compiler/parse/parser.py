@@ -220,7 +220,9 @@ class Parser(StmtParserMixin, ExprParserMixin, ParserBase):
         self.expect(";")
         return decls
 
-    def parse_array_dims(self, ty):
+    def parse_array_dims(self, ty, type_position: bool = False):
+        """`name[2][3]` (a declarator) is 2 arrays of 3, as in C; `float[2][3]` (dimensions on the
+        type itself) is read left to right, as Slang does: 3 arrays of float[2]."""
         if not self.at("["):
             return ty
         dims = []
@@ -231,7 +233,7 @@ class Parser(StmtParserMixin, ExprParserMixin, ParserBase):
             else:
                 dims.append((self.parse_expr(), o.loc))
             self.expect_close("]", o)
-        for size, loc in reversed(dims):
+        for size, loc in (dims if type_position else reversed(dims)):
             ty = ast.ArrayTypeExpr(ty, size, loc=loc)
         return ty
 
