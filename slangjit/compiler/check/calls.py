@@ -290,6 +290,44 @@ class CallsMixin:
             slots.append((p, a))
         return genv, slots
 
+    def infer_struct_args(self, sym, args: list, loc: Loc):
+        """`Impl(v0)` for a generic `struct Impl<T>`: the generic arguments that make one of its `__init`s
+        (or its fields, memberwise) take these arguments; None when no way binds them all."""
+        d = sym.decl
+        genv = Env(sym.env, "generic")
+        slots = []
+        for p in d.generic_params:
+            a = (T.ValueVar if p.kind == "value" else T.TypeVar)(p.name, next_placeholder_id())
+            genv.add(p.name, ValueSym(p.name, const_expr(a, loc)) if p.kind == "value" else TypeSym(p.name, a))
+            slots.append((p, a))
+        gctx = self.ctx_for_env(genv)
+        shapes = [[p.type for p in m.params] for m in d.members
+                  if isinstance(m, ast.FuncDecl) and m.name == "__init" and len(m.params) >= len(args)]
+        fields = [m.type for m in d.members if isinstance(m, ast.VarDecl) and m.type is not None
+                  and "static" not in m.mods]
+        shapes.append(fields)
+        for shape in shapes:
+            if len(shape) < len(args):
+                continue
+            binding: dict = {}
+            try:
+                pts = [self.resolve_type(x, gctx) for x in shape[:len(args)]]
+            except CompileError:
+                continue
+            if not all(isinstance(a, InitListArg) or self.unify(pt, a.type, binding) for pt, a in zip(pts, args)):
+                continue
+            if all(v in binding or p.default is not None for p, v in slots):
+                type_args = []
+                for p, v in slots:
+                    if v not in binding:
+                        break
+                    type_args.append(binding[v])
+                try:
+                    return self.instantiate_struct(sym, type_args, loc)
+                except CompileError:
+                    continue
+        return None
+
     def func_env(self, sym: FuncSym, genv: Env) -> Env:
         """Methods see their struct's members; the struct env is sym.env already."""
         return genv

@@ -322,7 +322,14 @@ class ExprsMixin:
             if not isinstance(a, InitListArg):
                 a.loc = src.loc
         if isinstance(callee, GenericRes) and isinstance(callee.sym, StructSym):
-            callee = TypeRes(self.resolve_type(e.callee, ctx))
+            try:
+                callee = TypeRes(self.resolve_type(e.callee, ctx))
+            except CompileError as ex:
+                # `Impl(v0)`: the generic arguments come from the constructor's arguments.
+                inferred = self.infer_struct_args(callee.sym, args, e.loc) if ex.code == "E2019" else None
+                if inferred is None:
+                    raise
+                callee = TypeRes(inferred)
         if isinstance(callee, TypeRes):
             return self.construct(callee.type, args, e.loc, ctx)
         if isinstance(callee, OverloadRes):
