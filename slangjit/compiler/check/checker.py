@@ -12,6 +12,7 @@
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Optional
 
 from ..parse import ast
@@ -76,8 +77,42 @@ class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, Op
         try:
             for d in mod.decls:
                 self.declare(d, env)
+            for d in mod.decls:
+                if isinstance(d, ast.FuncDecl):
+                    self.implicit_interface_generics(d, env)
         finally:
             declaring.discard(id(env))
+
+    def implicit_interface_generics(self, d: ast.FuncDecl, env: Env):
+        """A parameter typed by a generic interface without its arguments (`IDiffTensor x`, as SlangPy's
+        documentation writes) makes the function generic over them: `IDiffTensor<__x_T, __x_D> x`, the
+        arguments inferred from the call. The function's symbol gets the rewritten declaration."""
+        ctx = self.ctx_for_env(Env(env, "generic"))
+        params, extra = [], []
+        for p in d.params:
+            res = None
+            if isinstance(p.type, ast.Name) and all(g.name != p.type.name for g in d.generic_params):
+                try:
+                    res = self.resolve(p.type, ctx)
+                except CompileError:
+                    res = None
+            gps = res.sym.decl.generic_params if isinstance(res, GenericRes) and \
+                isinstance(res.sym, InterfaceSym) else []
+            if not gps or any(g.default is not None or g.kind == "pack" for g in gps):
+                params.append(p)
+                continue
+            names = []
+            for g in gps:
+                nm = f"__{p.name}_{g.name}"
+                extra.append(ast.GenericParam(nm, g.kind, g.type if g.kind == "value" else None, None, loc=p.loc))
+                names.append(ast.Name(nm, loc=p.type.loc))
+            params.append(dataclasses.replace(p, type=ast.GenericApp(p.type, names, loc=p.type.loc)))
+        if not extra:
+            return
+        nd = dataclasses.replace(d, params=params, generic_params=list(d.generic_params) + extra)
+        for sym in env.lookup_local(d.name):
+            if isinstance(sym, FuncSym) and sym.decl is d:
+                sym.decl = nd
 
     def declare(self, d: ast.Decl, env: Env, owner: Optional[T.Type] = None):
         if isinstance(d, ast.FuncDecl):
