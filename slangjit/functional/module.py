@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 from typing import Optional, Sequence
 
+from ..compiler.source import CompileError
 from . import typeview as S
 from .function import Function
 
@@ -39,7 +40,12 @@ class Module:
             text = text + "\n" + t
         self._source_text = text
         self._source_path = path
-        self._refl = S.ModuleTypes.load(text, path, self._include_paths, getattr(self.device, "compiler_args", ()))
+        args = getattr(self.device, "compiler_args", ())
+        self._refl = S.ModuleTypes.load(text, path, self._include_paths, args)
+        # As SlangPy does, a module with errors fails to load, and every error is reported.
+        diags = S.ModuleTypes.check(text, path, self._include_paths, args)
+        if diags:
+            raise CompileError(diags).with_traceback(None) from None
         self._functions: dict = {}
         self._structs: dict = {}
 
