@@ -28,44 +28,52 @@ def trip_count(s: ir.Loop, before: list) -> Optional[int]:
     its block (they may set its counters)."""
     if s.cond is None:
         return None
-    counters: dict = {}
-    _reads(s.cond, counters)
-    if not counters:
-        return None
-    env = {}
-    for uid, v in counters.items():
-        val = _start(v, s.init) if _start_in(v, s.init) else _start(v, before)
-        if val is None:
-            return None
-        env[uid] = val
-    updates: list = []
+    reads: dict = {}
+    _reads(s.cond, reads)
     body = _unconditional(s.body)
-    top = [x for x in body if _is_update(x, counters)]
-    if top and any(isinstance(n, ir.Continue) for n in walk(s.body)):
-        return None
-    updates += top
-    # Any other write to a counter (nested, through a call's out argument) makes the count unknown.
-    rest = [x for x in body if not any(x is t for t in top)]
-    if _writes(rest, counters):
-        return None
     step = list(getattr(s, "step_stmts", []))
     if s.step is not None:
         if not isinstance(s.step, ir.Assign):
             return None
         step.append(ir.ExprStmt(s.step))
-    for x in step:
-        if not _is_update(x, counters):
-            if _writes([x], counters):
-                return None
+    has_continue = any(isinstance(n, ir.Continue) for n in walk(s.body))
+    # The counters: variables the condition reads with a constant start whose every write is an
+    # unconditional update (in the step, or at the top of the body when no `continue` skips it).
+    env = {}
+    counters: dict = {}
+    for uid, v in reads.items():
+        one = {uid: v}
+        val = _start(v, s.init) if _start_in(v, s.init) else _start(v, before)
+        if val is None:
             continue
-        updates.append(x)
+        tops = [x for x in body if _is_update(x, one)]
+        if tops and has_continue:
+            continue
+        if _writes([x for x in body if not any(x is t for t in tops)], one) or \
+                _writes([x for x in step if not _is_update(x, one)], one):
+            continue
+        env[uid] = val
+        counters[uid] = v
+    # An update that reads anything but counters and constants disqualifies its counter (to a fixed point).
+    while True:
+        bad = [uid for uid, v in counters.items()
+               if any(_is_update(x, {uid: v}) and any(r not in counters for r in _local_uids(x.expr.rhs))
+                      for x in body + step)]
+        if not bad:
+            break
+        for uid in bad:
+            counters.pop(uid)
+            env.pop(uid)
+    if not counters:
+        return None
+    updates = [x for x in body + step if _is_update(x, counters)]
     n = 0
     if s.kind == "do":
         n = 1
         if not _apply(updates, env):
             return None
     while True:
-        c = _eval(s.cond, env)
+        c = _may(s.cond, env)
         if c is None:
             return None
         if not c:
@@ -157,6 +165,18 @@ def _apply(updates: list, env: dict) -> bool:
     return True
 
 
+def _may(e, env: dict):
+    """Can condition e hold? An unknown conjunct of `A && B` does not stop A from deciding (an upper
+    bound); None when the counters cannot tell."""
+    if isinstance(e, ir.Binary) and e.op == "&&":
+        a, b = _may(e.lhs, env), _may(e.rhs, env)
+        if a is False or b is False:
+            return False
+        return None if a is None and b is None else True
+    v = _eval(e, env)
+    return None if v is None else bool(v)
+
+
 def _eval(e, env: dict):
     """e's value with the counters in env; None when it depends on anything else."""
     if isinstance(e, ir.LocalRef):
@@ -204,6 +224,10 @@ def _eval(e, env: dict):
     if any(True for _ in _locals(e)):
         return None
     return fold_value(e)
+
+
+def _local_uids(e) -> set:
+    return {n.var.uid for n in walk(e) if isinstance(n, ir.LocalRef)}
 
 
 def _locals(e):
