@@ -128,6 +128,9 @@ class ModuleDecls:
                         or sym.decl.body is None:
                     continue
                 try:
+                    ptypes = chk.param_types(sym, Env(sym.env, "generic"))
+                    if any(isinstance(t, T.InterfaceType) for t in ptypes):
+                        continue        # an interface-typed parameter makes it generic: checked per call
                     chk.instantiate_function(sym, [], sym.decl.loc)
                 except CompileError as e:
                     note(e)

@@ -42,10 +42,8 @@ class Module:
         self._source_path = path
         args = getattr(self.device, "compiler_args", ())
         self._refl = S.ModuleTypes.load(text, path, self._include_paths, args)
-        # As SlangPy does, a module with errors fails to load, and every error is reported.
-        diags = S.ModuleTypes.check(text, path, self._include_paths, args)
-        if diags:
-            raise CompileError(diags).with_traceback(None) from None
+        # As SlangPy does, a module with errors fails to load (Module.load_*), and every error is reported.
+        self._load_errors = S.ModuleTypes.check(text, path, self._include_paths, args)
         self._functions: dict = {}
         self._structs: dict = {}
 
@@ -54,16 +52,25 @@ class Module:
     @staticmethod
     def load_from_file(device, path: str, options: dict = {}, link: Sequence = ()) -> "Module":
         _ensure_shader_path(device)
-        return Module(device.load_module(path), options, link)
+        m = Module(device.load_module(path), options, link)
+        if m._load_errors:
+            raise CompileError(m._load_errors) from None     # located diagnostics: no internal frames
+        return m
 
     @staticmethod
     def load_from_source(device, name: str, source: str, options: dict = {}, link: Sequence = ()) -> "Module":
         _ensure_shader_path(device)
-        return Module(device.load_module_from_source(name, source), options, link)
+        m = Module(device.load_module_from_source(name, source), options, link)
+        if m._load_errors:
+            raise CompileError(m._load_errors) from None     # located diagnostics: no internal frames
+        return m
 
     @staticmethod
     def load_from_module(device, module, options: dict = {}, link: Sequence = ()) -> "Module":
-        return Module(module, options, link)
+        m = Module(module, options, link)
+        if m._load_errors:
+            raise CompileError(m._load_errors) from None     # located diagnostics: no internal frames
+        return m
 
     # -- lookups
 
