@@ -283,6 +283,23 @@ def test_loop_gradients_match_finite_differences(device):
     np.testing.assert_allclose(got[0], ref, rtol=1e-5)
 
 
+def test_nested_loops_bounded_by_outer_counters(device):
+    # Triangular loops: the inner start or end is the outer counter. d/dx of x * (1 + 1+2 + 1+2+3) = 10, and
+    # of x^(1 + 3 + 2 + 1) = 7 x^6 at x = 1.1.
+    got = run(device, """
+        [Differentiable] float tri(float x) { float s = 0.0;
+            for (int i = 0; i < 4; i++) for (int j = 0; j < i; j++) s += x * float(j + 1); return s; }
+        [Differentiable] float tri2(float x) { float s = x;
+            for (int i = 0; i < 3; i++) { int j = i; while (j < 3) { s = s * x; j++; } } return s; }
+        [numthreads(1,1,1)]
+        void computeMain(uint3 tid : SV_DispatchThreadID)
+        {
+            var p = diffPair(1.5, 0.0); bwd_diff(tri)(p, 1.0); outputBuffer[0] = p.d;
+            var q = diffPair(1.1, 0.0); bwd_diff(tri2)(q, 1.0); outputBuffer[1] = q.d;
+        }""", 2)
+    np.testing.assert_allclose(got, [10.0, 7 * 1.1 ** 6], rtol=1e-5)
+
+
 def test_unbounded_loop_still_asks_for_maxiters(device):
     with pytest.raises(CompileError) as ei:
         run(device, """

@@ -47,6 +47,7 @@ class Normalizer:
         self.seed_outs: list = []
         self.n = 0
         self.before: dict = {}     # id(loop) -> the statements before it in its block (trip counts)
+        self.outer_envs: Optional[list] = None   # the enclosing loops' counter values, per iteration
 
     def flag(self, name):
         self.n += 1
@@ -138,10 +139,15 @@ class Normalizer:
         out: list = []
         init_stmts, _ = self.lst(list(s.init), ctx)
         out.extend(init_stmts)
-        bound = self.bound(s)
+        bound, envs = self.bound(s)
         brk = self.flag("brk")
         lc = Ctx(brk=brk, label=s.label, parent=ctx)
-        body, flags = self.lst(list(s.body.stmts) if isinstance(s.body, ir.Block) else [s.body], lc)
+        saved_envs = self.outer_envs
+        self.outer_envs = envs
+        try:
+            body, flags = self.lst(list(s.body.stmts) if isinstance(s.body, ir.Block) else [s.body], lc)
+        finally:
+            self.outer_envs = saved_envs
         step: list = []
         for x in getattr(s, "step_stmts", []):
             st, _ = self.stmt(x, lc)
@@ -206,15 +212,15 @@ class Normalizer:
 
     # ------------------------------------------------------------------ trip counts
 
-    def bound(self, s: ir.Loop) -> Optional[int]:
+    def bound(self, s: ir.Loop):
+        """(trip-count bound or None, the counters' values per iteration for the loops inside, or None)."""
+        b, envs = trip_count(s, self.before.get(id(s), []), self.outer_envs)
         if "max_iters" in s.attrs:
-            return int(s.attrs["max_iters"])
-        b = trip_count(s, self.before.get(id(s), []))
+            return int(s.attrs["max_iters"]), envs
         if b is None:
             b = self.const_bound(s)
-        if b is not None:
-            return b
-        return None      # unknown: an error only if the reverse sweep must store values per iteration
+        # None: unknown, an error only if the reverse sweep must store values per iteration
+        return b, envs
 
     def unbounded_error(self, s: ir.Loop, value: str = ""):
         line = s.loc.line if s.loc and s.loc.line else self.fn.loc.line

@@ -23,9 +23,31 @@ from ..ir.walk import expr_children, lvalue_root, walk
 _LIMIT = 1 << 16
 
 
-def trip_count(s: ir.Loop, before: list) -> Optional[int]:
-    """The most times flattened loop s runs its body; `before` are the statements preceding it in
-    its block (they may set its counters)."""
+def trip_count(s: ir.Loop, before: list, outer: Optional[list] = None):
+    """(the most times flattened loop s runs its body, or None; the counters' values at the start of
+    each iteration, or None when there are too many to list). `before` are the statements preceding s
+    in its block (they may set its counters); `outer` lists the values the enclosing loops' counters
+    take (a triangular `for (j = i; j < 3; j++)` inside `for (i ...)` is run for every i, its bound
+    the largest)."""
+    best, envs = None, []
+    budget = [_LIMIT * 4]             # simulated iterations over all the enclosing values
+    for oenv in (outer or [{}]):
+        r = _run(s, before, oenv, budget)
+        if r is None:
+            return None, None
+        n, its = r
+        best = n if best is None else max(best, n)
+        if envs is not None and its is not None and len(envs) + len(its) <= _ENV_CAP:
+            envs.extend(its)
+        else:
+            envs = None
+    return best, envs
+
+
+_ENV_CAP = 4096
+
+
+def _run(s: ir.Loop, before: list, outer: dict, budget: list):
     if s.cond is None:
         return None
     reads: dict = {}
@@ -37,13 +59,17 @@ def trip_count(s: ir.Loop, before: list) -> Optional[int]:
             return None
         step.append(ir.ExprStmt(s.step))
     has_continue = any(isinstance(n, ir.Continue) for n in walk(s.body))
-    # The counters: variables the condition reads with a constant start whose every write is an
+    # Values of enclosing counters that this loop does not write are constants here.
+    fixed = {uid: val for uid, val in outer.items() if not _writes(body + step, {uid: None})}
+    # The counters: variables the condition reads with a known start whose every write is an
     # unconditional update (in the step, or at the top of the body when no `continue` skips it).
-    env = {}
+    env = dict(fixed)
     counters: dict = {}
     for uid, v in reads.items():
+        if uid in fixed:
+            continue
         one = {uid: v}
-        val = _start(v, s.init) if _start_in(v, s.init) else _start(v, before)
+        val = _start(v, s.init, fixed) if _start_in(v, s.init) else _start(v, before, fixed)
         if val is None:
             continue
         tops = [x for x in body if _is_update(x, one)]
@@ -54,10 +80,12 @@ def trip_count(s: ir.Loop, before: list) -> Optional[int]:
             continue
         env[uid] = val
         counters[uid] = v
-    # An update that reads anything but counters and constants disqualifies its counter (to a fixed point).
+    # An update that reads anything but counters, fixed values and constants disqualifies its counter
+    # (to a fixed point).
     while True:
         bad = [uid for uid, v in counters.items()
-               if any(_is_update(x, {uid: v}) and any(r not in counters for r in _local_uids(x.expr.rhs))
+               if any(_is_update(x, {uid: v}) and any(r not in counters and r not in fixed
+                                                      for r in _local_uids(x.expr.rhs))
                       for x in body + step)]
         if not bad:
             break
@@ -67,9 +95,11 @@ def trip_count(s: ir.Loop, before: list) -> Optional[int]:
     if not counters:
         return None
     updates = [x for x in body + step if _is_update(x, counters)]
+    its: Optional[list] = []
     n = 0
     if s.kind == "do":
         n = 1
+        its.append(dict(env))
         if not _apply(updates, env):
             return None
     while True:
@@ -77,8 +107,15 @@ def trip_count(s: ir.Loop, before: list) -> Optional[int]:
         if c is None:
             return None
         if not c:
-            return n
+            return n, its
         n += 1
+        budget[0] -= 1
+        if budget[0] < 0:
+            return None
+        if its is not None:
+            its.append(dict(env))
+            if len(its) > _ENV_CAP:
+                its = None
         if n > _LIMIT or not _apply(updates, env):
             return None
 
@@ -110,12 +147,13 @@ def _start_in(v, stmts) -> bool:
     return any(_assigned(x, v) is not None or (isinstance(x, ir.VarDecl) and x.var is v) for x in stmts)
 
 
-def _start(v, stmts) -> Optional[object]:
-    """v's value after stmts: its last plain assignment, a constant, with nothing after it writing v."""
+def _start(v, stmts, known: dict) -> Optional[object]:
+    """v's value after stmts: its last plain assignment, of constants and the known values, with nothing
+    after it writing v."""
     for x in reversed(stmts):
         val = _assigned(x, v)
         if val is not None:
-            r = fold_value(val)
+            r = _eval(val, known)
             return r if isinstance(r, (int, float)) else None
         if isinstance(x, ir.VarDecl) and x.var is v:
             return None

@@ -286,6 +286,17 @@ class ExprsMixin:
 
     # ------------------------------------------------------------------ calls
 
+    def static_assert(self, e: ast.Call, ctx) -> ir.Expr:
+        """`static_assert(cond, "message")`: an error when cond is a compile-time false; a condition known
+        only later (a `constexpr` parameter) is not checked."""
+        if len(e.args) not in (1, 2):
+            raise self.err("E3030", "static_assert takes (condition) or (condition, message)", e.loc)
+        v = self.fold(self.expr(e.args[0], ctx))
+        if v is not None and not v:
+            msg = e.args[1].value if len(e.args) == 2 and isinstance(e.args[1], ast.StringLit) else "static_assert failed"
+            raise self.err("E3096", f"static assertion failed: {msg}", e.loc)
+        return ir.Const(T.BOOL, True, loc=e.loc)
+
     def call_args(self, args: list[ast.Expr], ctx) -> list:
         out = []
         for a in args:
@@ -304,6 +315,8 @@ class ExprsMixin:
             return special
         if self.is_create_dynamic(e, ctx):
             return self.create_dynamic(e, ctx)
+        if isinstance(e.callee, ast.Name) and e.callee.name == "static_assert" and not ctx.env.lookup("static_assert"):
+            return self.static_assert(e, ctx)
         if isinstance(e.callee, ast.Name) and e.callee.name == "makeTuple" and not ctx.env.lookup("makeTuple"):
             vals = [self.expr(a, ctx) for a in e.args]
             return ir.Construct(T.TupleType(tuple(v.type for v in vals)), vals, loc=e.loc)
