@@ -50,6 +50,10 @@ class Parser(StmtParserMixin, ExprParserMixin, ParserBase):
         attrs = []
         while self.at("["):
             open_tok = self.advance()
+            # `[[vk::binding(0, 0)]]`: the C++ spelling of the same list
+            double = self.at("[")
+            if double:
+                self.advance()
             while True:
                 t = self.toks[self.pos]
                 if t.kind != "id":
@@ -72,6 +76,8 @@ class Parser(StmtParserMixin, ExprParserMixin, ParserBase):
                 if not self.accept(","):
                     break
             self.expect_close("]", open_tok)
+            if double:
+                self.expect("]")
         return attrs
 
     # ------------------------------------------------------------------ declarations
