@@ -254,6 +254,188 @@ PROGRAMS = {
 }
 
 
+# Checked against the reference compiler (harness.py run --backend oracle) with the same values.
+PROGRAMS.update({
+    "more_contextual_names": ("""
+struct Ray { float3 origin; float3 out; float in; };
+float f(float linear, float point, float sample) { return linear + point * sample; }
+[numthreads(1,1,1)]
+void computeMain()
+{
+    float linear = 1.0; float point = 2.0; float sample = 3.0; float centroid = 4.0;
+    float shared = 5.0; float precise = 6.0; int export = 1; float triangle = 0.5;
+    Ray r; r.out = float3(1, 2, 3); r.in = 2.0;
+    outputBuffer[0] = linear + point + sample + centroid;
+    outputBuffer[1] = shared + precise + export + triangle;
+    outputBuffer[2] = r.out.y * r.in;
+    outputBuffer[3] = f(1.0, 2.0, 3.0);
+}""", [10.0, 12.5, 4.0, 7.0]),
+    "multi_index_subscripts_interface_properties": ("""
+struct Grid {
+    float data[6];
+    __subscript(int i, int j) -> float { get { return data[i * 3 + j]; } set { data[i * 3 + j] = newValue; } }
+    __subscript(int2 ij) -> float { get { return this[ij.x, ij.y]; } }
+    property int count { get { return 6; } }
+    property w : float { get { return data[5]; } set { data[5] = newValue; } }
+};
+interface IContainer { __subscript(int i) -> float { get; set; } property float total { get; } }
+struct Arr3 : IContainer {
+    float v[3];
+    __subscript(int i) -> float { get { return v[i]; } set { v[i] = newValue; } }
+    property float total { get { return v[0] + v[1] + v[2]; } }
+};
+float sumc<C : IContainer>(inout C c) { c[1] = 10.0; return c.total + c[0]; }
+[numthreads(1,1,1)]
+void computeMain()
+{
+    Grid g;
+    for (int i = 0; i < 6; i++) g.data[i] = float(i);
+    g[1, 2] = 42.0;
+    g.w = g.w + 1.0;
+    outputBuffer[0] = g[int2(1, 2)];
+    outputBuffer[1] = g.count;
+    outputBuffer[2] = g.w;
+    Arr3 a = { {1.0, 2.0, 3.0} };
+    outputBuffer[3] = sumc(a);
+    outputBuffer[4] = a[1];
+}""", [43.0, 6.0, 43.0, 15.0, 10.0]),
+    "constructors_and_default_init": ("""
+struct A { float x = 1.5; float y = 2.5; };
+struct S : IDifferentiable { float a; float b; };
+[Differentiable] float h(S s) { return s.a * s.b * s.b; }
+S zeroS() { return {}; }
+[numthreads(1,1,1)]
+void computeMain()
+{
+    A a = {};
+    A b = A(3.0, 4.0);
+    S z = zeroS();
+    S.Differential d = {1.0, 0.0};
+    var p = diffPair(S(2.0, 3.0), d);
+    var q = DifferentialPair<S>(S(2.0, 3.0), S.Differential(0.0, 1.0));
+    float3 v = {1, 2, 3};
+    outputBuffer[0] = a.x + a.y;
+    outputBuffer[1] = b.y;
+    outputBuffer[2] = z.a + z.b;
+    outputBuffer[3] = fwd_diff(h)(p).d;
+    outputBuffer[4] = fwd_diff(h)(q).d;
+    outputBuffer[5] = fwd_diff(h)(diffPair(S(1.0, 2.0), {1.0, 1.0})).d;
+    outputBuffer[6] = v.z;
+}""", [4.0, 4.0, 0.0, 9.0, 12.0, 8.0, 3.0]),
+    "attributes_on_declaration_kinds": ("""
+static const int N = 1;
+[UnscopedEnum] enum Mode { ModeA = 1, ModeB = 2 };
+[Flags] enum class Bits { X = 1, Y = 2 };
+struct P : IDifferentiable {
+    [DerivativeMember(Differential.v)] float v;
+    [Differentiable] __init(float x) { v = x; }
+    [noinline] float get() { return v; }
+};
+interface IF { [Differentiable] [NoDiffThis] float eval(float x); }
+struct Impl : IF { float k; [Differentiable] [NoDiffThis] float eval(float x) { return k * x * x; } };
+[Differentiable] [PreferCheckpoint] float g(float x) { return x * 3.0; }
+[TreatAsDifferentiable] float tad(float x) { return x; }
+[Differentiable] float f(P p, no_diff float c) { return p.v * p.v * c + g(p.v) + tad(1.0); }
+[shader("compute")]
+[numthreads(N, 1, 1)]
+void computeMain(uint3 tid : SV_DispatchThreadID)
+{
+    var pp = diffPair(P(2.0));
+    bwd_diff(f)(pp, 3.0, 1.0);
+    Impl im; im.k = 2.0;
+    outputBuffer[0] = pp.d.v;
+    outputBuffer[1] = im.eval(3.0);
+    outputBuffer[2] = float(int(ModeB));
+    outputBuffer[3] = P(4.0).get();
+    [MaxIters(4)] while (outputBuffer[2] > 0.0) { outputBuffer[2] -= 1.0; }
+}""", [15.0, 18.0, 0.0, 4.0]),
+    "conjunction_constraint_fwd_diff": ("""
+[ForwardDifferentiable]
+T calc<T : IDifferentiable & IFloat>(T k, T x) { return k * x * x + x; }
+[numthreads(1,1,1)]
+void computeMain(uint3 tid : SV_DispatchThreadID)
+{
+    let r = fwd_diff(calc<float>)(DifferentialPair<float>(2.0, 0.0), DifferentialPair<float>(3.0, 1.0));
+    outputBuffer[0] = r.d;
+    let r2 = __fwd_diff(calc<float>)(DifferentialPair<float>(2.0, 1.0), DifferentialPair<float>(3.0, 0.0));
+    outputBuffer[1] = r2.d;
+}""", [13.0, 9.0]),
+    "associated_type_generic_static_method": ("""
+interface IParams : IDifferentiable { [Differentiable] float get(); }
+struct MyParams : IParams { float value; [Differentiable] float get() { return value; } }
+interface IDecoder { associatedtype Params : IParams; [BackwardDifferentiable] static Params decode<let N : uint>(no_diff float x); }
+struct Dec : IDecoder {
+    typealias Params = MyParams;
+    [BackwardDifferentiable] static Params decode<let N : uint>(no_diff float x) { Params p; p.value = x + float(N); return p; }
+}
+[BackwardDifferentiable]
+float apply<T : IDecoder>(float y) { return y * T::decode<3>(2.0f).get(); }
+[numthreads(1,1,1)]
+void computeMain(uint3 tid : SV_DispatchThreadID)
+{
+    outputBuffer[0] = apply<Dec>(2.0f);
+    var dy = diffPair(2.0f);
+    bwd_diff(apply<Dec>)(dy, 1.0f);
+    outputBuffer[1] = dy.d;
+}""", [10.0, 5.0]),
+    "constexpr_parameter_static_assert": ("""
+[BackwardDerivative(scale_bwd)]
+float scale(float x, constexpr int mode) { static_assert(mode == 2, "mode"); return x * float(mode); }
+void scale_bwd(inout DifferentialPair<float> x, constexpr int mode, float dOut) { updateDiff(x, dOut * float(mode)); }
+[Differentiable]
+float run<let Mode : int>(float x) { return scale(x, Mode); }
+[numthreads(1,1,1)]
+void computeMain()
+{
+    var x = diffPair(5.0);
+    __bwd_diff(run<2>)(x, 1.0);
+    outputBuffer[0] = x.d;
+}""", [2.0]),
+    "loop_bound_generic_and_static_member": ("""
+[Differentiable]
+float f<let N : int>(float x) { float r = 0.0; for (int i = 0; i < N; i++) r += x * x; return r; }
+struct Cfg { static const int steps = 4; };
+[Differentiable]
+float g(float x) { float r = x; for (int i = 0; i < Cfg.steps; i++) r = sin(r); return r; }
+[numthreads(1,1,1)]
+void computeMain()
+{
+    var p = diffPair(2.0, 0.0); bwd_diff(f<3>)(p, 1.0); outputBuffer[0] = p.d;
+    var q = diffPair(0.5, 0.0); bwd_diff(g)(q, 1.0); outputBuffer[1] = q.d;
+}""", [12.0, 0.629335]),
+})
+
+
+# Values by hand: integrate = (2u)^2, d/du = 8u = 12 at u = 1.5.
+PROGRAMS["associated_type_constraint_generic_method_extension"] = ("""
+interface ISampler { associatedtype Sample : IDifferentiable; [Differentiable] Sample draw(float u); [Differentiable] float weight(Sample s); }
+struct Uniform1D : ISampler {
+    typealias Sample = float;
+    [Differentiable] float draw(float u) { return u * 2.0; }
+    [Differentiable] float weight(float s) { return s * s; }
+};
+[Differentiable]
+float integrate<S : ISampler>(S s, float u) where S.Sample : IDifferentiable { return s.weight(s.draw(u)); }
+struct Acc<T : IArithmetic> {
+    T sum;
+    [mutating] void add(T v) { sum = sum + v; }
+    U convert<U : IFloat>() { return U(sum); }
+    __subscript(int i) -> T { get { return sum; } }
+};
+extension<T : IFloat> Acc<T> { T doubled() { return sum + sum; } }
+[numthreads(1,1,1)]
+void computeMain()
+{
+    Uniform1D sm;
+    var u = diffPair(1.5, 1.0);
+    outputBuffer[0] = fwd_diff(integrate<Uniform1D>)(sm, u).d;
+    Acc<float> a; a.sum = 1.0; a.add(2.5);
+    outputBuffer[1] = a.convert<float>();
+    outputBuffer[2] = a[7];
+    outputBuffer[3] = a.doubled();
+}""", [12.0, 3.5, 3.5, 7.0])
+
+
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_program_values(device, name):
     body, expected = PROGRAMS[name]
@@ -436,3 +618,12 @@ def test_compile_cli_on_a_non_kernel_says_what_to_do(tmp_path):
         compile_program([SourceSpec(path=str(p))], ["polynomial"], include_paths=[shader])
     msg = str(ei.value)
     assert ei.value.code == "E5002" and "functional API" in msg and "'x'" in msg and "cannot be indexed" not in msg
+
+
+def test_static_assert_false_is_a_located_error(device):
+    with pytest.raises(CompileError) as ei:
+        run(device, """
+            static const int K = 3;
+            [numthreads(1,1,1)]
+            void computeMain(uint3 tid : SV_DispatchThreadID) { static_assert(K == 4, "K must be 4"); outputBuffer[0] = K; }""", 1)
+    assert ei.value.code == "E3096" and "K must be 4" in str(ei.value) and ei.value.loc.line == 5
