@@ -436,6 +436,24 @@ void computeMain()
 }""", [12.0, 3.5, 3.5, 7.0])
 
 
+# Break-controlled loops (`i-- > 0`, `for (;;) { if (k >= 3) break; ... }`, an early return): d/dx x^3 = 12 at 2.
+PROGRAMS["loop_exits_by_break_and_linked_constant"] = ("""
+extern static const int N;
+export static const int N = 3;
+[Differentiable] float f(float x) { float r = 1.0; for (int i = 0; i < N; i++) r *= x; return r; }
+[Differentiable] float g(float x) { float r = 1.0; for (int i = N; i-- > 0;) r *= x; return r; }
+[Differentiable] float h(float x) { float r = 1.0; int k = 0; for (;;) { if (k >= 3) break; r *= x; k++; } return r; }
+[Differentiable] float m(float x) { float r = 1.0; for (int i = 0; i < 3; i++) { r *= x; if (r > 100.0) return r; } return r; }
+[numthreads(1,1,1)]
+void computeMain()
+{
+    var p = diffPair(2.0); bwd_diff(f)(p, 1.0); outputBuffer[0] = p.d;
+    var q = diffPair(2.0); bwd_diff(g)(q, 1.0); outputBuffer[1] = q.d;
+    var r = diffPair(2.0); bwd_diff(h)(r, 1.0); outputBuffer[2] = r.d;
+    var s = diffPair(2.0); bwd_diff(m)(s, 1.0); outputBuffer[3] = s.d;
+}""", [12.0, 12.0, 12.0, 12.0])
+
+
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_program_values(device, name):
     body, expected = PROGRAMS[name]

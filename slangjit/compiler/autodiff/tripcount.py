@@ -48,76 +48,96 @@ _ENV_CAP = 4096
 
 
 def _run(s: ir.Loop, before: list, outer: dict, budget: list):
-    if s.cond is None:
-        return None
-    reads: dict = {}
-    _reads(s.cond, reads)
     body = _unconditional(s.body)
     step = list(getattr(s, "step_stmts", []))
     if s.step is not None:
         if not isinstance(s.step, ir.Assign):
             return None
         step.append(ir.ExprStmt(s.step))
+    exits = [x for x in body if _break_if(x, s) is not None]
+    if s.cond is None and not exits:
+        return None
     has_continue = any(isinstance(n, ir.Continue) for n in walk(s.body))
     # Values of enclosing counters that this loop does not write are constants here.
     fixed = {uid: val for uid, val in outer.items() if not _writes(body + step, {uid: None})}
-    # The counters: variables the condition reads with a known start whose every write is an
-    # unconditional update (in the step, or at the top of the body when no `continue` skips it).
-    env = dict(fixed)
+    # The counters: what the condition and the top-level `if (c) break;` read, and what their updates
+    # read, where every write is an unconditional update (the step, or a top-level statement of the
+    # body when no `continue` can skip it).
+    wanted: dict = {}
+    if s.cond is not None:
+        _reads(s.cond, wanted)
+    for x in exits:
+        _reads(_break_if(x, s), wanted)
     counters: dict = {}
-    for uid, v in reads.items():
-        if uid in fixed:
-            continue
-        one = {uid: v}
-        val = _start(v, s.init, fixed) if _start_in(v, s.init) else _start(v, before, fixed)
-        if val is None:
-            continue
-        tops = [x for x in body if _is_update(x, one)]
-        if tops and has_continue:
-            continue
-        if _writes([x for x in body if not any(x is t for t in tops)], one) or \
-                _writes([x for x in step if not _is_update(x, one)], one):
-            continue
-        env[uid] = val
-        counters[uid] = v
-    # An update that reads anything but counters, fixed values and constants disqualifies its counter
-    # (to a fixed point).
     while True:
-        bad = [uid for uid, v in counters.items()
-               if any(_is_update(x, {uid: v}) and any(r not in counters and r not in fixed
-                                                      for r in _local_uids(x.expr.rhs))
-                      for x in body + step)]
-        if not bad:
+        grew = False
+        for uid, v in list(wanted.items()):
+            if uid in counters or uid in fixed:
+                continue
+            one = {uid: v}
+            tops = [x for x in body if _is_update(x, one)]
+            if (tops and has_continue) or \
+                    _writes([x for x in body if not any(x is t for t in tops)], one) or \
+                    _writes([x for x in step if not _is_update(x, one)], one):
+                continue
+            counters[uid] = v
+            for x in tops + [x for x in step if _is_update(x, one)]:
+                _reads(_update(x)[1], wanted)
+            grew = True
+        if not grew:
             break
-        for uid in bad:
-            counters.pop(uid)
-            env.pop(uid)
     if not counters:
         return None
-    updates = [x for x in body + step if _is_update(x, counters)]
+    env = dict(fixed)
+    for uid, v in counters.items():
+        val = _start(v, s.init, fixed) if _start_in(v, s.init) else _start(v, before, fixed)
+        if val is not None:
+            env[uid] = val        # else unknown until the loop assigns it (a temporary)
+    seq = [x for x in body if _is_update(x, counters) or any(x is e for e in exits)] + \
+        [x for x in step if _is_update(x, counters)]
     its: Optional[list] = []
     n = 0
-    if s.kind == "do":
-        n = 1
-        its.append(dict(env))
-        if not _apply(updates, env):
-            return None
+    first = True
     while True:
-        c = _may(s.cond, env)
-        if c is None:
-            return None
-        if not c:
-            return n, its
+        if not (first and s.kind == "do") and s.cond is not None:
+            c = _may(s.cond, env)
+            if c is None:
+                return None
+            if not c:
+                return n, its
+        first = False
         n += 1
         budget[0] -= 1
-        if budget[0] < 0:
+        if n > _LIMIT or budget[0] < 0:
             return None
         if its is not None:
-            its.append(dict(env))
+            its.append({k: v for k, v in env.items() if v is not None})
             if len(its) > _ENV_CAP:
                 its = None
-        if n > _LIMIT or not _apply(updates, env):
-            return None
+        for x in seq:
+            c = _break_if(x, s)
+            if c is not None:
+                if _may(c, env) is True:
+                    return n, its
+                continue
+            v, rhs = _update(x)
+            env[v.uid] = _wrap_or_none(_eval(rhs, env), v.type)
+
+
+def _wrap_or_none(v, t):
+    return None if v is None else wrap(v, t)
+
+
+def _break_if(x, loop) -> Optional[ir.Expr]:
+    """c when x is `if (c) break;` leaving this loop, else None."""
+    if not isinstance(x, ir.If) or x.else_ is not None:
+        return None
+    t = x.then
+    while isinstance(t, ir.Block) and len(t.stmts) == 1:
+        t = t.stmts[0]
+    if isinstance(t, ir.Break) and (t.label is None or t.label == loop.label):
+        return x.cond
+    return None
 
 
 def _unconditional(b) -> list:
@@ -162,9 +182,19 @@ def _start(v, stmts, known: dict) -> Optional[object]:
     return None
 
 
+def _update(x):
+    """(variable, value) when x is `v = e;` or `T v = e;`, else None."""
+    if isinstance(x, ir.ExprStmt) and isinstance(x.expr, ir.Assign) and x.expr.op == "=" and \
+            isinstance(x.expr.lhs, ir.LocalRef):
+        return x.expr.lhs.var, x.expr.rhs
+    if isinstance(x, ir.VarDecl) and x.init is not None:
+        return x.var, x.init
+    return None
+
+
 def _is_update(x, counters: dict) -> bool:
-    return isinstance(x, ir.ExprStmt) and isinstance(x.expr, ir.Assign) and x.expr.op == "=" and \
-        isinstance(x.expr.lhs, ir.LocalRef) and x.expr.lhs.var.uid in counters
+    u = _update(x)
+    return u is not None and u[0].uid in counters
 
 
 def _writes(stmts: list, counters: dict) -> bool:
@@ -192,15 +222,6 @@ def _is_in_arg(call, a) -> bool:
     if isinstance(call, ir.Intrinsic):
         return not call.out_params
     return False
-
-
-def _apply(updates: list, env: dict) -> bool:
-    for x in updates:
-        val = _eval(x.expr.rhs, env)
-        if val is None:
-            return False
-        env[x.expr.lhs.var.uid] = wrap(val, x.expr.lhs.type)
-    return True
 
 
 def _may(e, env: dict):
