@@ -454,6 +454,48 @@ void computeMain()
 }""", [12.0, 12.0, 12.0, 12.0])
 
 
+# d(s x^2) = 2 s x dx: 2*2*1*0.5, 2*2*3*1; reverse 2*2*3
+PROGRAMS["generic_struct_typedef_members_differential_init"] = ("""
+__generic<let K : int>
+struct Vec : IDifferentiable { float v[K]; }
+struct Scale<let K : int> {
+    typedef Vec<K> In;
+    typealias Out = Vec<K>;
+    float s;
+    [Differentiable] Out apply(In x) { Out o; for (int i = 0; i < K; i++) o.v[i] = x.v[i] * x.v[i] * s; return o; }
+}
+[Differentiable]
+Vec<2> run(Vec<2> a, Scale<2> sc) { return sc.apply(a); }
+[numthreads(1,1,1)]
+void computeMain()
+{
+    Vec<2> a = { 1.0, 3.0 };
+    Vec<2>.Differential da = { 0.5, 1.0 };
+    Scale<2> sc; sc.s = 2.0;
+    var r = fwd_diff(run)(diffPair(a, da), sc).d;
+    outputBuffer[0] = r.v[0];
+    outputBuffer[1] = r.v[1];
+    var pa = diffPair(a);
+    Vec<2>.Differential g = { 1.0, 1.0 };
+    bwd_diff(run)(pa, sc, g);
+    outputBuffer[2] = pa.d.v[1];
+}""", [2.0, 12.0, 12.0])
+
+# d(k t^2)/dt = 2 k t, k = 3
+PROGRAMS["bwd_diff_of_method_on_generic_receiver"] = ("""
+interface ICurve : IDifferentiable { [Differentiable] float at(float t); }
+struct Parabola : ICurve { float k; [Differentiable] float at(float t) { return k * t * t; } }
+[Differentiable]
+float slope<C : ICurve>(C c, float t) { var p = diffPair(t, 0.0); __bwd_diff(c.at)(p, 1.0); return p.d; }
+[numthreads(1,1,1)]
+void computeMain()
+{
+    Parabola c; c.k = 3.0;
+    outputBuffer[0] = slope<Parabola>(c, 2.0);
+    outputBuffer[1] = slope(c, 1.0);
+}""", [12.0, 6.0])
+
+
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_program_values(device, name):
     body, expected = PROGRAMS[name]

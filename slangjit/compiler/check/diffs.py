@@ -181,7 +181,22 @@ class DiffsMixin:
             if len(all_args) != len(g.params):
                 raise self.err("E3010", f"{mode}_diff({fres.name}) takes {len(g.params)} argument(s), got {len(all_args)}", loc)
             out = []
-            for a, p in zip(all_args, g.params):
+            pre = []
+            if explicit_this is None and fres.this is not None and all_args and g.params and \
+                    isinstance(g.params[0].type, T.PairType) and not isinstance(all_args[0].type, T.PairType):
+                # `bwd_diff(obj.method)(...)`: the receiver is a primal value here; its derivative is
+                # not asked for, so it travels in a pair of its own whose differential is dropped.
+                pt = g.params[0].type
+                pair = ir.Construct(pt, [self.coerce(all_args[0], pt.primal, loc), ir.Construct(pt.diff, [])], loc=loc)
+                if g.params[0].direction in ("out", "inout"):
+                    tv = ir.Var("this_pair", pt)
+                    pre.append(ir.VarDecl(tv, pair))
+                    pair = ir.LocalRef(pt, tv, loc=loc)
+                out.append(pair)
+                all_args, params = all_args[1:], g.params[1:]
+            else:
+                params = g.params
+            for a, p in zip(all_args, params):
                 if p.direction in ("out", "inout"):
                     self.require_lvalue(a, a.loc, f"argument '{p.name}' of {mode}_diff({fres.name}) (an {p.direction} parameter)")
                     if not (a.type == p.type or a.type is p.type):
@@ -189,7 +204,8 @@ class DiffsMixin:
                     out.append(a)
                 else:
                     out.append(self.coerce_arg(a, p.type, ctx))
-            return ir.Call(g.ret, g, out, loc=loc)
+            call = ir.Call(g.ret, g, out, loc=loc)
+            return ir.StmtExpr(g.ret, pre, call, loc=loc) if pre else call
         if last_err is not None:
             raise last_err
         raise self.err("E3010", f"no overload of '{fres.name}' matches these {mode}_diff arguments", loc)
