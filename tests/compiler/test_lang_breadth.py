@@ -687,3 +687,171 @@ def test_static_assert_false_is_a_located_error(device):
             [numthreads(1,1,1)]
             void computeMain(uint3 tid : SV_DispatchThreadID) { static_assert(K == 4, "K must be 4"); outputBuffer[0] = K; }""", 1)
     assert ei.value.code == "E3096" and "K must be 4" in str(ei.value) and ei.value.loc.line == 5
+
+# ---------------------------------------------------------------------------- realistic programs, float64 references
+
+RENDER = """
+static const int LIGHTS = 3;
+struct Light { float3 dir; float intensity; };
+struct Surface : IDifferentiable {
+    float3 albedo;
+    float roughness;
+    property float alpha { [Differentiable] get { return roughness * roughness; } }
+};
+[Differentiable]
+float ggxD(float ndh, float a) { float a2 = a * a; float d = ndh * ndh * (a2 - 1.0) + 1.0; return a2 / (3.14159265 * d * d); }
+[Differentiable]
+float3 shade(Surface s, no_diff float3 n, no_diff float3 v, no_diff Light lights[LIGHTS])
+{
+    float3 c = float3(0.0);
+    for (int i = 0; i <= LIGHTS - 1; ++i)
+    {
+        float3 l = lights[i].dir;
+        float3 h = normalize(l + v);
+        float ndl = max(dot(n, l), 0.0);
+        c += s.albedo * ndl * lights[i].intensity + ggxD(max(dot(n, h), 0.0), s.alpha) * ndl;
+    }
+    return c;
+}
+[numthreads(1,1,1)]
+void computeMain()
+{
+    Light lights[LIGHTS] = { { float3(0, 1, 0), 1.0 }, { normalize(float3(1, 1, 0)), 0.5 }, { normalize(float3(0, 1, 1)), 2.0 } };
+    Surface s = { float3(0.8, 0.5, 0.2), 0.5 };
+    float3 n = float3(0, 1, 0);
+    float3 v = normalize(float3(0.2, 1.0, 0.1));
+    float3 c = shade(s, n, v, lights);
+    outputBuffer[0] = c.x;
+    var ds = diffPair(s);
+    bwd_diff(shade)(ds, n, v, lights, float3(1.0, 0.0, 0.0));
+    outputBuffer[1] = ds.d.albedo.x;
+    outputBuffer[2] = ds.d.roughness;
+}"""
+
+PHYSICS = """
+struct State : IDifferentiable { float x; float v; };
+[Differentiable]
+State step(State s, float k, float dt) { State o = { s.x + s.v * dt, s.v - k * s.x * dt }; return o; }
+[Differentiable]
+float simulate(float k, float x0)
+{
+    State s = { x0, 0.0 };
+    int n = 0;
+    while (n < 10) { s = step(s, k, 0.1); n += 1; }
+    return s.x;
+}
+[Differentiable]
+float newton(float a)
+{
+    float x = 1.0;
+    [ForceUnroll]
+    for (int it = 0; it < 6; it++) x = 0.5 * (x + a / x);
+    return x;
+}
+[numthreads(1,1,1)]
+void computeMain()
+{
+    outputBuffer[0] = simulate(2.0, 1.0);
+    var k = diffPair(2.0);
+    var x0 = diffPair(1.0);
+    bwd_diff(simulate)(k, x0, 1.0);
+    outputBuffer[1] = k.d;
+    outputBuffer[2] = x0.d;
+    var a = diffPair(4.0);
+    bwd_diff(newton)(a, 1.0);
+    outputBuffer[3] = newton(4.0);
+    outputBuffer[4] = a.d;
+}"""
+
+MLP = """
+struct Layer<let I : int, let O : int> {
+    float w[O][I];
+    float b[O];
+    [Differentiable]
+    float[O] eval(float x[I]) {
+        float y[O];
+        for (int o = 0; o < O; o++) {
+            float acc = b[o];
+            for (int i = 0; i < I; i++) acc += w[o][i] * x[i];
+            y[o] = max(acc, 0.0);
+        }
+        return y;
+    }
+}
+[Differentiable]
+float loss<let I : int, let O : int>(Layer<I, O> l, float x[I]) {
+    float y[O] = l.eval(x);
+    float s = 0.0;
+    for (int o = 0; o < O; o++) s += y[o] * y[o];
+    return s;
+}
+[numthreads(1,1,1)]
+void computeMain()
+{
+    Layer<2, 2> l = { { {1.0, -0.5}, {0.25, 0.75} }, { 0.1, -0.2 } };
+    float x[2] = { 2.0, 1.0 };
+    outputBuffer[0] = loss(l, x);
+    var px = diffPair(x);
+    bwd_diff(loss<2, 2>)(l, px, 1.0);
+    outputBuffer[1] = px.d[0];
+    outputBuffer[2] = px.d[1];
+}"""
+
+
+def _n(v):
+    v = np.asarray(v, float)
+    return v / np.linalg.norm(v)
+
+
+def test_render_ggx_lights_loop(device):
+    got = run(device, RENDER, 3)
+    lights = [(np.array([0, 1, 0.]), 1.0), (_n([1, 1, 0]), 0.5), (_n([0, 1, 1]), 2.0)]
+    n, v = np.array([0, 1, 0.]), _n([0.2, 1, 0.1])
+
+    def shade(alb, rough):
+        a, c = rough * rough, np.zeros(3)
+        for li, inten in lights:
+            h = _n(li + v)
+            ndl, ndh = max(n @ li, 0), max(n @ h, 0)
+            d = ndh * ndh * (a * a - 1) + 1
+            c += alb * ndl * inten + a * a / (3.14159265 * d * d) * ndl
+        return c[0]
+    alb, e = np.array([0.8, 0.5, 0.2]), 1e-6
+    ref = [shade(alb, 0.5), (shade(alb + [e, 0, 0], 0.5) - shade(alb - [e, 0, 0], 0.5)) / (2 * e),
+           (shade(alb, 0.5 + e) - shade(alb, 0.5 - e)) / (2 * e)]
+    np.testing.assert_allclose(got, ref, rtol=2e-5)
+
+
+def test_physics_while_counter_and_force_unroll(device):
+    got = run(device, PHYSICS, 5)
+
+    def sim(k, x0):
+        x, v = x0, 0.0
+        for _ in range(10):
+            x, v = x + v * 0.1, v - k * x * 0.1
+        return x
+
+    def newton(a):
+        x = 1.0
+        for _ in range(6):
+            x = 0.5 * (x + a / x)
+        return x
+    ref = [sim(2, 1), _fd(lambda k: sim(k, 1.0), 2.0), _fd(lambda x: sim(2.0, x), 1.0), newton(4.0), _fd(newton, 4.0)]
+    np.testing.assert_allclose(got, ref, rtol=2e-5, atol=1e-6)
+
+
+def test_mlp_generic_layer_nested_loops(device):
+    got = run(device, MLP, 3)
+    w, b = np.array([[1.0, -0.5], [0.25, 0.75]]), np.array([0.1, -0.2])
+
+    def loss(x):
+        y = np.maximum(w @ x + b, 0.0)
+        return float(y @ y)
+    x = np.array([2.0, 1.0])
+    ref = [loss(x), _fd(lambda t: loss(np.array([t, 1.0])), 2.0), _fd(lambda t: loss(np.array([2.0, t])), 1.0)]
+    np.testing.assert_allclose(got, ref, rtol=2e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["RENDER", "PHYSICS", "MLP"])
+def test_realistic_nvrtc(name):
+    nvrtc(globals()[name])
