@@ -122,22 +122,35 @@ class ModuleDecls:
                 if key not in seen and not d.code.startswith("E9"):
                     seen.add(key)
                     diags.append(d)
-        for name, syms in list(m.env.names.items()):
-            for sym in syms:
-                if not isinstance(sym, FuncSym) or sym.env is not m.env or sym.decl.generic_params \
-                        or sym.decl.body is None:
-                    continue
+        def check(sym):
+            if sym.decl.generic_params or sym.decl.body is None:
+                return
+            try:
+                ptypes = chk.param_types(sym, Env(sym.env, "generic"))
+                if any(isinstance(t, T.InterfaceType) for t in ptypes):
+                    return          # an interface-typed parameter makes it generic: checked per call
+                chk.instantiate_function(sym, [], sym.decl.loc)
+            except CompileError as e:
+                note(e)
+                return
+            while chk.pending_bodies:
                 try:
-                    ptypes = chk.param_types(sym, Env(sym.env, "generic"))
-                    if any(isinstance(t, T.InterfaceType) for t in ptypes):
-                        continue        # an interface-typed parameter makes it generic: checked per call
-                    chk.instantiate_function(sym, [], sym.decl.loc)
+                    chk.check_pending_bodies()
                 except CompileError as e:
                     note(e)
-                    continue
-                while chk.pending_bodies:
+        for name, syms in list(m.env.names.items()):
+            for sym in syms:
+                if isinstance(sym, FuncSym) and sym.env is m.env:
+                    check(sym)
+                elif isinstance(sym, StructSym) and sym.env is m.env and not sym.decl.generic_params:
+                    # the methods of a non-generic struct
                     try:
-                        chk.check_pending_bodies()
+                        t = chk.instantiate_struct(sym, [], sym.decl.loc)
+                        for mem in sym.decl.members:
+                            if isinstance(mem, ast.FuncDecl):
+                                for f in chk.member_syms(t, mem.name):
+                                    if isinstance(f, FuncSym) and f.decl is mem:
+                                        check(f)
                     except CompileError as e:
                         note(e)
         return diags

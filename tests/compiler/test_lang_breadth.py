@@ -855,3 +855,14 @@ def test_mlp_generic_layer_nested_loops(device):
 @pytest.mark.parametrize("name", ["RENDER", "PHYSICS", "MLP"])
 def test_realistic_nvrtc(name):
     nvrtc(globals()[name])
+
+
+def test_module_load_checks_struct_methods(device):
+    src = """
+struct S { float v; float get() { return v + missing; } [mutating] void set(float x) { v = x; } };
+struct G<T> { T v; T twice() { return v + v; } };
+float ok(float x) { S s; s.v = x; return x; }
+"""
+    with pytest.raises(CompileError) as ei:
+        spy.Module.load_from_source(device, "badmethods", src)
+    assert [(d.code, d.loc.line) for d in ei.value.diagnostics] == [("E2052", 2)]
