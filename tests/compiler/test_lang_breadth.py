@@ -496,6 +496,49 @@ void computeMain()
 }""", [12.0, 6.0])
 
 
+# oracle-checked
+PROGRAMS["init_lists_nested_differential_arrays_inheritance_vector_args"] = ("""
+struct Inner : IDifferentiable { float k; }
+struct Outer : IDifferentiable { float a; Inner inner; }
+struct Pair2 { uint a; uint b; };
+struct Base<let ND : int> { int a = 5; }
+struct Derived<let ND : int> : Base<ND> { float x; float y; }
+float enc3(float3 v) { return v.x * 100.0 + v.y * 10.0 + v.z; }
+float enc2(float2 v) { return v.x * 10.0 + v.y; }
+[numthreads(1,1,1)]
+void computeMain()
+{
+    Outer.Differential d = { 1.0, {} };
+    Pair2 ps[3] = { 1, 2, 3, 4, 5, 6 };
+    Derived<2> dv = { 7, 1.5, 2.5 };
+    float2 a = float2(1.0, 2.0);
+    outputBuffer[0] = d.a + d.inner.k;
+    outputBuffer[1] = ps[1].a + ps[2].b;
+    outputBuffer[2] = dv.a + dv.y;
+    outputBuffer[3] = enc3({a, 3.0});
+    outputBuffer[4] = enc2({float2(4.0, 5.0)});
+}""", [1.0, 9.0, 9.5, 123.0, 45.0])
+
+# by hand: d(w z) = (z, w)
+PROGRAMS["struct_inheritance_fields_and_defaults"] = ("""
+struct Base { float w = 5.0; float scaleW(float k) { return w * k; } };
+struct Der : Base { float z; };
+struct DBase : IDifferentiable { float w; };
+struct DDer : DBase { float z; };
+[Differentiable] float f(DDer d) { return d.w * d.z; }
+[numthreads(1,1,1)]
+void computeMain()
+{
+    Der d; d.z = 1.0;
+    outputBuffer[0] = d.w;
+    DDer e = { 2.0, 3.0 };
+    var p = diffPair(e);
+    bwd_diff(f)(p, 1.0);
+    outputBuffer[1] = p.d.w;
+    outputBuffer[2] = p.d.z;
+}""", [5.0, 3.0, 2.0])
+
+
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_program_values(device, name):
     body, expected = PROGRAMS[name]

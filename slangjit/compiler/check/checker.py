@@ -375,6 +375,20 @@ class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, Op
             self.declare(m, menv, owner=st)
         # Fields are resolved after members are declared so they can name nested types.
         fctx = self.ctx_for_env(menv)
+        # `struct Derived : Base`: Base's fields come first (and its conformances are Derived's).
+        inherited, struct_bases = [], set()
+        for b in d.bases:
+            try:
+                res = self.resolve(b, fctx)
+            except CompileError:
+                continue
+            bt = res.type if isinstance(res, TypeRes) else None
+            if isinstance(bt, T.StructType) and bt.info is not None and bt.info.ready:
+                inherited.append(bt)
+                struct_bases.add(id(b))
+                for f in bt.info.fields:
+                    inst.fields.append(f)
+                    menv.add(f[0], FieldSym(f[0], f[1]))
         for m in d.members:
             if isinstance(m, ast.VarDecl) and "static" not in m.mods:
                 ft = self.resolve_type(m.type, fctx)
@@ -382,7 +396,9 @@ class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, Op
                     raise self.err("E2005", f"'{d.name}' already has a field named '{m.name}'", m.loc)
                 inst.fields.append((m.name, ft, m.init, menv))
                 menv.add(m.name, FieldSym(m.name, ft))
-        inst.bases = [self.resolve_base(b, fctx) for b in d.bases]
+        inst.bases = [self.resolve_base(b, fctx) for b in d.bases if id(b) not in struct_bases]
+        for bt in inherited:
+            inst.bases += [x for x in bt.info.bases if all(x is not y for y in inst.bases)]
         inst.has_init = any(isinstance(m, ast.FuncDecl) and m.name == "__init" for m in d.members)
         self.structs.append(inst)
         inst.ready = True
