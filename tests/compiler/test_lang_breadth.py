@@ -539,6 +539,45 @@ void computeMain()
 }""", [5.0, 3.0, 2.0])
 
 
+# `ref` accessors, named setter parameters, ++ / op= through accessors (by hand).
+PROGRAMS["ref_accessors_and_read_modify_write"] = ("""
+struct Counter {
+    float store;
+    property float value { get { return store; } [mutating] ref { return store; } }
+    property float half_ { get { return store * 0.5; } set(float v) { store = v * 2.0; } }
+    property twice : float { get { return store * 2.0; } set(nv: float) { store = nv * 0.5; } }
+};
+struct Slots {
+    float vals[4];
+    __subscript(int i) -> float { [mutating] ref { return vals[i]; } }
+};
+struct GS {
+    float vals[2];
+    __subscript(int i) -> float { get { return vals[i]; } set { vals[i] = newValue; } }
+    property float first { get { return vals[0]; } set { vals[0] = newValue; } }
+};
+[numthreads(1,1,1)]
+void computeMain()
+{
+    Counter c; c.store = 0.0;
+    c.value = 3.0;
+    c.value += 2.0;
+    c.value++;
+    outputBuffer[0] = c.value;
+    c.half_ = 4.0;
+    outputBuffer[1] = c.store;
+    c.twice = 10.0;
+    outputBuffer[2] = c.store;
+    Slots s; for (int i = 0; i < 4; i++) s.vals[i] = 0.0;
+    s[1] = 7.0; s[1] += 1.5;
+    outputBuffer[3] = s.vals[1];
+    GS g; g.vals[0] = 1.0; g.vals[1] = 2.0;
+    g[1] *= 3.0; g.first += 10.0; g[0]++;
+    outputBuffer[4] = g[1];
+    outputBuffer[5] = g.first;
+}""", [6.0, 8.0, 5.0, 8.5, 6.0, 12.0])
+
+
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_program_values(device, name):
     body, expected = PROGRAMS[name]

@@ -690,7 +690,32 @@ class Parser(StmtParserMixin, ExprParserMixin, ParserBase):
             body = self.parse_func_body()
             accs.append(ast.Accessor(t.text, param, body, mods, attrs, loc=t.loc))
         self.advance()
-        return accs
+        return _ref_as_get_set(accs)
+
+
+def _ref_as_get_set(accs: list) -> list:
+    """`ref { return storage; }` (the accessor that yields the storage itself) read as the `get` and `set`
+    it stands for, where the property has none of its own: `get { return storage; }` and
+    `set { storage = newValue; }`, so reads, writes and read-modify-writes all reach the storage."""
+    kinds = {a.kind for a in accs}
+    out = [a for a in accs if a.kind != "ref"]
+    for a in accs:
+        if a.kind != "ref":
+            continue
+        stmts = a.body.stmts if isinstance(a.body, ast.Block) else []
+        if len(stmts) != 1 or not isinstance(stmts[0], ast.Return) or stmts[0].value is None:
+            out.append(a)          # a body the checker reports (only `return <storage>;` is understood)
+            continue
+        e = stmts[0].value
+        attrs = [x for x in a.attrs if x.name != "mutating"]
+        if "get" not in kinds:
+            out.append(ast.Accessor("get", None, ast.Block([ast.Return(e, loc=e.loc)], loc=a.loc),
+                                    set(a.mods) - {"mutating"}, attrs, loc=a.loc))
+        if "set" not in kinds:
+            assign = ast.Assign("=", e, ast.Name("newValue", loc=a.loc), loc=e.loc)
+            out.append(ast.Accessor("set", None, ast.Block([ast.ExprStmt(assign, loc=e.loc)], loc=a.loc),
+                                    set(a.mods), attrs, loc=a.loc))
+    return out
 
 
 def parse_tokens(toks: list[Token], path: str) -> list:
