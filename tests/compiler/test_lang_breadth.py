@@ -578,6 +578,63 @@ void computeMain()
 }""", [6.0, 8.0, 5.0, 8.5, 6.0, 12.0])
 
 
+# by hand
+PROGRAMS["generic_init_inference_multiple_where_struct_where"] = ("""
+struct Prod { float r; __init<T : IFloat>(T a, T b) { r = float(a) * float(b); } };
+struct Sum2 { float s; __init<T : IFloat, U : IInteger>(T a, U b) { s = float(a) + float(b.toInt()); } };
+interface IHolder { associatedtype Elem; Elem get(); }
+interface IFactor { float factor(); }
+struct FHolder : IHolder { typealias Elem = float; float v; float get() { return v; } };
+struct Three : IFactor { float factor() { return 3.0; } };
+float combine<T, U>(T h, U f)
+    where T : IHolder
+    where U : IFactor
+    where T.Elem == float
+{
+    return h.get() * f.factor();
+}
+interface IMark { float mark(); }
+struct Elt : IMark { float mark() { return 4.0; } };
+struct Box : IHolder { typealias Elem = Elt; Elt get() { Elt e; return e; } };
+struct Needs<T : IHolder> where T.Elem : IMark { float scale; float eval(T t) { return t.get().mark() * scale; } };
+[numthreads(1,1,1)]
+void computeMain()
+{
+    Prod p = Prod(2.0, 3.5);
+    Sum2 s = Sum2(1.5, 2);
+    FHolder h; h.v = 2.5; Three t;
+    Needs<Box> nb; nb.scale = 0.5; Box b;
+    outputBuffer[0] = p.r;
+    outputBuffer[1] = s.s;
+    outputBuffer[2] = combine(h, t);
+    outputBuffer[3] = nb.eval(b);
+}""", [7.0, 3.5, 7.5, 2.0])
+
+# by hand
+PROGRAMS["attributes_generic_prefix_namespaces"] = ("""
+[open] interface IShape { float area(); }
+[__AutoDiffBuiltin] struct Sq : IShape { float s; float area() { return s * s; } };
+[Differentiable] extension Sq { float perim() { return 4.0 * s; } }
+[ForceInline] typealias F = float;
+enum class Kind { [Deprecated] A = 1, B = 2 };
+namespace geo { [Differentiable] float lerp1(float a, float b, float t) { return a + (b - a) * t; } }
+__generic<typename T : IFloat>
+T twice(T x) { return x + x; }
+__generic<T : IShape>
+float areaOf(T t) { return t.area(); }
+[Differentiable] [ForceInline] [PreferRecompute] [AutoPyBindCUDA] float wrap1(float x) { return geo::lerp1(0.0, x, 0.5); }
+[numthreads(1,1,1)]
+void computeMain()
+{
+    Sq q; q.s = 3.0;
+    F f = 2.0;
+    outputBuffer[0] = areaOf(q) + q.perim();
+    outputBuffer[1] = twice(f);
+    outputBuffer[2] = float(int(Kind.B));
+    outputBuffer[3] = fwd_diff(wrap1)(diffPair(2.0, 1.0)).d;
+}""", [21.0, 4.0, 2.0, 0.5])
+
+
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_program_values(device, name):
     body, expected = PROGRAMS[name]
