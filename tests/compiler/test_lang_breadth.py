@@ -1005,3 +1005,18 @@ float ok(float x) { S s; s.v = x; return x; }
     with pytest.raises(CompileError) as ei:
         spy.Module.load_from_source(device, "badmethods", src)
     assert [(d.code, d.loc.line) for d in ei.value.diagnostics] == [("E2052", 2)]
+
+
+def test_float_counter_trip_count_matches_float32(device):
+    # t = 0, 0.1, ... in float32 passes 1.0 after ten steps (float64 would take eleven); the product of
+    # x over the iterations is x^10, so d/dx at 1.1 is 10 * 1.1^9.
+    got = run(device, """
+        [Differentiable] float f(float x) { float r = 1.0; for (float t = 0.0; t < 1.0; t += 0.1) r *= x; return r; }
+        [numthreads(1,1,1)]
+        void computeMain(uint3 tid : SV_DispatchThreadID)
+        { var p = diffPair(1.1, 0.0); bwd_diff(f)(p, 1.0); outputBuffer[0] = p.d; outputBuffer[1] = f(1.1); }""", 2)
+    t, n = np.float32(0), 0
+    while t < np.float32(1.0):
+        t = np.float32(t + np.float32(0.1))
+        n += 1
+    np.testing.assert_allclose(got, [n * 1.1 ** (n - 1), 1.1 ** n], rtol=1e-5)

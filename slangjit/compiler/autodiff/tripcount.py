@@ -17,7 +17,7 @@ from typing import Optional
 
 from .. import types as T
 from ..ir import nodes as ir
-from ..ir.fold import fold_binary, fold_value, wrap
+from ..ir.fold import fold_binary, fold_value, round_float, wrap
 from ..ir.walk import expr_children, lvalue_root, walk
 
 _LIMIT = 1 << 16
@@ -125,7 +125,16 @@ def _run(s: ir.Loop, before: list, outer: dict, budget: list):
 
 
 def _wrap_or_none(v, t):
-    return None if v is None else wrap(v, t)
+    return None if v is None else _narrow(wrap(v, t), t)
+
+
+def _narrow(v, t):
+    """A float result rounded as the generated code stores it (float32 / half), so a float counter
+    (`t += 0.1`) runs as many times here as there."""
+    s = T.scalar_of(t)
+    if isinstance(v, float) and s is not None and s.kind == "float":
+        return round_float(v, s.bits)
+    return v
 
 
 def _break_if(x, loop) -> Optional[ir.Expr]:
@@ -254,7 +263,7 @@ def _eval(e, env: dict):
         b = _eval(e.rhs, env)
         if a is None or b is None:
             return None
-        return fold_binary(e.op, a, b, e.lhs.type, e.type)
+        return _narrow(fold_binary(e.op, a, b, e.lhs.type, e.type), e.type)
     if isinstance(e, ir.Unary):
         a = _eval(e.operand, env)
         if a is None:
