@@ -635,6 +635,48 @@ void computeMain()
 }""", [21.0, 4.0, 2.0, 0.5])
 
 
+# oracle-checked: struct static consts in array sizes, [ForceUnroll] with an expression bound, a member custom derivative
+PROGRAMS["struct_constants_force_unroll_member_derivative"] = ("""
+static const uint DIMS = 4;
+static const uint EXTRA = 2;
+struct Codes {
+    static const uint kCount = DIMS;
+    [BackwardDifferentiable]
+    void fetch(float u, out float code[kCount]) { return load(uint(2), code); }
+    void load(uint t, out float code[kCount]) { for (uint i = 0; i < kCount; ++i) code[i] = float(i * t); }
+    [BackwardDerivativeOf(load)]
+    void load_bwd(uint t, float d_code[kCount]) { outputBuffer[1] = d_code[0] + d_code[3]; }
+};
+static Codes gCodes;
+[BackwardDifferentiable]
+void total(float arr[DIMS + EXTRA], out float res[2])
+{
+    float s = 0.0;
+    [ForceUnroll]
+    for (int i = 0; i < Codes.kCount + EXTRA; i++) s += arr[i] * float(i + 1);
+    res[0] = s; res[1] = 2.0 * s;
+}
+[BackwardDifferentiable]
+float decode()
+{
+    float code[Codes.kCount];
+    gCodes.fetch(1.0, code);
+    float input[DIMS + EXTRA];
+    input[0] = 1.0; input[1] = 2.0;
+    [ForceUnroll]
+    for (int i = 0; i < Codes.kCount; i++) input[EXTRA + i] = code[i];
+    float r[2];
+    total(input, r);
+    return r[0] + r[1];
+}
+[numthreads(1,1,1)]
+void computeMain()
+{
+    outputBuffer[0] = decode();
+    __bwd_diff(decode)(1.0);
+}""", [207.0, 27.0])
+
+
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_program_values(device, name):
     body, expected = PROGRAMS[name]
@@ -811,7 +853,6 @@ def test_seed001_linear_layer(device, seed_module):
 def test_compile_cli_on_a_non_kernel_says_what_to_do(tmp_path):
     p = tmp_path / "example.slang"
     p.write_text(SEED_SLANG)
-    from slangjit.compiler.slang import __file__ as _  # noqa: F401  (the slangpy module ships with the package)
     shader = os.path.join(os.path.dirname(spy.__file__), "compiler", "slang")
     with pytest.raises(CompileError) as ei:
         compile_program([SourceSpec(path=str(p))], ["polynomial"], include_paths=[shader])
