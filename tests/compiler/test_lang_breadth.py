@@ -643,6 +643,25 @@ void computeMain()
 }""", [207.0, 27.0])
 
 
+# by hand: inherited methods, properties and an override, from a plain and a generic base
+PROGRAMS["struct_inheritance_methods"] = ("""
+struct Base { float w = 5.0; float scaleW(float k) { return w * k; } [mutating] void bump() { w += 1.0; } property float half_ { get { return w * 0.5; } } };
+struct Der : Base { float z; float scaleW(float k) { return w * k + z; } };
+struct GBase<let N : int> { float v[N]; float total() { float s = 0.0; for (int i = 0; i < N; i++) s += v[i]; return s; } };
+struct GDer : GBase<3> { float extra; };
+[numthreads(1,1,1)]
+void computeMain()
+{
+    Der d; d.z = 1.0;
+    d.bump();
+    outputBuffer[0] = d.w;
+    outputBuffer[1] = d.scaleW(2.0);
+    outputBuffer[2] = d.half_;
+    GDer g = { {1.0, 2.0, 3.0}, 4.0 };
+    outputBuffer[3] = g.total() + g.extra;
+}""", [6.0, 13.0, 3.0, 10.0])
+
+
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_program_values(device, name):
     body, expected = PROGRAMS[name]

@@ -389,6 +389,18 @@ class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, Op
                 for f in bt.info.fields:
                     inst.fields.append(f)
                     menv.add(f[0], FieldSym(f[0], f[1]))
+                # Its methods, properties and subscripts, checked again as Derived's own (they name the
+                # same fields), unless Derived declares that name itself.
+                own = {getattr(m, "name", None) for m in d.members}
+                bdecl = bt.info.sym.decl
+                for p in bdecl.generic_params:
+                    if not menv.lookup_local(p.name):
+                        for gs in bt.info.env.lookup(p.name)[:1]:
+                            menv.add(p.name, gs)
+                for m in bdecl.members:
+                    if isinstance(m, (ast.FuncDecl, ast.PropertyDecl, ast.SubscriptDecl)) and \
+                            getattr(m, "name", "__subscript") not in own and getattr(m, "name", "") != "__init":
+                        self.declare(m, menv, owner=st)
         for m in d.members:
             if isinstance(m, ast.VarDecl) and "static" not in m.mods:
                 ft = self.resolve_type(m.type, fctx)
