@@ -106,6 +106,55 @@ class ModuleDecls:
         checker.declare_module(mod, env)
         return cls(checker, env)
 
+    @classmethod
+    def check_all(cls, text: str, path: str, include_paths: Sequence[str] = (), compiler_args: Sequence[str] = (),
+                  target: str = "cpp") -> list:
+        """The diagnostics of every body the module declares that can be checked without generic arguments
+        (its non-generic functions, and what they call), each error once; SlangPy reports these when a
+        module is loaded. Uses a checker of its own: the declarations answered later see none of it."""
+        m = cls.load(text, path, include_paths, compiler_args, target)
+        chk = m.checker
+        diags, seen = [], set()
+
+        def note(e: CompileError):
+            for d in e.diagnostics:
+                key = (d.code, d.loc.line, d.loc.col, d.message)
+                if key not in seen and not d.code.startswith("E9"):
+                    seen.add(key)
+                    diags.append(d)
+        def check(sym):
+            if sym.decl.generic_params or sym.decl.body is None:
+                return
+            try:
+                ptypes = chk.param_types(sym, Env(sym.env, "generic"))
+                if any(isinstance(t, T.InterfaceType) for t in ptypes):
+                    return          # an interface-typed parameter makes it generic: checked per call
+                chk.instantiate_function(sym, [], sym.decl.loc)
+            except CompileError as e:
+                note(e)
+                return
+            while chk.pending_bodies:
+                try:
+                    chk.check_pending_bodies()
+                except CompileError as e:
+                    note(e)
+        for name, syms in list(m.env.names.items()):
+            for sym in syms:
+                if isinstance(sym, FuncSym) and sym.env is m.env:
+                    check(sym)
+                elif isinstance(sym, StructSym) and sym.env is m.env and not sym.decl.generic_params:
+                    # the methods of a non-generic struct
+                    try:
+                        t = chk.instantiate_struct(sym, [], sym.decl.loc)
+                        for mem in sym.decl.members:
+                            if isinstance(mem, ast.FuncDecl):
+                                for f in chk.member_syms(t, mem.name):
+                                    if isinstance(f, FuncSym) and f.decl is mem:
+                                        check(f)
+                    except CompileError as e:
+                        note(e)
+        return diags
+
     def _ctx(self, env: Optional[Env] = None):
         return self.checker.ctx_for_env(env or self.env)
 

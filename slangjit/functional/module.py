@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 from typing import Optional, Sequence
 
+from ..compiler.source import CompileError
 from . import typeview as S
 from .function import Function
 from .layout import ModuleLayout
@@ -40,7 +41,10 @@ class Module:
             text = text + "\n" + t
         self._source_text = text
         self._source_path = path
-        self._refl = S.ModuleTypes.load(text, path, self._include_paths, getattr(self.device, "compiler_args", ()))
+        args = getattr(self.device, "compiler_args", ())
+        self._refl = S.ModuleTypes.load(text, path, self._include_paths, args)
+        # As SlangPy does, a module with errors fails to load (Module.load_*), and every error is reported.
+        self._load_errors = S.ModuleTypes.check(text, path, self._include_paths, args)
         self._functions: dict = {}
         self._structs: dict = {}
 
@@ -54,16 +58,25 @@ class Module:
     @staticmethod
     def load_from_file(device, path: str, options: dict = {}, link: Sequence = ()) -> "Module":
         _ensure_shader_path(device)
-        return Module(device.load_module(path), options, link)
+        m = Module(device.load_module(path), options, link)
+        if m._load_errors:
+            raise CompileError(m._load_errors) from None     # located diagnostics: no internal frames
+        return m
 
     @staticmethod
     def load_from_source(device, name: str, source: str, options: dict = {}, link: Sequence = ()) -> "Module":
         _ensure_shader_path(device)
-        return Module(device.load_module_from_source(name, source), options, link)
+        m = Module(device.load_module_from_source(name, source), options, link)
+        if m._load_errors:
+            raise CompileError(m._load_errors) from None     # located diagnostics: no internal frames
+        return m
 
     @staticmethod
     def load_from_module(device, module, options: dict = {}, link: Sequence = ()) -> "Module":
-        return Module(module, options, link)
+        m = Module(module, options, link)
+        if m._load_errors:
+            raise CompileError(m._load_errors) from None     # located diagnostics: no internal frames
+        return m
 
     # -- lookups
 

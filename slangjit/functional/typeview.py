@@ -455,6 +455,11 @@ class ModuleTypes:
         # The generated kernels import slangpy after the module's text: so do its declarations.
         return cls(_reflect().ModuleDecls.load(text + "\nimport slangpy;\n", path, include_paths, compiler_args))
 
+    @staticmethod
+    def check(text: str, path: str, include_paths, compiler_args=()) -> list:
+        """Every error in the module's checkable bodies (its non-generic functions), as diagnostics."""
+        return _reflect().ModuleDecls.check_all(text + "\nimport slangpy;\n", path, include_paths, compiler_args)
+
     def functions(self, name: str) -> list:
         return [FuncInfo(fd) for fd in self.decls.functions(name)]
 

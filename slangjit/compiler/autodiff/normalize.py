@@ -13,6 +13,7 @@ from .. import types as T
 from ..source import error
 from ..ir.difftypes import zero
 from .flatten import Flattener
+from .tripcount import trip_count
 
 
 def _not(e):
@@ -45,6 +46,8 @@ class Normalizer:
         self.ret_var: Optional[ir.Var] = None
         self.seed_outs: list = []
         self.n = 0
+        self.before: dict = {}     # id(loop) -> the statements before it in its block (trip counts)
+        self.outer_envs: Optional[list] = None   # the enclosing loops' counter values, per iteration
 
     def flag(self, name):
         self.n += 1
@@ -60,16 +63,18 @@ class Normalizer:
         return ir.Block(stmts), self.decls
 
     # Each helper returns (statements, flags that may be set inside and must stop what follows).
-    def lst(self, stmts: list, ctx) -> tuple[list, list]:
+    def lst(self, stmts: list, ctx, before: list = ()) -> tuple[list, list]:
         out: list = []
         i = 0
         flags_any: list = []
         while i < len(stmts):
+            if isinstance(stmts[i], ir.Loop):
+                self.before[id(stmts[i])] = list(before) + list(stmts[:i])
             s, flags = self.stmt(stmts[i], ctx)
             out.extend(s)
             i += 1
             if flags and i < len(stmts):
-                rest, rflags = self.lst(stmts[i:], ctx)
+                rest, rflags = self.lst(stmts[i:], ctx, list(before) + list(stmts[:i]))
                 guard = None
                 for f in flags:
                     guard = _or(guard, ir.LocalRef(T.BOOL, f))
@@ -134,10 +139,15 @@ class Normalizer:
         out: list = []
         init_stmts, _ = self.lst(list(s.init), ctx)
         out.extend(init_stmts)
-        bound = self.bound(s)
+        bound, envs = self.bound(s)
         brk = self.flag("brk")
         lc = Ctx(brk=brk, label=s.label, parent=ctx)
-        body, flags = self.lst(list(s.body.stmts) if isinstance(s.body, ir.Block) else [s.body], lc)
+        saved_envs = self.outer_envs
+        self.outer_envs = envs
+        try:
+            body, flags = self.lst(list(s.body.stmts) if isinstance(s.body, ir.Block) else [s.body], lc)
+        finally:
+            self.outer_envs = saved_envs
         step: list = []
         for x in getattr(s, "step_stmts", []):
             st, _ = self.stmt(x, lc)
@@ -202,13 +212,15 @@ class Normalizer:
 
     # ------------------------------------------------------------------ trip counts
 
-    def bound(self, s: ir.Loop) -> Optional[int]:
+    def bound(self, s: ir.Loop):
+        """(trip-count bound or None, the counters' values per iteration for the loops inside, or None)."""
+        b, envs = trip_count(s, self.before.get(id(s), []), self.outer_envs)
         if "max_iters" in s.attrs:
-            return int(s.attrs["max_iters"])
-        b = self.const_bound(s)
-        if b is not None:
-            return b
-        return None      # unknown: an error only if the reverse sweep must store values per iteration
+            return int(s.attrs["max_iters"]), envs
+        if b is None:
+            b = self.const_bound(s)
+        # None: unknown, an error only if the reverse sweep must store values per iteration
+        return b, envs
 
     def unbounded_error(self, s: ir.Loop, value: str = ""):
         line = s.loc.line if s.loc and s.loc.line else self.fn.loc.line
@@ -218,8 +230,8 @@ class Normalizer:
         what = (f" (it must store '{value}' on every iteration{depends})" if value else
                 (f" ({depends[2:]})" if depends else ""))
         raise error("E6001", f"loop in '{self.fn.slang_name}' (line {line}) has no known trip-count bound, so its "
-                             f"reverse-mode derivative cannot store its values{what}: add [MaxIters(N)] or use a "
-                             f"constant bound `for (int i = A; i < B; i++)`", s.loc if s.loc.line else self.fn.loc)
+                             f"reverse-mode derivative cannot store its values{what}: add [MaxIters(N)] or bound "
+                             f"its counter by compile-time constants (`for (int i = A; i < B; i++)`)", s.loc if s.loc.line else self.fn.loc)
 
     def const_bound(self, s: ir.Loop) -> Optional[int]:
         init = {}

@@ -290,22 +290,62 @@ class CallsMixin:
             slots.append((p, a))
         return genv, slots
 
+    def infer_struct_args(self, sym, args: list, loc: Loc):
+        """`Impl(v0)` for a generic `struct Impl<T>`: the generic arguments that make one of its `__init`s
+        (or its fields, memberwise) take these arguments; None when no way binds them all."""
+        d = sym.decl
+        genv = Env(sym.env, "generic")
+        slots = []
+        for p in d.generic_params:
+            a = (T.ValueVar if p.kind == "value" else T.TypeVar)(p.name, next_placeholder_id())
+            genv.add(p.name, ValueSym(p.name, const_expr(a, loc)) if p.kind == "value" else TypeSym(p.name, a))
+            slots.append((p, a))
+        gctx = self.ctx_for_env(genv)
+        shapes = [[p.type for p in m.params] for m in d.members
+                  if isinstance(m, ast.FuncDecl) and m.name == "__init" and len(m.params) >= len(args)]
+        fields = [m.type for m in d.members if isinstance(m, ast.VarDecl) and m.type is not None
+                  and "static" not in m.mods]
+        shapes.append(fields)
+        for shape in shapes:
+            if len(shape) < len(args):
+                continue
+            binding: dict = {}
+            try:
+                pts = [self.resolve_type(x, gctx) for x in shape[:len(args)]]
+            except CompileError:
+                continue
+            if not all(isinstance(a, InitListArg) or self.unify(pt, a.type, binding) for pt, a in zip(pts, args)):
+                continue
+            if all(v in binding or p.default is not None for p, v in slots):
+                type_args = []
+                for p, v in slots:
+                    if v not in binding:
+                        break
+                    type_args.append(binding[v])
+                try:
+                    return self.instantiate_struct(sym, type_args, loc)
+                except CompileError:
+                    continue
+        return None
+
     def func_env(self, sym: FuncSym, genv: Env) -> Env:
         """Methods see their struct's members; the struct env is sym.env already."""
         return genv
 
     def param_types(self, sym: FuncSym, env: Env, lenient: bool = False) -> list[T.Type]:
-        """With `lenient`, a type that cannot be resolved before inference (`S.Params` of a
-        generic S) is a wildcard; the parameter types are resolved again once S is bound."""
+        """The parameter types in env. lenient (inference, before the generics are bound): a type that
+        depends on an unbound generic's member (`S.Param`) becomes a fresh variable that matches any
+        argument; the real type is checked once the generics are bound."""
         ctx = self.ctx_for_env(env)
         out = []
         for p in sym.decl.params:
+            if not lenient:
+                out.append(self.resolve_type(p.type, ctx))
+                continue
             try:
                 out.append(self.resolve_type(p.type, ctx))
             except CompileError:
-                if not lenient:
-                    raise
-                out.append(T.TypeVar("__dep", next_placeholder_id()))
+                out.append(T.TypeVar("__dependent", next_placeholder_id()))
         return out
 
     def pack_param(self, d: ast.FuncDecl):
@@ -405,16 +445,17 @@ class CallsMixin:
                 cctx = self.ctx_for_env(cenv)
                 for i, p in enumerate(d.generic_params):
                     if p.kind == "type" and p.type is not None:
-                        c = self.resolve_base(p.type, cctx)
-                        if not self.conforms(type_args[i], c):
-                            fixed = self.repair_for_constraint(type_args[i], c)
-                            if fixed is None:
-                                return None
-                            type_args[i] = fixed
-                for w in d.where:
+                        for pc in [p.type] + p.also:
+                            c = self.resolve_base(pc, cctx)
+                            if not self.conforms(type_args[i], c):
+                                fixed = self.repair_for_constraint(type_args[i], c)
+                                if fixed is None:
+                                    return None
+                                type_args[i] = fixed
+                if d.where:
                     cenv2 = self.bind_generics(d.generic_params, type_args, sym.env, loc, None)
                     c2 = self.ctx_for_env(cenv2)
-                    if not self.conforms(self.resolve_type(w.subject, c2), self.resolve_base(w.constraint, c2)):
+                    if not all(self.where_holds(w, c2) for w in d.where):
                         return None
                 cenv = self.bind_generics(d.generic_params, type_args, sym.env, loc, None)
                 ptypes2 = self.param_types(sym, cenv)

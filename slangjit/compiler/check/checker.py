@@ -12,6 +12,7 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 
 from typing import Optional
@@ -80,8 +81,42 @@ class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, Op
         try:
             for d in mod.decls:
                 self.declare(d, env)
+            for d in mod.decls:
+                if isinstance(d, ast.FuncDecl):
+                    self.implicit_interface_generics(d, env)
         finally:
             declaring.discard(id(env))
+
+    def implicit_interface_generics(self, d: ast.FuncDecl, env: Env):
+        """A parameter typed by a generic interface without its arguments (`IDiffTensor x`, as SlangPy's
+        documentation writes) makes the function generic over them: `IDiffTensor<__x_T, __x_D> x`, the
+        arguments inferred from the call. The function's symbol gets the rewritten declaration."""
+        ctx = self.ctx_for_env(Env(env, "generic"))
+        params, extra = [], []
+        for p in d.params:
+            res = None
+            if isinstance(p.type, ast.Name) and all(g.name != p.type.name for g in d.generic_params):
+                try:
+                    res = self.resolve(p.type, ctx)
+                except CompileError:
+                    res = None
+            gps = res.sym.decl.generic_params if isinstance(res, GenericRes) and \
+                isinstance(res.sym, InterfaceSym) else []
+            if not gps or any(g.default is not None or g.kind == "pack" for g in gps):
+                params.append(p)
+                continue
+            names = []
+            for g in gps:
+                nm = f"__{p.name}_{g.name}"
+                extra.append(ast.GenericParam(nm, g.kind, g.type if g.kind == "value" else None, None, loc=p.loc))
+                names.append(ast.Name(nm, loc=p.type.loc))
+            params.append(dataclasses.replace(p, type=ast.GenericApp(p.type, names, loc=p.type.loc)))
+        if not extra:
+            return
+        nd = dataclasses.replace(d, params=params, generic_params=list(d.generic_params) + extra)
+        for sym in env.lookup_local(d.name):
+            if isinstance(sym, FuncSym) and sym.decl is d:
+                sym.decl = nd
 
     def declare(self, d: ast.Decl, env: Env, owner: Optional[T.Type] = None):
         if isinstance(d, ast.FuncDecl):
@@ -366,6 +401,32 @@ class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, Op
             self.declare(m, menv, owner=st)
         # Fields are resolved after members are declared so they can name nested types.
         fctx = self.ctx_for_env(menv)
+        # `struct Derived : Base`: Base's fields come first (and its conformances are Derived's).
+        inherited, struct_bases = [], set()
+        for b in d.bases:
+            try:
+                res = self.resolve(b, fctx)
+            except CompileError:
+                continue
+            bt = res.type if isinstance(res, TypeRes) else None
+            if isinstance(bt, T.StructType) and bt.info is not None and bt.info.ready:
+                inherited.append(bt)
+                struct_bases.add(id(b))
+                for f in bt.info.fields:
+                    inst.fields.append(f)
+                    menv.add(f[0], FieldSym(f[0], f[1]))
+                # Its methods, properties and subscripts, checked again as Derived's own (they name the
+                # same fields), unless Derived declares that name itself.
+                own = {getattr(m, "name", None) for m in d.members}
+                bdecl = bt.info.sym.decl
+                for p in bdecl.generic_params:
+                    if not menv.lookup_local(p.name):
+                        for gs in bt.info.env.lookup(p.name)[:1]:
+                            menv.add(p.name, gs)
+                for m in bdecl.members:
+                    if isinstance(m, (ast.FuncDecl, ast.PropertyDecl, ast.SubscriptDecl)) and \
+                            getattr(m, "name", "__subscript") not in own and getattr(m, "name", "") != "__init":
+                        self.declare(m, menv, owner=st)
         for m in d.members:
             if isinstance(m, ast.VarDecl) and "static" not in m.mods:
                 ft = self.resolve_type(m.type, fctx)
@@ -373,7 +434,9 @@ class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, Op
                     raise self.err("E2005", f"'{d.name}' already has a field named '{m.name}'", m.loc)
                 inst.fields.append((m.name, ft, m.init, menv))
                 menv.add(m.name, FieldSym(m.name, ft))
-        inst.bases = [self.resolve_base(b, fctx) for b in d.bases]
+        inst.bases = [self.resolve_base(b, fctx) for b in d.bases if id(b) not in struct_bases]
+        for bt in inherited:
+            inst.bases += [x for x in bt.info.bases if all(x is not y for y in inst.bases)]
         inst.has_init = any(isinstance(m, ast.FuncDecl) and m.name == "__init" for m in d.members)
         self.structs.append(inst)
         inst.ready = True
@@ -405,6 +468,13 @@ class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, Op
         return it
 
     # ------------------------------------------------------------------ conformance
+
+    def where_holds(self, w: ast.WhereClause, ctx) -> bool:
+        """`where A : IFoo` (A conforms) or `where A == B` (the same type), with the generics bound in ctx."""
+        subj = self.resolve_type(w.subject, ctx)
+        if w.equal:
+            return types_equal(subj, self.resolve_type(w.constraint, ctx))
+        return self.conforms(subj, self.resolve_base(w.constraint, ctx))
 
     def conforms(self, t: T.Type, iface) -> bool:
         """Does type t satisfy the constraint `iface` (an InterfaceType or BuiltinIfaceRes)?"""
@@ -530,13 +600,11 @@ class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, Op
         cctx = self.ctx_for_env(benv)
         for p, a in zip(d.generic_params, args):
             if p.kind == "type" and p.type is not None:
-                c = self.resolve_base(p.type, cctx)
-                if not self.conforms(a, c):
-                    return None
-        for w in d.where:
-            subj = self.resolve_type(w.subject, cctx)
-            if not self.conforms(subj, self.resolve_base(w.constraint, cctx)):
-                return None
+                for pc in [p.type] + p.also:
+                    if not self.conforms(a, self.resolve_base(pc, cctx)):
+                        return None
+        if not all(self.where_holds(w, cctx) for w in d.where):
+            return None
         menv = Env(benv, "struct")
         menv.this_type = t
         menv.add("This", TypeSym("This", t))

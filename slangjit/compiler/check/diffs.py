@@ -54,15 +54,27 @@ class DiffsMixin:
         if isinstance(c, ast.Call) and isinstance(c.callee, ast.Name) and c.callee.name in DIFF_OPS \
                 and len(c.args) == 1 and not ctx.env.lookup(c.callee.name):
             return self.diff_call(DIFF_OPS[c.callee.name], c.args[0], e.args, e.loc, ctx)
+        if isinstance(c, ast.GenericApp) and isinstance(c.base, ast.Name) and c.base.name == "diffPair" \
+                and len(c.args) == 1 and not ctx.env.lookup("diffPair"):
+            # `diffPair<T>(p, d)`: the pair type is given, so the arguments may be initializer lists.
+            if len(e.args) not in (1, 2):
+                raise self.err("E3030", "diffPair takes (primal) or (primal, differential)", e.loc)
+            pt = self.pair_type(self.resolve_type(c.args[0], ctx), c.loc)
+            p = self.coerce_init(e.args[0], pt.primal, ctx)
+            d = self.coerce_init(e.args[1], pt.diff, ctx) if len(e.args) == 2 else ir.Construct(pt.diff, [])
+            return ir.Construct(pt, [p, d], loc=e.loc)
         if not isinstance(c, ast.Name) or ctx.env.lookup(c.name):
             return None
         name = c.name
         if name == "diffPair":
             if len(e.args) not in (1, 2):
                 raise self.err("E3030", "diffPair takes (primal) or (primal, differential)", e.loc)
+            if isinstance(e.args[0], ast.InitList):
+                raise self.err("E3050", "diffPair cannot infer its type from an initializer list: write "
+                                        "diffPair<T>({...}, ...) or DifferentialPair<T>({...}, ...)", e.args[0].loc)
             p = self.expr(e.args[0], ctx)
             pt = self.pair_type(p.type, e.loc)
-            d = self.coerce(self.expr(e.args[1], ctx), pt.diff, e.args[1].loc) if len(e.args) == 2 else ir.Construct(pt.diff, [])
+            d = self.coerce_init(e.args[1], pt.diff, ctx) if len(e.args) == 2 else ir.Construct(pt.diff, [])
             return ir.Construct(pt, [p, d], loc=e.loc)
         if name == "updateDiff" and len(e.args) == 2:
             p = self.expr(e.args[0], ctx)
@@ -194,7 +206,22 @@ class DiffsMixin:
             if len(all_args) != len(g.params):
                 raise self.err("E3010", f"{mode}_diff({fres.name}) takes {len(g.params)} argument(s), got {len(all_args)}", loc)
             out = []
-            for a, p in zip(all_args, g.params):
+            pre = []
+            if explicit_this is None and fres.this is not None and all_args and g.params and \
+                    isinstance(g.params[0].type, T.PairType) and not isinstance(all_args[0].type, T.PairType):
+                # `bwd_diff(obj.method)(...)`: the receiver is a primal value here; its derivative is
+                # not asked for, so it travels in a pair of its own whose differential is dropped.
+                pt = g.params[0].type
+                pair = ir.Construct(pt, [self.coerce(all_args[0], pt.primal, loc), ir.Construct(pt.diff, [])], loc=loc)
+                if g.params[0].direction in ("out", "inout"):
+                    tv = ir.Var("this_pair", pt)
+                    pre.append(ir.VarDecl(tv, pair))
+                    pair = ir.LocalRef(pt, tv, loc=loc)
+                out.append(pair)
+                all_args, params = all_args[1:], g.params[1:]
+            else:
+                params = g.params
+            for a, p in zip(all_args, params):
                 if p.direction in ("out", "inout"):
                     self.require_lvalue(a, a.loc, f"argument '{p.name}' of {mode}_diff({fres.name}) (an {p.direction} parameter)")
                     if not (a.type == p.type or a.type is p.type):
@@ -202,7 +229,8 @@ class DiffsMixin:
                     out.append(a)
                 else:
                     out.append(self.coerce_arg(a, p.type, ctx))
-            return ir.Call(g.ret, g, out, loc=loc)
+            call = ir.Call(g.ret, g, out, loc=loc)
+            return ir.StmtExpr(g.ret, pre, call, loc=loc) if pre else call
         if last_err is not None:
             raise last_err
         raise self.err("E3010", f"no overload of '{fres.name}' matches these {mode}_diff arguments", loc)

@@ -290,6 +290,17 @@ class ExprsMixin:
 
     # ------------------------------------------------------------------ calls
 
+    def static_assert(self, e: ast.Call, ctx) -> ir.Expr:
+        """`static_assert(cond, "message")`: an error when cond is a compile-time false; a condition known
+        only later (a `constexpr` parameter) is not checked."""
+        if len(e.args) not in (1, 2):
+            raise self.err("E3030", "static_assert takes (condition) or (condition, message)", e.loc)
+        v = self.fold(self.expr(e.args[0], ctx))
+        if v is not None and not v:
+            msg = e.args[1].value if len(e.args) == 2 and isinstance(e.args[1], ast.StringLit) else "static_assert failed"
+            raise self.err("E3096", f"static assertion failed: {msg}", e.loc)
+        return ir.Const(T.BOOL, True, loc=e.loc)
+
     def call_args(self, args: list[ast.Expr], ctx) -> list:
         out = []
         for a in args:
@@ -308,6 +319,8 @@ class ExprsMixin:
             return special
         if self.is_create_dynamic(e, ctx):
             return self.create_dynamic(e, ctx)
+        if isinstance(e.callee, ast.Name) and e.callee.name == "static_assert" and not ctx.env.lookup("static_assert"):
+            return self.static_assert(e, ctx)
         if isinstance(e.callee, ast.Name) and e.callee.name == "makeTuple" and not ctx.env.lookup("makeTuple"):
             vals = [self.expr(a, ctx) for a in e.args]
             return ir.Construct(T.TupleType(tuple(v.type for v in vals)), vals, loc=e.loc)
@@ -326,7 +339,14 @@ class ExprsMixin:
             if not isinstance(a, InitListArg):
                 a.loc = src.loc
         if isinstance(callee, GenericRes) and isinstance(callee.sym, StructSym):
-            callee = TypeRes(self.resolve_type(e.callee, ctx))
+            try:
+                callee = TypeRes(self.resolve_type(e.callee, ctx))
+            except CompileError as ex:
+                # `Impl(v0)`: the generic arguments come from the constructor's arguments.
+                inferred = self.infer_struct_args(callee.sym, args, e.loc) if ex.code == "E2019" else None
+                if inferred is None:
+                    raise
+                callee = TypeRes(inferred)
         if isinstance(callee, TypeRes):
             return self.construct(callee.type, args, e.loc, ctx)
         if isinstance(callee, OverloadRes):
@@ -398,10 +418,51 @@ class ExprsMixin:
 
     def memberwise(self, t: T.StructType, args: list, loc: Loc, ctx) -> ir.Expr:
         fields = t.info.fields
-        if len(args) > len(fields):
-            raise self.err("E3055", f"too many initializers for '{t}': it has {len(fields)} field(s)", loc)
+        if len(args) > len(fields) or any(self._elided(a, ft) for a, (_, ft, _, _) in zip(args, fields)):
+            return self.brace_elided(t, args, loc, ctx)
         vals = [self.coerce_arg(a, ft, ctx) for a, (_, ft, _, _) in zip(args, fields)]
         return ir.Construct(t, vals, loc=loc)
+
+    # Brace elision, as in C and HLSL: `A a = {1.0, 2.0, 3.0}` where A holds a B {x, y} and a z, or
+    # `Feature<3> f = {7, 8, 9}` where Feature holds float v[3]: an aggregate field or element whose
+    # initializer is not itself a braced list takes as many of the following values as it needs.
+    def _elided(self, a, t: T.Type, strict: bool = False) -> bool:
+        """Does a start the values of aggregate t rather than convert to it? (strict, once elision is
+        under way: a scalar does not splat into a vector, it is the vector's first component.)"""
+        if isinstance(a, InitListArg) or not _aggregate(t):
+            return False
+        if strict and isinstance(t, (T.VectorType, T.MatrixType)) and isinstance(a.type, T.ScalarType):
+            return True
+        return self.conv_cost(a.type, t) is None
+
+    def brace_elided(self, t: T.Type, args: list, loc: Loc, ctx) -> ir.Expr:
+        v, i = self._fill(t, args, 0, loc, ctx)
+        if i < len(args):
+            raise self.err("E3055", f"too many initializers for '{t}': it takes {i} value(s), got {len(args)}", loc)
+        return v
+
+    def _fill(self, t: T.Type, args: list, i: int, loc: Loc, ctx):
+        if i < len(args) and not self._elided(args[i], t, strict=True):
+            return self.coerce_arg(args[i], t, ctx), i + 1
+        if isinstance(t, T.StructType):
+            vals = []
+            for _, ft, _, _ in t.info.fields:
+                if i >= len(args):
+                    break
+                v, i = self._fill(ft, args, i, loc, ctx)
+                vals.append(v)
+            return ir.Construct(t, vals, loc=loc), i
+        n = t.n if isinstance(t, (T.ArrayType, T.VectorType)) else t.rows
+        elem = t.row_type if isinstance(t, T.MatrixType) else t.elem
+        vals = []
+        for _ in range(n or 0):
+            if i >= len(args):
+                break
+            v, i = self._fill(elem, args, i, loc, ctx)
+            vals.append(v)
+        if isinstance(t, (T.VectorType, T.MatrixType)) and len(vals) < n:
+            raise self.err("E3057", f"'{t}' needs {n} components, got {len(vals)}", loc)
+        return ir.Construct(t, vals, loc=loc), i
 
     def vector_construct(self, t, args: list, loc: Loc, ctx) -> ir.Expr:
         elem = t.elem
@@ -471,6 +532,11 @@ class ExprsMixin:
                 return self.init_call(t, args, loc, ctx)
             return self.memberwise(t, args, loc, ctx)
         if isinstance(t, T.ArrayType):
+            if t.n is not None and _aggregate(t.elem) and not all(isinstance(i, ast.InitList) for i in items):
+                args = self.call_args(items, ctx)
+                if len(items) > t.n or any(self._elided(a, t.elem) for a in args):
+                    return self.brace_elided(t, args, loc, ctx)
+                return ir.Construct(t, [self.coerce_arg(a, t.elem, ctx) for a in args], loc=loc)
             if t.n is not None and len(items) > t.n:
                 raise self.err("E3055", f"too many initializers for '{t}'", loc)
             vals = []
@@ -571,3 +637,8 @@ class ExprsMixin:
             args = [self.coerce(a, p.type, loc) for a, p in zip(idx, pts)]
             return SubscriptRes(obj, s, args, getter, setter, vtype)
         raise self.err("E3061", "no subscript takes these indices", loc)
+
+
+def _aggregate(t: T.Type) -> bool:
+    return isinstance(t, (T.ArrayType, T.VectorType, T.MatrixType)) and getattr(t, "n", 1) is not None or \
+        (isinstance(t, T.StructType) and not getattr(t.info, "has_init", False))

@@ -64,6 +64,16 @@ class OperatorsMixin:
         return ir.Unary(t, e.op, x, loc=loc)
 
     def incdec(self, operand_ast, x: ir.Expr, op: str, prefix: bool, loc: Loc, ctx) -> ir.Expr:
+        if isinstance(operand_ast, (ast.Member, ast.Index)):
+            res = self.index(operand_ast, ctx) if isinstance(operand_ast, ast.Index) else self.resolve(operand_ast, ctx)
+            if isinstance(res, (PropertyRes, SubscriptRes)):
+                # `obj.prop++` / `obj[i]--`: through the accessors, as `+= 1`; a postfix form gives the old value.
+                step = self.assign(ast.Assign(op[0] + "=", operand_ast, ast.IntLit(1, loc=loc), loc=loc), ctx)
+                if prefix:
+                    return ir.StmtExpr(x.type, [ir.ExprStmt(step, loc=loc)], self.expr(operand_ast, ctx), loc=loc)
+                old = ir.Var("__old", x.type)
+                return ir.StmtExpr(x.type, [ir.VarDecl(old, x), ir.ExprStmt(step, loc=loc)],
+                                   ir.LocalRef(x.type, old, loc=loc), loc=loc)
         self.require_lvalue(x, loc, f"operand of '{op}'")
         if T.scalar_of(x.type) is None and not isinstance(x.type, T.PointerType):
             raise self.err("E3071", f"operator '{op}' cannot be applied to '{x.type}'", loc)

@@ -73,7 +73,17 @@ def _entry(checker: Checker, name: str, module_envs: list, modules: list):
                     modules[0].loc)
     sym = syms[0]
     if sym.decl.generic_params:
-        raise error("E5002", f"entry point '{name}' must not be generic", sym.decl.loc)
+        if any(a.name == "numthreads" for a in sym.decl.attrs):
+            raise error("E5002", f"entry point '{name}' must not be generic", sym.decl.loc)
+        implicit = [p.name for p in sym.decl.params if isinstance(p.type, ast.GenericApp) and
+                    any(isinstance(x, ast.Name) and x.name.startswith(f"__{p.name}_") for x in p.type.args)]
+        why = (f"its parameter(s) {', '.join(repr(n) for n in implicit)} take an interface without generic "
+               f"arguments, so their types come from each call" if implicit else "it is generic")
+        raise error("E5002", f"'{name}' is not a compute kernel (no [numthreads], and {why}): call it from "
+                             f"Python through the functional API (`module = spy.Module.load_from_file(device, "
+                             f"path); module.{name}(...)`, which generates the kernel for the arguments "
+                             f"given), or compile a [numthreads(...)] kernel that calls it with concrete "
+                             f"types", sym.decl.loc)
     fn = checker.instantiate_function(sym, [], sym.decl.loc)
     numthreads = (1, 1, 1)
     for a in sym.decl.attrs:

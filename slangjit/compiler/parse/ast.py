@@ -297,12 +297,14 @@ class GenericParam(Node):
     kind: str                      # "type", "value" (`let N : int` / `int N`) or "pack" (`each T`)
     type: Optional[Expr] = None    # constraint interface for "type"/"pack" (may be None); value type for "value"
     default: Optional[Expr] = None
+    also: list = field(default_factory=list, kw_only=True)   # further constraints: `T : IA & IB` -> [IB]
 
 
 @dataclass
 class WhereClause(Node):
     subject: Expr                  # `where T : IFoo` -> subject Name("T"), constraint Name("IFoo")
     constraint: Expr
+    equal: bool = field(default=False, kw_only=True)   # `where T.Differential == T`: the two types are equal
 
 
 @dataclass

@@ -43,10 +43,13 @@ ASSIGN_OPS = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="}
 RESERVED = {
     "if", "else", "for", "while", "do", "switch", "case", "default", "return", "break", "continue",
     "discard", "struct", "class", "interface", "enum", "namespace", "typealias", "typedef", "import",
-    "extension", "let", "var", "func", "property", "true", "false", "this", "sizeof", "alignof",
+    "extension", "let", "true", "false", "this", "sizeof", "alignof",
     "countof", "is", "as", "where", "operator", "__subscript", "__init", "cbuffer", "tbuffer",
-    "associatedtype", "using", "__generic", "implementing", "__include", "in", "out", "inout",
+    "associatedtype", "using", "__generic", "implementing", "__include",
 }
+# Not reserved: `in` `out` `inout` `var` `func` `property` are keywords only where the grammar expects
+# them (a parameter direction or `var x` / `func f` / `property p` before a name), elsewhere ordinary
+# identifiers, as in Slang (`float out[4] = ...;`, `float var = 0.0;`).
 
 MODIFIERS = {
     "static", "const", "uniform", "groupshared", "public", "private", "internal", "export", "extern",

@@ -57,7 +57,7 @@ class ExprParserMixin:
                 self.advance()
                 ty = ast.PointerTypeExpr(ty, loc=t.loc)
             elif tx == "[":
-                ty = self.parse_array_dims(ty)
+                ty = self.parse_array_dims(ty, type_position=True)
             else:
                 break
         return ty

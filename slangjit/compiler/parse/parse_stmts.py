@@ -84,7 +84,7 @@ class StmtParserMixin:
                 self.advance()
                 self.expect(";")
                 return ast.Discard(loc=t.loc)
-            if tx in ("let", "var"):
+            if tx == "let" or (tx == "var" and self.peek().kind == "id"):
                 return ast.DeclStmt(self.parse_let_var(), loc=t.loc)
             if tx in ("struct", "class", "enum", "typealias", "typedef", "interface", "extension",
                       "using"):
@@ -154,7 +154,7 @@ class StmtParserMixin:
         it = self.toks[self.pos]
         if self.accept(";"):
             init = None
-        elif it.kind == "id" and it.text in ("let", "var"):
+        elif it.kind == "id" and (it.text == "let" or (it.text == "var" and self.peek().kind == "id")):
             init = ast.DeclStmt(self.parse_let_var(), loc=it.loc)
         elif self.looks_like_decl():
             init = ast.DeclStmt(self.parse_decls("local"), loc=it.loc)

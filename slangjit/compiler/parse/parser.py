@@ -51,6 +51,10 @@ class Parser(StmtParserMixin, ExprParserMixin, FuncExtensionParserMixin, ParserB
         attrs = []
         while self.at("["):
             open_tok = self.advance()
+            # `[[vk::binding(0, 0)]]`: the C++ spelling of the same list
+            double = self.at("[")
+            if double:
+                self.advance()
             while True:
                 t = self.toks[self.pos]
                 if t.kind != "id":
@@ -73,6 +77,8 @@ class Parser(StmtParserMixin, ExprParserMixin, FuncExtensionParserMixin, ParserB
                 if not self.accept(","):
                     break
             self.expect_close("]", open_tok)
+            if double:
+                self.expect("]")
         return attrs
 
     # ------------------------------------------------------------------ declarations
@@ -133,13 +139,13 @@ class Parser(StmtParserMixin, ExprParserMixin, FuncExtensionParserMixin, ParserB
                 d = self.parse_import()
             elif kw == "associatedtype":
                 d = self.parse_assoctype()
-            elif kw == "property":
+            elif kw == "property" and self.peek().kind == "id":
                 d = self.parse_property()
             elif kw == "__subscript":
                 d = self.parse_subscript()
             elif kw == "__init":
                 d = self.parse_init()
-            elif kw == "func":
+            elif kw == "func" and self.peek().kind == "id":
                 d = self.parse_func_keyword()
             elif kw == "__func_extension":
                 ds = self.parse_func_extension()
@@ -147,7 +153,7 @@ class Parser(StmtParserMixin, ExprParserMixin, FuncExtensionParserMixin, ParserB
                     x.attrs = attrs + x.attrs
                     x.mods = mods | x.mods
                 return ds
-            elif kw in ("let", "var"):
+            elif kw == "let" or (kw == "var" and self.peek().kind == "id"):
                 ds = self.parse_let_var()
                 for x in ds:
                     x.attrs = list(attrs)
@@ -168,7 +174,8 @@ class Parser(StmtParserMixin, ExprParserMixin, FuncExtensionParserMixin, ParserB
         if t.kind == "id" and t.text == "operator":
             self.advance()
             name = self.parse_operator_name()
-            d = self.parse_func_rest(name, ty, [], t.loc)
+            gp = self.parse_generic_params() if self.at("<") else []
+            d = self.parse_func_rest(name, ty, gp, t.loc)
         else:
             nt = self.ident("a declaration name")
             if self.at("<") and ctx != "local":
@@ -226,7 +233,9 @@ class Parser(StmtParserMixin, ExprParserMixin, FuncExtensionParserMixin, ParserB
         self.expect(";")
         return decls
 
-    def parse_array_dims(self, ty):
+    def parse_array_dims(self, ty, type_position: bool = False):
+        """`name[2][3]` (a declarator) is 2 arrays of 3, as in C; `float[2][3]` (dimensions on the
+        type itself) is read left to right, as Slang does: 3 arrays of float[2]."""
         if not self.at("["):
             return ty
         dims = []
@@ -237,7 +246,7 @@ class Parser(StmtParserMixin, ExprParserMixin, FuncExtensionParserMixin, ParserB
             else:
                 dims.append((self.parse_expr(), o.loc))
             self.expect_close("]", o)
-        for size, loc in reversed(dims):
+        for size, loc in (dims if type_position else reversed(dims)):
             ty = ast.ArrayTypeExpr(ty, size, loc=loc)
         return ty
 
@@ -308,7 +317,7 @@ class Parser(StmtParserMixin, ExprParserMixin, FuncExtensionParserMixin, ParserB
             t = self.toks[self.pos]
             if t.kind != "id":
                 break
-            if t.text in DIRECTIONS:
+            if t.text in DIRECTIONS and self.peek().kind == "id":
                 d = DIRECTIONS[t.text]
                 direction = "inout" if (direction == "in" and d == "out" and "in" in mods) else d
                 if t.text == "in":
@@ -411,10 +420,15 @@ class Parser(StmtParserMixin, ExprParserMixin, FuncExtensionParserMixin, ParserB
                 params.append(ast.GenericParam(nt.text, "pack", ty, None, loc=nt.loc))
             elif self.is_ident(t) and self.peek().text in (":", ",", ">", "="):
                 self.advance()
-                ty = self.parse_type() if self.accept(":") else None
+                also = []
+                ty = None
+                if self.accept(":"):
+                    ty = self.parse_type()
+                    while self.accept("&"):
+                        also.append(self.parse_type())
                 default = self.parse_type() if self.accept("=") else None
                 self.known_types.add(t.text)
-                params.append(ast.GenericParam(t.text, "type", ty, default, loc=t.loc))
+                params.append(ast.GenericParam(t.text, "type", ty, default, also=also, loc=t.loc))
             elif t.kind == "id" and t.text in ("typename", "class") and self.is_ident(self.peek()):
                 self.advance()
                 nt = self.ident()
@@ -443,21 +457,28 @@ class Parser(StmtParserMixin, ExprParserMixin, FuncExtensionParserMixin, ParserB
             while True:
                 start = self.toks[self.pos]
                 subj = self.parse_type()
-                self.expect(":")
-                clauses.append(ast.WhereClause(subj, self.parse_type(), loc=start.loc))
+                if self.accept("=="):
+                    clauses.append(ast.WhereClause(subj, self.parse_type(), equal=True, loc=start.loc))
+                else:
+                    self.expect(":", "':' or '=='")
+                    clauses.append(ast.WhereClause(subj, self.parse_type(), loc=start.loc))
+                    while self.accept("&"):
+                        clauses.append(ast.WhereClause(subj, self.parse_type(), loc=start.loc))
                 while self.at(","):
                     # `where T : IA, U : IB` or `where T : IA, IB`
                     save = self.pos
                     self.advance()
                     try:
                         self._spec(self.parse_type)
-                        is_new = self.at(":")
+                        is_new = self.at(":") or self.at("==")
                     except _Fail:
                         is_new = False
                     self.pos = save + 1
                     if is_new:
                         break
                     clauses.append(ast.WhereClause(subj, self.parse_type(), loc=start.loc))
+                    while self.accept("&"):
+                        clauses.append(ast.WhereClause(subj, self.parse_type(), loc=start.loc))
                 else:
                     break
         return clauses
@@ -676,7 +697,32 @@ class Parser(StmtParserMixin, ExprParserMixin, FuncExtensionParserMixin, ParserB
             body = self.parse_func_body()
             accs.append(ast.Accessor(t.text, param, body, mods, attrs, loc=t.loc))
         self.advance()
-        return accs
+        return _ref_as_get_set(accs)
+
+
+def _ref_as_get_set(accs: list) -> list:
+    """`ref { return storage; }` (the accessor that yields the storage itself) read as the `get` and `set`
+    it stands for, where the property has none of its own: `get { return storage; }` and
+    `set { storage = newValue; }`, so reads, writes and read-modify-writes all reach the storage."""
+    kinds = {a.kind for a in accs}
+    out = [a for a in accs if a.kind != "ref"]
+    for a in accs:
+        if a.kind != "ref":
+            continue
+        stmts = a.body.stmts if isinstance(a.body, ast.Block) else []
+        if len(stmts) != 1 or not isinstance(stmts[0], ast.Return) or stmts[0].value is None:
+            out.append(a)          # a body the checker reports (only `return <storage>;` is understood)
+            continue
+        e = stmts[0].value
+        attrs = [x for x in a.attrs if x.name != "mutating"]
+        if "get" not in kinds:
+            out.append(ast.Accessor("get", None, ast.Block([ast.Return(e, loc=e.loc)], loc=a.loc),
+                                    set(a.mods) - {"mutating"}, attrs, loc=a.loc))
+        if "set" not in kinds:
+            assign = ast.Assign("=", e, ast.Name("newValue", loc=a.loc), loc=e.loc)
+            out.append(ast.Accessor("set", None, ast.Block([ast.ExprStmt(assign, loc=e.loc)], loc=a.loc),
+                                    set(a.mods), attrs, loc=a.loc))
+    return out
 
 
 def parse_tokens(toks: list[Token], path: str) -> list:
