@@ -31,6 +31,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import shlex
 import shutil
 import struct
@@ -227,9 +228,43 @@ def link_libs() -> tuple[str, ...]:
     return ("-lmvec",) if name == "glibc" and (major, minor) >= (2, 22) else ()
 
 
+_half_flags: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+
+def half_rounding_flags(cmd: tuple[str, ...]) -> tuple[str, ...]:
+    """The flag that makes `_Float16` arithmetic round after every operation, as numpy's float16 and a GPU do.
+
+    GCC >= 13 (C++) and clang >= 16 evaluate `_Float16` expressions in float on CPUs without native fp16
+    arithmetic (excess precision) unless told otherwise, so `a * b + c` would round once instead of twice and
+    results would depend on the compiler.  GCC 12 rounds every operation already and rejects the flag.
+    Chosen from the compiler's version, then checked once per process by preprocessing an empty file."""
+    got = _half_flags.get(cmd)
+    if got is not None:
+        return got
+    v = compiler_version(cmd)
+    m = re.search(r"(clang) version (\d+)|\(GCC\) (\d+)|g\+\+.* (\d+)\.\d+\.\d+", v)
+    cand: tuple[str, ...] = ()
+    if m is not None:
+        if m.group(1) and int(m.group(2)) >= 16:
+            cand = ("-ffloat16-excess-precision=none",)
+        elif not m.group(1) and int(m.group(3) or m.group(4)) >= 13:
+            cand = ("-fexcess-precision=16",)
+    if cand:
+        try:
+            p = subprocess.run([*cmd, "-std=c++17", *cand, "-x", "c++", "-E", os.devnull, "-o", os.devnull],
+                               capture_output=True, timeout=60)
+            if p.returncode != 0:
+                cand = ()
+        except (OSError, subprocess.TimeoutExpired):
+            cand = ()
+    _half_flags[cmd] = cand
+    return cand
+
+
 def compile_flags() -> tuple[str, ...]:
     extra = os.environ.get("SLANGJIT_CXXFLAGS", "").strip()
-    return BASE_FLAGS + isa_flags() + (tuple(shlex.split(extra)) if extra else ())
+    return BASE_FLAGS + half_rounding_flags(find_compiler()) + isa_flags() + \
+        (tuple(shlex.split(extra)) if extra else ())
 
 
 # ------------------------------------------------------------------------------------------ cache dir

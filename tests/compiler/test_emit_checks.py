@@ -83,9 +83,9 @@ def test_cuda_checks_compile_with_nvrtc(checked):
     assert ("sj::at_chk(" in src[src.index("sj_Globals"):]) == checked
     ptx, _log = cuda_compiler.compile_source(src, "compute_90")
     assert b".entry" in ptx and b"sj_error_record" in ptx
-    # depth() is recursive: a stack guard in the CUDA too (local-memory address of its frame), and the
-    # symbol that makes the runtime raise the per-thread stack limit
-    assert src.count("sj::stack_exhausted(") == 1 and b"cvta.to.local" in ptx and b"sj_stack_bytes" in ptx
+    # depth() is recursive, but CUDA has no recursion guard (emit/cuda.py CudaTarget.guards_recursion: the
+    # stack-address guard faulted on an H100); the C++ target has one (test above)
+    assert "sj::stack_exhausted(" not in src[src.index("sj_Globals"):] and b"sj_stack_bytes" not in ptx
 
 
 def test_cuda_without_recursion_has_no_guard_nor_stack_symbol():

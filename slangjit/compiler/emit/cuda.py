@@ -267,7 +267,9 @@ class CudaTarget(Target):
     """CUDA C++ for NVRTC: `__global__` kernels (the ABI above), the globals block in `__constant__`
     memory, and the gradient-add plan of the pass pipeline (passes/red_plan.py) printed."""
     access = "sj_P."
-    guards_recursion = True    # prelude sj::stack_exhausted (local-memory stack address); see trailer()
+    # The stack-address guard (prelude sj::stack_exhausted) faulted on an H100 (CUDA_ERROR_ILLEGAL_ADDRESS in
+    # session 9): off until a depth-counter guard replaces it; deep recursion on CUDA is a CUDA error.
+    guards_recursion = False
 
     def __init__(self, plan: RedAddPlan, opts: CudaOptions):
         super().__init__(CudaEmitter(plan.slots))
