@@ -154,6 +154,16 @@ class Plan:
         self.cd_res = None               # the CallData of the call with the torch result bound as _result
         self.bwds_node = None
         self.cd_bwds: dict = {}           # which views carry grads -> the .bwds CallData
+        # per-signature facts the hot path reuses (all fixed by the plan key: dtypes, ranks, device, roles)
+        self.host = bool(getattr(device, "_host_memory", True))
+        self.stypes = [C.spy_dtype_of(t.dtype, lab) for t, lab in zip(tensors, labels)]
+        self.isz = [t.element_size() for t in tensors]
+        self.res_stype = C.spy_dtype_of(self.alloc[0], "_result") if self.alloc is not None else None
+        self.res_isz = self.alloc[0].itemsize if self.alloc is not None else 0
+        self.read_idx = [i for i in range(self.n) if not self.writes[i]]
+        self.cs_cache: dict = {}          # the tensors' shapes -> the call shape (a pure function of the shapes)
+        self.autograd_error = _autograd_error(self)
+        self.int_slots = [i for i in range(self.n) if not self.dtypes[i].is_floating_point]
 
     # -- running
 
@@ -171,23 +181,37 @@ class Plan:
 
     def views(self, tensors):
         dev = self.device
-        return [C.to_spy(t, dev, lab) for t, lab in zip(tensors, self.labels)]
+        if self.host:
+            hv = C.host_view
+            return [hv(t, dev, st, True, isz) for t, st, isz in zip(tensors, self.stypes, self.isz)]
+        return [C.to_spy(t, dev, lab, st) for t, lab, st in zip(tensors, self.labels, self.stypes)]
+
+    def _view(self, t, label, st, isz=0):
+        return C.host_view(t, self.device, st, True, isz) if self.host else C.to_spy(t, self.device, label, st)
 
     def result_shape(self, views) -> tuple:
         args, kwargs = self.args_of(views)
         return tuple(self.cd.call_shape(args, kwargs))
 
-    def run(self, tensors):
-        """The forward call: (the call's return value, converted; the torch result tensor or None)."""
-        views = self.views(tensors)
-        args, kwargs = self.args_of(views)
+    def run(self, tensors, views=None):
+        """The forward call: (the call's return value, converted; the torch result tensor or None).  `views`
+        (optional, filled here): the spy views of the tensors, for the backward to reuse."""
+        vs = self.views(tensors)
+        if views is not None:
+            views.extend(vs)
+        args, kwargs = self.args_of(vs)
         result = None
         with on_torch_stream(self.device, tensors):
             if self.alloc is not None:
                 dt, es = self.alloc
-                cs = tuple(self.cd.call_shape(args, kwargs))
-                result = torch.empty(cs + es if es else cs, dtype=dt, device=tensors[0].device)
-                kwargs["_result"] = C.to_spy(result, self.device, "_result")
+                shp = tuple([t.shape for t in tensors])
+                cs = self.cs_cache.get(shp)
+                if cs is None:
+                    cs = tuple(self.cd.call_shape(args, kwargs))
+                    if len(self.cs_cache) < 256:
+                        self.cs_cache[shp] = cs
+                result = torch.empty(cs + es if es else cs, dtype=dt, device=self.tdev)
+                kwargs["_result"] = self._view(result, "_result", self.res_stype, self.res_isz)
                 cd = self.cd_res
                 if cd is None:
                     cd = self.cd_res = self.node.resolve(*args[len(self.this):], **kwargs)
@@ -202,59 +226,69 @@ class Plan:
             return _struct_to_torch(ret, tensors[0].device), None
         return ret, None
 
-    def backward(self, tensors, shapes, grads_out, needs):
+    def backward(self, tensors, shapes, grads_out, needs, fwd_views=None):
         """Gradients of the tensors (None where not needed) from the output gradients: `grads_out[0]` is the
         auto-created result's (or None), then one per written tensor in order.  `tensors` holds the inputs the
         kernel reads (None for written ones: their gradient stands in as the primal, which bwds never reads);
-        `shapes` every tensor's and the result's shape."""
-        dev = self.device
+        `shapes` the written tensors' and the result's shapes (indexed like `tensors`, the result last; other
+        entries unused).  `fwd_views` (optional): the forward's views of the read tensors (None for written
+        ones), reused instead of viewing `tensors` again; their gradient fields are set here."""
         views = []
         grads: list = [None] * self.n
         wi = 0
+        writes, stypes = self.writes, self.stypes
         for i, t in enumerate(tensors):
-            if self.writes[i]:
+            st = stypes[i]
+            if writes[i]:
                 g = grads_out[1 + wi]
                 wi += 1
                 if g is None:
                     g = torch.zeros(shapes[i], dtype=self.dtypes[i], device=self.tdev)
                 elif g.dtype != self.dtypes[i]:
                     g = g.to(self.dtypes[i])
-                v = C.to_spy(g, dev, self.labels[i])
+                v = self._view(g, self.labels[i], st, self.isz[i])
                 v.grad_in = v
             else:
-                v = C.to_spy(t, dev, self.labels[i])
+                v = fwd_views[i] if fwd_views is not None else self._view(t, self.labels[i], st)
+                v.grad_in = None
                 if needs[i]:
-                    g = torch.zeros(t.shape, dtype=t.dtype, device=t.device)
+                    g = torch.zeros(t.shape, dtype=t.dtype, device=self.tdev)
                     grads[i] = g
-                    v.grad_out = C.to_spy(g, dev, self.labels[i])
+                    v.grad_out = self._view(g, self.labels[i], st, self.isz[i])
+                else:
+                    v.grad_out = None
             views.append(v)
         args, kwargs = self.args_of(views)
         if self.alloc is not None:
             g = grads_out[0]
-            shp = shapes[-1]
             if g is None:
-                g = torch.zeros(shp, dtype=self.alloc[0], device=self.tdev)
+                g = torch.zeros(shapes[-1], dtype=self.alloc[0], device=self.tdev)
+            elif g.dtype != self.alloc[0]:
+                g = g.to(self.alloc[0])
             if self.scalar_call:
                 g = g.reshape((1,) + self.alloc[1])
-            rv = C.to_spy(g, dev, "the result's gradient")
+            rv = self._view(g, "the result's gradient", self.res_stype, self.res_isz)
             rv.grad_in = rv
             kwargs["_result"] = rv
-        with on_torch_stream(self.device, [t for t in tensors if t is not None]):
-            if self.bwds_node is None:
-                self.bwds_node = self.node.bwds
-            bk = _bwds_key(views, kwargs)
-            cd = self.cd_bwds.get(bk)
+        # which views carry gradients (the loop above: written ones grad_in, read ones grad_out where needed)
+        bk = (tuple(needs), None if self.alloc is None else len(kwargs["_result"]._shape))
+        cd = self.cd_bwds.get(bk)
+        if self.host:
             if cd is None:
-                cd = self.cd_bwds[bk] = self.bwds_node.resolve(*args[len(self.this):], **kwargs)
+                cd = self._resolve_bwds(bk, args, kwargs)
+            cd.run(args, kwargs)
+            return grads
+        with on_torch_stream(self.device, [t for t in tensors if t is not None]):
+            if cd is None:
+                cd = self._resolve_bwds(bk, args, kwargs)
             cd.run(args, kwargs)
         return grads
 
-
-def _bwds_key(views, kwargs):
-    """Which views carry gradients (the .bwds call's signature beyond the forward plan's)."""
-    r = kwargs.get("_result")
-    return (tuple((v.grad_in is not None, v.grad_out is not None) for v in views),
-            None if r is None else (r.grad_in is not None, len(r._shape)))
+    def _resolve_bwds(self, bk, args, kwargs):
+        if self.bwds_node is None:
+            self.bwds_node = self.node.bwds
+        cd = self.cd_bwds[bk] = self.bwds_node.resolve(*args[len(self.this):], **kwargs)
+        return cd
 
 
 def _struct_to_torch(v: Tensor, tdev):
@@ -287,7 +321,7 @@ def _fast_key(node, args, kwargs):
     for a in args:
         if isinstance(a, torch.Tensor):
             tensors.append(a)
-            ks.append((a.dtype, a.dim(), a.get_device(), a.is_cpu, a.is_cuda))
+            ks.append((a.dtype, a.dim(), a.device))
         elif type(a) is dict:
             return None, None
         else:
@@ -296,7 +330,7 @@ def _fast_key(node, args, kwargs):
         ks.append(k)
         if isinstance(a, torch.Tensor):
             tensors.append(a)
-            ks.append((a.dtype, a.dim(), a.get_device(), a.is_cpu, a.is_cuda))
+            ks.append((a.dtype, a.dim(), a.device))
         elif type(a) is dict:
             return None, None
         else:
@@ -333,15 +367,28 @@ class SlangFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, plan: Plan, *tensors):
-        ret, result = plan.run(tensors)
+        views: list = []
+        ret, result = plan.run(tensors, views)
         ctx.plan = plan
-        written = [tensors[i] for i in range(plan.n) if plan.writes[i]]
-        if written:
+        writes = plan.writes
+        if plan.write_idx:
+            written = [tensors[i] for i in plan.write_idx]
             ctx.mark_dirty(*written)
-        ctx.save_for_backward(*[None if plan.writes[i] else t for i, t in enumerate(tensors)])
-        ctx.shapes = [tuple(t.shape) for t in tensors] + [tuple(result.shape) if plan.alloc is not None else ()]
-        ctx.has_result = plan.alloc is not None
-        return tuple(([result] if plan.alloc is not None else []) + written)
+            ctx.save_for_backward(*[None if writes[i] else t for i, t in enumerate(tensors)])
+            # the views of read tensors only: a written tensor's grad_fn is this node (no reference cycle)
+            ctx.views = [None if writes[i] else v for i, v in enumerate(views)]
+            shapes = [tuple(t.shape) if writes[i] else None for i, t in enumerate(tensors)]
+        else:
+            written = []
+            ctx.save_for_backward(*tensors)
+            ctx.views = views
+            shapes = [None] * plan.n
+        if plan.alloc is not None:
+            shapes.append(tuple(result.shape))
+            ctx.shapes = shapes
+            return (result, *written)
+        ctx.shapes = shapes
+        return tuple(written)
 
     @staticmethod
     def backward(ctx, *grads):
@@ -349,28 +396,37 @@ class SlangFunction(torch.autograd.Function):
             raise RuntimeError("slangjit: double backward (create_graph=True) through a Slang function call is not "
                                "supported; its backward runs the .bwds kernel, which is not itself differentiated")
         plan: Plan = ctx.plan
-        gl = list(grads)
-        if not ctx.has_result:
-            gl = [None] + gl
-        g = plan.backward(ctx.saved_tensors, ctx.shapes, gl, ctx.needs_input_grad[1:])
+        saved = ctx.saved_tensors          # torch's check that no saved input was modified in place since
+        gl = grads if plan.alloc is not None else (None, *grads)
+        g = plan.backward(saved, ctx.shapes, gl, ctx.needs_input_grad[1:], ctx.views)
         return (None, *g)
 
 
-def check_autograd(plan: Plan, tensors) -> None:
-    for i, t in enumerate(tensors):
+def _autograd_error(plan: Plan) -> Optional[str]:
+    """Why this call signature cannot be an autograd node (None: it can)."""
+    for i in range(plan.n):
         if plan.inout[i]:
-            raise ValueError(f"{plan.labels[i]} is an inout parameter in a call that needs gradients: not "
-                             "supported (its old value would be overwritten before the backward reads it); pass "
-                             "the input and an out tensor separately")
+            return (f"{plan.labels[i]} is an inout parameter in a call that needs gradients: not supported (its old "
+                    "value would be overwritten before the backward reads it); pass the input and an out tensor "
+                    "separately")
         if plan.tensor_param[i]:
-            raise ValueError(f"{plan.labels[i]} is bound to a tensor-typed parameter (ITensor / IDiffTensor ...) "
-                             "in a call that needs gradients: not supported through torch.autograd; use element "
-                             "parameters (float, float3, structs) so the call is vectorised")
-        if t.requires_grad and not t.dtype.is_floating_point:
-            raise ValueError(f"{plan.labels[i]}: an integer tensor cannot require grad")
+            return (f"{plan.labels[i]} is bound to a tensor-typed parameter (ITensor / IDiffTensor ...) in a call "
+                    "that needs gradients: not supported through torch.autograd; use element parameters (float, "
+                    "float3, structs) so the call is vectorised")
     if plan.struct_result:
-        raise ValueError("a struct-typed result of a call that needs gradients: not supported; return the fields "
-                         "through out parameters")
+        return ("a struct-typed result of a call that needs gradients: not supported; return the fields through "
+                "out parameters")
     if plan.mode is not None:
-        raise ValueError("_result='numpy' / 'tensor' in a call that needs gradients: the result must stay a torch "
-                         "tensor for autograd")
+        return ("_result='numpy' / 'tensor' in a call that needs gradients: the result must stay a torch tensor "
+                "for autograd")
+    return None
+
+
+def check_autograd(plan: Plan, tensors) -> None:
+    """Refuses a call that needs gradients but cannot be an autograd node (the plan's verdict, cached per
+    signature), or one where an integer tensor requires grad."""
+    if plan.autograd_error is not None:
+        raise ValueError(plan.autograd_error)
+    for i in plan.int_slots:
+        if tensors[i].requires_grad:
+            raise ValueError(f"{plan.labels[i]}: an integer tensor cannot require grad")

@@ -98,6 +98,12 @@ def _wrap_cuda(device, addr: int, desc: BufferDesc, owner):
 def to_spy(t: torch.Tensor, device, label: str, dtype: S.SType = None) -> Tensor:
     """A spy.Tensor over `t`'s memory (0-dim tensors become shape (1,))."""
     st = dtype or _STYPE.get(t.dtype) or spy_dtype_of(t.dtype, label)
+    return host_view(t, device, st, t.is_cpu)
+
+
+def host_view(t: torch.Tensor, device, st: S.SType, host: bool = True, isz: int = 0) -> Tensor:
+    """`to_spy` with the element type known (a call plan's hot path); `host`: t is a CPU tensor; `isz`: its
+    element size in bytes (0: ask t)."""
     shape = t.shape
     if shape:
         strides = t.stride()
@@ -109,10 +115,10 @@ def to_spy(t: torch.Tensor, device, label: str, dtype: S.SType = None) -> Tensor
             extent += (d - 1) * s
     else:
         shape, strides, extent = (1,), (1,), 1
-    isz = t.element_size()
+    isz = isz or t.element_size()
     nbytes = extent * isz or isz
     desc = _DESCS.get((nbytes, isz)) or _desc(nbytes, isz)
-    if t.is_cpu:
+    if host:
         b = object.__new__(_TorchHostBuffer)
         b.device = device
         b.desc = desc
