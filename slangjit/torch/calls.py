@@ -210,8 +210,12 @@ class Plan:
                     cs = tuple(self.cd.call_shape(args, kwargs))
                     if len(self.cs_cache) < 256:
                         self.cs_cache[shp] = cs
-                result = torch.empty(cs + es if es else cs, dtype=dt, device=self.tdev)
-                kwargs["_result"] = self._view(result, "_result", self.res_stype, self.res_isz)
+                rs = cs + es if es else cs
+                result = torch.empty(rs, dtype=dt, device=self.tdev)
+                if self.host:
+                    kwargs["_result"] = C.contig_host_view(result, self.device, self.res_stype, rs, self.res_isz)
+                else:
+                    kwargs["_result"] = self._view(result, "_result", self.res_stype)
                 cd = self.cd_res
                 if cd is None:
                     cd = self.cd_res = self.node.resolve(*args[len(self.this):], **kwargs)
@@ -254,7 +258,8 @@ class Plan:
                 if needs[i]:
                     g = torch.zeros(t.shape, dtype=t.dtype, device=self.tdev)
                     grads[i] = g
-                    v.grad_out = self._view(g, self.labels[i], st, self.isz[i])
+                    v.grad_out = C.contig_host_view(g, self.device, st, v._shape, self.isz[i]) if self.host \
+                        else self._view(g, self.labels[i], st)
                 else:
                     v.grad_out = None
             views.append(v)

@@ -138,6 +138,44 @@ def host_view(t: torch.Tensor, device, st: S.SType, host: bool = True, isz: int 
     return v
 
 
+_CONTIG: dict = {}
+
+
+def contig_geometry(shape: tuple, isz: int):
+    """(row-major strides in elements, size in bytes) of a contiguous tensor of `shape` (cached)."""
+    r = _CONTIG.get((shape, isz))
+    if r is None:
+        st, acc = [], 1
+        for d in reversed(shape):
+            st.append(acc)
+            acc *= d
+        r = (tuple(reversed(st)), acc * isz or isz)
+        if len(_CONTIG) < 4096:
+            _CONTIG[(shape, isz)] = r
+    return r
+
+
+def contig_host_view(t: torch.Tensor, device, st: S.SType, shape: tuple, isz: int) -> Tensor:
+    """`host_view` of a CPU tensor the caller has just made contiguous with `shape` (torch.empty / zeros; a
+    0-dim one as (1,)): its geometry comes from the shape, only its address from torch."""
+    strides, nbytes = contig_geometry(shape, isz)
+    b = object.__new__(_TorchHostBuffer)
+    b.device = device
+    b.desc = _DESCS.get((nbytes, isz)) or _desc(nbytes, isz)
+    b._addr = t.data_ptr()
+    b._owner = t
+    v = object.__new__(Tensor)
+    v.storage = b
+    v.device = device
+    v.dtype = st
+    v._shape = tuple.__new__(Shape, shape)
+    v._strides = tuple.__new__(Shape, strides)
+    v.offset = 0
+    v.grad_in = None
+    v.grad_out = None
+    return v
+
+
 def check_writable(t: torch.Tensor, label: str) -> None:
     """An output must not alias itself: no stride-0 dimension of extent > 1, no overlapping strides."""
     dims = sorted((s, d) for d, s in zip(t.shape, t.stride()) if d > 1)
