@@ -161,23 +161,44 @@ class Plan:
         self.res_stype = C.spy_dtype_of(self.alloc[0], "_result") if self.alloc is not None else None
         self.res_isz = self.alloc[0].itemsize if self.alloc is not None else 0
         self.read_idx = [i for i in range(self.n) if not self.writes[i]]
-        self.cs_cache: dict = {}          # the tensors' shapes -> the call shape (a pure function of the shapes)
+        # the views' shapes -> the call shape: a function of those shapes alone when every other argument is
+        # a Python number (numpy arrays, spy tensors, instances carry shapes the plan key does not hold)
+        only_numbers = node.this is None and not any(k.startswith("_") and k != "_result" for k in tkw) and \
+            all(type(v) is _Slot or type(v) in (int, float, bool) for v in list(targs) + list(tkw.values()))
+        self.cs_cache: Optional[dict] = {} if only_numbers else None
         self.autograd_error = _autograd_error(self)
         self.int_slots = [i for i in range(self.n) if not self.dtypes[i].is_floating_point]
 
     # -- running
 
-    def args_of(self, views):
-        """(positional arguments including `this`, keyword arguments) with the views in the tensors' places."""
+    def template(self, args, kwargs):
+        """This call's arguments without its torch tensors (the values of its other arguments: numbers,
+        arrays, ... are not part of the plan's key, so every call brings its own).  Holds no torch tensor (an
+        autograd node keeps it for the backward)."""
         if self.flat:
-            args = list(self.targs)
+            a = list(args)
+            for k, _ in self.pos_slots:
+                a[k] = None
+            kw = dict(kwargs)
+            for k, _ in self.kw_slots:
+                kw[k] = None
+            return a, kw
+        targs, tkw, _, _ = split(args, kwargs)
+        return targs, tkw
+
+    def args_of(self, views, tpl=None):
+        """(positional arguments including `this`, keyword arguments) of the call `tpl` (a `template`;
+        default: the call the plan was made from) with the views in the tensors' places."""
+        targs, tkw = tpl if tpl is not None else (self.targs, self.tkw)
+        if self.flat:
+            args = list(targs)
             for k, i in self.pos_slots:
                 args[k] = views[i]
-            kwargs = dict(self.tkw)
+            kwargs = dict(tkw)
             for k, i in self.kw_slots:
                 kwargs[k] = views[i]
             return self.this + tuple(args), kwargs
-        return self.this + _fill(self.targs, views), _fill(self.tkw, views)
+        return self.this + _fill(tuple(targs), views), _fill(tkw, views)
 
     def views(self, tensors):
         dev = self.device
@@ -193,23 +214,27 @@ class Plan:
         args, kwargs = self.args_of(views)
         return tuple(self.cd.call_shape(args, kwargs))
 
-    def run(self, tensors, views=None):
-        """The forward call: (the call's return value, converted; the torch result tensor or None).  `views`
-        (optional, filled here): the spy views of the tensors, for the backward to reuse."""
+    def run(self, tensors, views=None, tpl=None):
+        """The forward call `tpl` (a `template`; default: the plan's own call): (the call's return value,
+        converted; the torch result tensor or None).  `views` (optional, filled here): the spy views of the
+        tensors, for the backward to reuse."""
         vs = self.views(tensors)
         if views is not None:
             views.extend(vs)
-        args, kwargs = self.args_of(vs)
+        args, kwargs = self.args_of(vs, tpl)
         result = None
         with on_torch_stream(self.device, tensors):
             if self.alloc is not None:
                 dt, es = self.alloc
-                shp = tuple([t.shape for t in tensors])
-                cs = self.cs_cache.get(shp)
-                if cs is None:
+                if self.cs_cache is not None:
+                    shp = tuple([v._shape for v in vs])
+                    cs = self.cs_cache.get(shp)
+                    if cs is None:
+                        cs = tuple(self.cd.call_shape(args, kwargs))
+                        if len(self.cs_cache) < 256:
+                            self.cs_cache[shp] = cs
+                else:
                     cs = tuple(self.cd.call_shape(args, kwargs))
-                    if len(self.cs_cache) < 256:
-                        self.cs_cache[shp] = cs
                 rs = cs + es if es else cs
                 result = torch.empty(rs, dtype=dt, device=self.tdev)
                 if self.host:
@@ -230,13 +255,14 @@ class Plan:
             return _struct_to_torch(ret, tensors[0].device), None
         return ret, None
 
-    def backward(self, tensors, shapes, grads_out, needs, fwd_views=None):
+    def backward(self, tensors, shapes, grads_out, needs, fwd_views=None, tpl=None):
         """Gradients of the tensors (None where not needed) from the output gradients: `grads_out[0]` is the
         auto-created result's (or None), then one per written tensor in order.  `tensors` holds the inputs the
         kernel reads (None for written ones: their gradient stands in as the primal, which bwds never reads);
         `shapes` the written tensors' and the result's shapes (indexed like `tensors`, the result last; other
         entries unused).  `fwd_views` (optional): the forward's views of the read tensors (None for written
-        ones), reused instead of viewing `tensors` again; their gradient fields are set here."""
+        ones), reused instead of viewing `tensors` again; their gradient fields are set here.  `tpl`: the call's
+        `template` (default: the plan's own call)."""
         views = []
         grads: list = [None] * self.n
         wi = 0
@@ -263,7 +289,7 @@ class Plan:
                 else:
                     v.grad_out = None
             views.append(v)
-        args, kwargs = self.args_of(views)
+        args, kwargs = self.args_of(views, tpl)
         if self.alloc is not None:
             g = grads_out[0]
             if g is None:
@@ -344,6 +370,7 @@ def _fast_key(node, args, kwargs):
 
 
 def plan_for(node, args, kwargs):
+    """(the plan of this call's signature, its torch tensors, the call's `template`)."""
     key, tensors = _fast_key(node, args, kwargs)
     p = _PLANS.get(key) if key is not None else None
     if p is None:
@@ -360,10 +387,14 @@ def plan_for(node, args, kwargs):
             if len(_PLANS) > 4096:
                 _PLANS.clear()
             _PLANS[key] = p
-            return p, tensors
+            return p, tensors, (targs, tkw)
+        if not p.flat:
+            for i in p.write_idx:
+                C.check_writable(tensors[i], p.labels[i])
+            return p, tensors, (targs, tkw)
     for i in p.write_idx:
         C.check_writable(tensors[i], p.labels[i])
-    return p, tensors
+    return p, tensors, p.template(args, kwargs)
 
 
 class SlangFunction(torch.autograd.Function):
@@ -371,10 +402,11 @@ class SlangFunction(torch.autograd.Function):
     (if any) and then the tensors it writes (out parameters, `_result=`), marked dirty."""
 
     @staticmethod
-    def forward(ctx, plan: Plan, *tensors):
+    def forward(ctx, plan: Plan, tpl, *tensors):
         views: list = []
-        ret, result = plan.run(tensors, views)
+        ret, result = plan.run(tensors, views, tpl)
         ctx.plan = plan
+        ctx.tpl = tpl
         writes = plan.writes
         if plan.write_idx:
             written = [tensors[i] for i in plan.write_idx]
@@ -403,8 +435,8 @@ class SlangFunction(torch.autograd.Function):
         plan: Plan = ctx.plan
         saved = ctx.saved_tensors          # torch's check that no saved input was modified in place since
         gl = grads if plan.alloc is not None else (None, *grads)
-        g = plan.backward(saved, ctx.shapes, gl, ctx.needs_input_grad[1:], ctx.views)
-        return (None, *g)
+        g = plan.backward(saved, ctx.shapes, gl, ctx.needs_input_grad[2:], ctx.views, ctx.tpl)
+        return (None, None, *g)
 
 
 def _autograd_error(plan: Plan) -> Optional[str]:

@@ -91,3 +91,26 @@ def test_calls_from_several_threads(m, device):
         t.join()
     assert errors == []
 
+
+
+def test_result_shape_follows_numpy_arguments(m, device):
+    """A torch tensor broadcast against numpy arrays of changing length (one call signature): the result
+    takes each call's shape (the plan's call-shape cache must not answer for shapes it does not key on)."""
+    x = torch.tensor([2.0], device=tdev(device))
+    for n in (3, 5, 2):
+        b = np.arange(n, dtype=np.float32)
+        y = m.poly(1.0, b, 0.5, x)
+        assert tuple(y.shape) == (n,)
+        np.testing.assert_allclose(y.cpu().numpy(), 4.0 + 2.0 * b + 0.5, rtol=1e-6)
+
+
+def test_number_arguments_are_read_on_every_call(m, device):
+    """One call signature, changing Python numbers: each call (forward and gradient) uses its own values."""
+    x = torch.tensor([2.0, -1.0], device=tdev(device))
+    xn = x.cpu().numpy()
+    for a, b in ((1.0, 0.0), (3.0, 2.0), (-0.5, 4.0)):
+        np.testing.assert_allclose(m.poly(a, b, 1.0, x).cpu().numpy(), a * xn * xn + b * xn + 1.0, rtol=1e-6)
+        xg = x.clone().requires_grad_(True)
+        m.poly(a, b, 1.0, xg).sum().backward()
+        np.testing.assert_allclose(xg.grad.cpu().numpy(), 2 * a * xn + b, rtol=1e-6)
+
