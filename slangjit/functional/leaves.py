@@ -396,7 +396,7 @@ class ContainerLeaf(Leaf):
         if self.grad_out:
             g = v.grad_out
             self._pack_view(blk, self.u + "_go", g.storage._addr, g._shape, g._strides, g.offset, call_shape)
-            distinct = not self.shared_grads and self._distinct_per_thread(g._shape, g._strides, call_shape)
+            distinct = not self.shared_grads and self._distinct_cached(g._shape, g._strides, call_shape)
             _I32.pack_into(blk, self.offsets[self.u + "_goa"], 0 if distinct else 1)
 
     def _check_grads(self, v):
@@ -412,6 +412,19 @@ class ContainerLeaf(Leaf):
                                  f"expected the tensor's shape {vs}")
 
     shared_grads = False     # set per call when another argument accumulates into the same storage
+    _distinct_memo = None    # (shape, strides, call shape) -> _distinct_per_thread's answer (a pure function)
+
+    def _distinct_cached(self, shp, st, call_shape) -> bool:
+        memo = self._distinct_memo
+        if memo is None:
+            memo = self._distinct_memo = {}
+        key = (shp, st, tuple(call_shape))
+        r = memo.get(key)
+        if r is None:
+            r = self._distinct_per_thread(shp, st, call_shape)
+            if len(memo) < 256:
+                memo[key] = r
+        return r
 
     def _distinct_per_thread(self, shp, st, call_shape) -> bool:
         """True when the threads of the call touch pairwise different elements of a view (shape/strides in

@@ -154,40 +154,93 @@ class Plan:
         self.cd_res = None               # the CallData of the call with the torch result bound as _result
         self.bwds_node = None
         self.cd_bwds: dict = {}           # which views carry grads -> the .bwds CallData
+        # per-signature facts the hot path reuses (all fixed by the plan key: dtypes, ranks, device, roles)
+        self.host = bool(getattr(device, "_host_memory", True))
+        self.stypes = [C.spy_dtype_of(t.dtype, lab) for t, lab in zip(tensors, labels)]
+        self.isz = [t.element_size() for t in tensors]
+        self.res_stype = C.spy_dtype_of(self.alloc[0], "_result") if self.alloc is not None else None
+        self.res_isz = self.alloc[0].itemsize if self.alloc is not None else 0
+        self.read_idx = [i for i in range(self.n) if not self.writes[i]]
+        # the views' shapes -> the call shape: a function of those shapes alone when every other argument is
+        # a Python number (numpy arrays, spy tensors, instances carry shapes the plan key does not hold)
+        only_numbers = node.this is None and not any(k.startswith("_") and k != "_result" for k in tkw) and \
+            all(type(v) is _Slot or type(v) in (int, float, bool) for v in list(targs) + list(tkw.values()))
+        self.cs_cache: Optional[dict] = {} if only_numbers else None
+        self.autograd_error = _autograd_error(self)
+        self.int_slots = [i for i in range(self.n) if not self.dtypes[i].is_floating_point]
 
     # -- running
 
-    def args_of(self, views):
-        """(positional arguments including `this`, keyword arguments) with the views in the tensors' places."""
+    def template(self, args, kwargs):
+        """This call's arguments without its torch tensors (the values of its other arguments: numbers,
+        arrays, ... are not part of the plan's key, so every call brings its own).  Holds no torch tensor (an
+        autograd node keeps it for the backward)."""
         if self.flat:
-            args = list(self.targs)
+            a = list(args)
+            for k, _ in self.pos_slots:
+                a[k] = None
+            kw = dict(kwargs)
+            for k, _ in self.kw_slots:
+                kw[k] = None
+            return a, kw
+        targs, tkw, _, _ = split(args, kwargs)
+        return targs, tkw
+
+    def args_of(self, views, tpl=None):
+        """(positional arguments including `this`, keyword arguments) of the call `tpl` (a `template`;
+        default: the call the plan was made from) with the views in the tensors' places."""
+        targs, tkw = tpl if tpl is not None else (self.targs, self.tkw)
+        if self.flat:
+            args = list(targs)
             for k, i in self.pos_slots:
                 args[k] = views[i]
-            kwargs = dict(self.tkw)
+            kwargs = dict(tkw)
             for k, i in self.kw_slots:
                 kwargs[k] = views[i]
             return self.this + tuple(args), kwargs
-        return self.this + _fill(self.targs, views), _fill(self.tkw, views)
+        return self.this + _fill(tuple(targs), views), _fill(tkw, views)
 
     def views(self, tensors):
         dev = self.device
-        return [C.to_spy(t, dev, lab) for t, lab in zip(tensors, self.labels)]
+        if self.host:
+            hv = C.host_view
+            return [hv(t, dev, st, True, isz) for t, st, isz in zip(tensors, self.stypes, self.isz)]
+        return [C.to_spy(t, dev, lab, st) for t, lab, st in zip(tensors, self.labels, self.stypes)]
+
+    def _view(self, t, label, st, isz=0):
+        return C.host_view(t, self.device, st, True, isz) if self.host else C.to_spy(t, self.device, label, st)
 
     def result_shape(self, views) -> tuple:
         args, kwargs = self.args_of(views)
         return tuple(self.cd.call_shape(args, kwargs))
 
-    def run(self, tensors):
-        """The forward call: (the call's return value, converted; the torch result tensor or None)."""
-        views = self.views(tensors)
-        args, kwargs = self.args_of(views)
+    def run(self, tensors, views=None, tpl=None):
+        """The forward call `tpl` (a `template`; default: the plan's own call): (the call's return value,
+        converted; the torch result tensor or None).  `views` (optional, filled here): the spy views of the
+        tensors, for the backward to reuse."""
+        vs = self.views(tensors)
+        if views is not None:
+            views.extend(vs)
+        args, kwargs = self.args_of(vs, tpl)
         result = None
         with on_torch_stream(self.device, tensors):
             if self.alloc is not None:
                 dt, es = self.alloc
-                cs = tuple(self.cd.call_shape(args, kwargs))
-                result = torch.empty(cs + es if es else cs, dtype=dt, device=tensors[0].device)
-                kwargs["_result"] = C.to_spy(result, self.device, "_result")
+                if self.cs_cache is not None:
+                    shp = tuple([v._shape for v in vs])
+                    cs = self.cs_cache.get(shp)
+                    if cs is None:
+                        cs = tuple(self.cd.call_shape(args, kwargs))
+                        if len(self.cs_cache) < 256:
+                            self.cs_cache[shp] = cs
+                else:
+                    cs = tuple(self.cd.call_shape(args, kwargs))
+                rs = cs + es if es else cs
+                result = torch.empty(rs, dtype=dt, device=self.tdev)
+                if self.host:
+                    kwargs["_result"] = C.contig_host_view(result, self.device, self.res_stype, rs, self.res_isz)
+                else:
+                    kwargs["_result"] = self._view(result, "_result", self.res_stype)
                 cd = self.cd_res
                 if cd is None:
                     cd = self.cd_res = self.node.resolve(*args[len(self.this):], **kwargs)
@@ -202,59 +255,71 @@ class Plan:
             return _struct_to_torch(ret, tensors[0].device), None
         return ret, None
 
-    def backward(self, tensors, shapes, grads_out, needs):
+    def backward(self, tensors, shapes, grads_out, needs, fwd_views=None, tpl=None):
         """Gradients of the tensors (None where not needed) from the output gradients: `grads_out[0]` is the
         auto-created result's (or None), then one per written tensor in order.  `tensors` holds the inputs the
         kernel reads (None for written ones: their gradient stands in as the primal, which bwds never reads);
-        `shapes` every tensor's and the result's shape."""
-        dev = self.device
+        `shapes` the written tensors' and the result's shapes (indexed like `tensors`, the result last; other
+        entries unused).  `fwd_views` (optional): the forward's views of the read tensors (None for written
+        ones), reused instead of viewing `tensors` again; their gradient fields are set here.  `tpl`: the call's
+        `template` (default: the plan's own call)."""
         views = []
         grads: list = [None] * self.n
         wi = 0
+        writes, stypes = self.writes, self.stypes
         for i, t in enumerate(tensors):
-            if self.writes[i]:
+            st = stypes[i]
+            if writes[i]:
                 g = grads_out[1 + wi]
                 wi += 1
                 if g is None:
                     g = torch.zeros(shapes[i], dtype=self.dtypes[i], device=self.tdev)
                 elif g.dtype != self.dtypes[i]:
                     g = g.to(self.dtypes[i])
-                v = C.to_spy(g, dev, self.labels[i])
+                v = self._view(g, self.labels[i], st, self.isz[i])
                 v.grad_in = v
             else:
-                v = C.to_spy(t, dev, self.labels[i])
+                v = fwd_views[i] if fwd_views is not None else self._view(t, self.labels[i], st)
+                v.grad_in = None
                 if needs[i]:
-                    g = torch.zeros(t.shape, dtype=t.dtype, device=t.device)
+                    g = torch.zeros(t.shape, dtype=t.dtype, device=self.tdev)
                     grads[i] = g
-                    v.grad_out = C.to_spy(g, dev, self.labels[i])
+                    v.grad_out = C.contig_host_view(g, self.device, st, v._shape, self.isz[i]) if self.host \
+                        else self._view(g, self.labels[i], st)
+                else:
+                    v.grad_out = None
             views.append(v)
-        args, kwargs = self.args_of(views)
+        args, kwargs = self.args_of(views, tpl)
         if self.alloc is not None:
             g = grads_out[0]
-            shp = shapes[-1]
             if g is None:
-                g = torch.zeros(shp, dtype=self.alloc[0], device=self.tdev)
+                g = torch.zeros(shapes[-1], dtype=self.alloc[0], device=self.tdev)
+            elif g.dtype != self.alloc[0]:
+                g = g.to(self.alloc[0])
             if self.scalar_call:
                 g = g.reshape((1,) + self.alloc[1])
-            rv = C.to_spy(g, dev, "the result's gradient")
+            rv = self._view(g, "the result's gradient", self.res_stype, self.res_isz)
             rv.grad_in = rv
             kwargs["_result"] = rv
-        with on_torch_stream(self.device, [t for t in tensors if t is not None]):
-            if self.bwds_node is None:
-                self.bwds_node = self.node.bwds
-            bk = _bwds_key(views, kwargs)
-            cd = self.cd_bwds.get(bk)
+        # which views carry gradients (the loop above: written ones grad_in, read ones grad_out where needed)
+        bk = (tuple(needs), None if self.alloc is None else len(kwargs["_result"]._shape))
+        cd = self.cd_bwds.get(bk)
+        if self.host:
             if cd is None:
-                cd = self.cd_bwds[bk] = self.bwds_node.resolve(*args[len(self.this):], **kwargs)
+                cd = self._resolve_bwds(bk, args, kwargs)
+            cd.run(args, kwargs)
+            return grads
+        with on_torch_stream(self.device, [t for t in tensors if t is not None]):
+            if cd is None:
+                cd = self._resolve_bwds(bk, args, kwargs)
             cd.run(args, kwargs)
         return grads
 
-
-def _bwds_key(views, kwargs):
-    """Which views carry gradients (the .bwds call's signature beyond the forward plan's)."""
-    r = kwargs.get("_result")
-    return (tuple((v.grad_in is not None, v.grad_out is not None) for v in views),
-            None if r is None else (r.grad_in is not None, len(r._shape)))
+    def _resolve_bwds(self, bk, args, kwargs):
+        if self.bwds_node is None:
+            self.bwds_node = self.node.bwds
+        cd = self.cd_bwds[bk] = self.bwds_node.resolve(*args[len(self.this):], **kwargs)
+        return cd
 
 
 def _struct_to_torch(v: Tensor, tdev):
@@ -287,7 +352,7 @@ def _fast_key(node, args, kwargs):
     for a in args:
         if isinstance(a, torch.Tensor):
             tensors.append(a)
-            ks.append((a.dtype, a.dim(), a.get_device(), a.is_cpu, a.is_cuda))
+            ks.append((a.dtype, a.dim(), a.device))
         elif type(a) is dict:
             return None, None
         else:
@@ -296,7 +361,7 @@ def _fast_key(node, args, kwargs):
         ks.append(k)
         if isinstance(a, torch.Tensor):
             tensors.append(a)
-            ks.append((a.dtype, a.dim(), a.get_device(), a.is_cpu, a.is_cuda))
+            ks.append((a.dtype, a.dim(), a.device))
         elif type(a) is dict:
             return None, None
         else:
@@ -305,6 +370,7 @@ def _fast_key(node, args, kwargs):
 
 
 def plan_for(node, args, kwargs):
+    """(the plan of this call's signature, its torch tensors, the call's `template`)."""
     key, tensors = _fast_key(node, args, kwargs)
     p = _PLANS.get(key) if key is not None else None
     if p is None:
@@ -321,10 +387,14 @@ def plan_for(node, args, kwargs):
             if len(_PLANS) > 4096:
                 _PLANS.clear()
             _PLANS[key] = p
-            return p, tensors
+            return p, tensors, (targs, tkw)
+        if not p.flat:
+            for i in p.write_idx:
+                C.check_writable(tensors[i], p.labels[i])
+            return p, tensors, (targs, tkw)
     for i in p.write_idx:
         C.check_writable(tensors[i], p.labels[i])
-    return p, tensors
+    return p, tensors, p.template(args, kwargs)
 
 
 class SlangFunction(torch.autograd.Function):
@@ -332,16 +402,30 @@ class SlangFunction(torch.autograd.Function):
     (if any) and then the tensors it writes (out parameters, `_result=`), marked dirty."""
 
     @staticmethod
-    def forward(ctx, plan: Plan, *tensors):
-        ret, result = plan.run(tensors)
+    def forward(ctx, plan: Plan, tpl, *tensors):
+        views: list = []
+        ret, result = plan.run(tensors, views, tpl)
         ctx.plan = plan
-        written = [tensors[i] for i in range(plan.n) if plan.writes[i]]
-        if written:
+        ctx.tpl = tpl
+        writes = plan.writes
+        if plan.write_idx:
+            written = [tensors[i] for i in plan.write_idx]
             ctx.mark_dirty(*written)
-        ctx.save_for_backward(*[None if plan.writes[i] else t for i, t in enumerate(tensors)])
-        ctx.shapes = [tuple(t.shape) for t in tensors] + [tuple(result.shape) if plan.alloc is not None else ()]
-        ctx.has_result = plan.alloc is not None
-        return tuple(([result] if plan.alloc is not None else []) + written)
+            ctx.save_for_backward(*[None if writes[i] else t for i, t in enumerate(tensors)])
+            # the views of read tensors only: a written tensor's grad_fn is this node (no reference cycle)
+            ctx.views = [None if writes[i] else v for i, v in enumerate(views)]
+            shapes = [tuple(t.shape) if writes[i] else None for i, t in enumerate(tensors)]
+        else:
+            written = []
+            ctx.save_for_backward(*tensors)
+            ctx.views = views
+            shapes = [None] * plan.n
+        if plan.alloc is not None:
+            shapes.append(tuple(result.shape))
+            ctx.shapes = shapes
+            return (result, *written)
+        ctx.shapes = shapes
+        return tuple(written)
 
     @staticmethod
     def backward(ctx, *grads):
@@ -349,28 +433,37 @@ class SlangFunction(torch.autograd.Function):
             raise RuntimeError("slangjit: double backward (create_graph=True) through a Slang function call is not "
                                "supported; its backward runs the .bwds kernel, which is not itself differentiated")
         plan: Plan = ctx.plan
-        gl = list(grads)
-        if not ctx.has_result:
-            gl = [None] + gl
-        g = plan.backward(ctx.saved_tensors, ctx.shapes, gl, ctx.needs_input_grad[1:])
-        return (None, *g)
+        saved = ctx.saved_tensors          # torch's check that no saved input was modified in place since
+        gl = grads if plan.alloc is not None else (None, *grads)
+        g = plan.backward(saved, ctx.shapes, gl, ctx.needs_input_grad[2:], ctx.views, ctx.tpl)
+        return (None, None, *g)
+
+
+def _autograd_error(plan: Plan) -> Optional[str]:
+    """Why this call signature cannot be an autograd node (None: it can)."""
+    for i in range(plan.n):
+        if plan.inout[i]:
+            return (f"{plan.labels[i]} is an inout parameter in a call that needs gradients: not supported (its old "
+                    "value would be overwritten before the backward reads it); pass the input and an out tensor "
+                    "separately")
+        if plan.tensor_param[i]:
+            return (f"{plan.labels[i]} is bound to a tensor-typed parameter (ITensor / IDiffTensor ...) in a call "
+                    "that needs gradients: not supported through torch.autograd; use element parameters (float, "
+                    "float3, structs) so the call is vectorised")
+    if plan.struct_result:
+        return ("a struct-typed result of a call that needs gradients: not supported; return the fields through "
+                "out parameters")
+    if plan.mode is not None:
+        return ("_result='numpy' / 'tensor' in a call that needs gradients: the result must stay a torch tensor "
+                "for autograd")
+    return None
 
 
 def check_autograd(plan: Plan, tensors) -> None:
-    for i, t in enumerate(tensors):
-        if plan.inout[i]:
-            raise ValueError(f"{plan.labels[i]} is an inout parameter in a call that needs gradients: not "
-                             "supported (its old value would be overwritten before the backward reads it); pass "
-                             "the input and an out tensor separately")
-        if plan.tensor_param[i]:
-            raise ValueError(f"{plan.labels[i]} is bound to a tensor-typed parameter (ITensor / IDiffTensor ...) "
-                             "in a call that needs gradients: not supported through torch.autograd; use element "
-                             "parameters (float, float3, structs) so the call is vectorised")
-        if t.requires_grad and not t.dtype.is_floating_point:
+    """Refuses a call that needs gradients but cannot be an autograd node (the plan's verdict, cached per
+    signature), or one where an integer tensor requires grad."""
+    if plan.autograd_error is not None:
+        raise ValueError(plan.autograd_error)
+    for i in plan.int_slots:
+        if tensors[i].requires_grad:
             raise ValueError(f"{plan.labels[i]}: an integer tensor cannot require grad")
-    if plan.struct_result:
-        raise ValueError("a struct-typed result of a call that needs gradients: not supported; return the fields "
-                         "through out parameters")
-    if plan.mode is not None:
-        raise ValueError("_result='numpy' / 'tensor' in a call that needs gradients: the result must stay a torch "
-                         "tensor for autograd")

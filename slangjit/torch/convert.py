@@ -98,6 +98,12 @@ def _wrap_cuda(device, addr: int, desc: BufferDesc, owner):
 def to_spy(t: torch.Tensor, device, label: str, dtype: S.SType = None) -> Tensor:
     """A spy.Tensor over `t`'s memory (0-dim tensors become shape (1,))."""
     st = dtype or _STYPE.get(t.dtype) or spy_dtype_of(t.dtype, label)
+    return host_view(t, device, st, t.is_cpu)
+
+
+def host_view(t: torch.Tensor, device, st: S.SType, host: bool = True, isz: int = 0) -> Tensor:
+    """`to_spy` with the element type known (a call plan's hot path); `host`: t is a CPU tensor; `isz`: its
+    element size in bytes (0: ask t)."""
     shape = t.shape
     if shape:
         strides = t.stride()
@@ -109,10 +115,10 @@ def to_spy(t: torch.Tensor, device, label: str, dtype: S.SType = None) -> Tensor
             extent += (d - 1) * s
     else:
         shape, strides, extent = (1,), (1,), 1
-    isz = t.element_size()
+    isz = isz or t.element_size()
     nbytes = extent * isz or isz
     desc = _DESCS.get((nbytes, isz)) or _desc(nbytes, isz)
-    if t.is_cpu:
+    if host:
         b = object.__new__(_TorchHostBuffer)
         b.device = device
         b.desc = desc
@@ -120,6 +126,44 @@ def to_spy(t: torch.Tensor, device, label: str, dtype: S.SType = None) -> Tensor
         b._owner = t
     else:
         b = _wrap_cuda(device, t.data_ptr(), desc, t)
+    v = object.__new__(Tensor)
+    v.storage = b
+    v.device = device
+    v.dtype = st
+    v._shape = tuple.__new__(Shape, shape)
+    v._strides = tuple.__new__(Shape, strides)
+    v.offset = 0
+    v.grad_in = None
+    v.grad_out = None
+    return v
+
+
+_CONTIG: dict = {}
+
+
+def contig_geometry(shape: tuple, isz: int):
+    """(row-major strides in elements, size in bytes) of a contiguous tensor of `shape` (cached)."""
+    r = _CONTIG.get((shape, isz))
+    if r is None:
+        st, acc = [], 1
+        for d in reversed(shape):
+            st.append(acc)
+            acc *= d
+        r = (tuple(reversed(st)), acc * isz or isz)
+        if len(_CONTIG) < 4096:
+            _CONTIG[(shape, isz)] = r
+    return r
+
+
+def contig_host_view(t: torch.Tensor, device, st: S.SType, shape: tuple, isz: int) -> Tensor:
+    """`host_view` of a CPU tensor the caller has just made contiguous with `shape` (torch.empty / zeros; a
+    0-dim one as (1,)): its geometry comes from the shape, only its address from torch."""
+    strides, nbytes = contig_geometry(shape, isz)
+    b = object.__new__(_TorchHostBuffer)
+    b.device = device
+    b.desc = _DESCS.get((nbytes, isz)) or _desc(nbytes, isz)
+    b._addr = t.data_ptr()
+    b._owner = t
     v = object.__new__(Tensor)
     v.storage = b
     v.device = device

@@ -22,13 +22,13 @@ def torch_call(node, args: tuple, kwargs: dict):
         node = node.return_type(r)
     if torch.compiler.is_compiling():
         return compiled_call(node, args, kwargs)
-    plan, tensors = plan_for(node, args, kwargs)
+    plan, tensors, tpl = plan_for(node, args, kwargs)
     if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
         check_autograd(plan, tensors)
-        outs = SlangFunction.apply(plan, *tensors)
+        outs = SlangFunction.apply(plan, tpl, *tensors)
         if plan.alloc is not None:
             return outs[0]
         if plan.result_slot is not None:
             return outs[sum(plan.writes[:plan.result_slot])]
         return None
-    return plan.run(tensors)[0]          # nothing requires grad: torch records nothing
+    return plan.run(tensors, None, tpl)[0]          # nothing requires grad: torch records nothing

@@ -26,7 +26,7 @@ import torch
 
 from ..functional.function import Function, FunctionNode
 from . import convert as C
-from .calls import Plan, _asig, _fill, _tsig, check_autograd, common_device, plan_for, split
+from .calls import Plan, _Slot, _asig, _fill, _tsig, check_autograd, common_device, plan_for, split
 
 _SPECS: dict = {}
 _COUNTER = itertools.count()
@@ -77,8 +77,8 @@ class OpSpec:
         return cs + self.alloc[1]
 
     def _eager_plan(self, tensors):
-        p, _ = plan_for(self.node, _fill(self.targs, tensors), _fill(self.tkw, tensors))
-        return p
+        """The eager plan of this spec's call with `tensors`, bound to the spec's own argument values."""
+        return _Bound(*plan_for(self.node, _fill(self.targs, tensors), _fill(self.tkw, tensors)))
 
     # -- registration
 
@@ -173,13 +173,42 @@ class OpSpec:
         return self.op, True
 
 
+class _Bound:
+    """A plan with one call's `template` (its non-tensor argument values)."""
+    __slots__ = ("plan", "tpl")
+
+    def __init__(self, plan, tensors, tpl):
+        self.plan, self.tpl = plan, tpl
+
+    def run(self, tensors):
+        return self.plan.run(tensors, None, self.tpl)
+
+    def backward(self, tensors, shapes, grads_out, needs):
+        return self.plan.backward(tensors, shapes, grads_out, needs, None, self.tpl)
+
+
+def _vsig(v):
+    """A non-tensor argument's part of a spec key: its value (a spec bakes its arguments' values into its
+    ops), by identity where it has no hashable value (the spec keeps the object, so the id stays its own)."""
+    if type(v) is dict:
+        return tuple((k, _vsig(x)) for k, x in v.items())
+    if type(v) is _Slot:
+        return ("slot", v.i)
+    try:
+        hash(v)
+        return (type(v), v)
+    except TypeError:
+        return ("id", id(v))
+
+
 def spec_for(node, args, kwargs):
     targs, tkw, tensors, labels = split(args, kwargs)
     device = node.function.module.device
     tdev = common_device(tensors, labels)
     C.check_device(device, tdev, labels[0])
     key = (id(node.function), node._key, id(node.this), tuple(map(_tsig, tensors)),
-           tuple(map(_asig, targs)), tuple((k, _asig(v)) for k, v in tkw.items()))
+           tuple(map(_asig, targs)), tuple((k, _asig(v)) for k, v in tkw.items()),
+           tuple(map(_vsig, targs)), tuple((k, _vsig(v)) for k, v in tkw.items()))
     s = _SPECS.get(key)
     if s is None:
         s = _SPECS[key] = OpSpec(node, targs, tkw, tensors, labels, device)

@@ -3,10 +3,17 @@
 The CUDA device's launches read their stream from the GPU's shared context (`device._ctx.stream`) at launch
 time; for the duration of the call it is torch's current stream of the tensors' device, so the kernels are
 ordered with torch's work on that stream and nothing synchronises the host (torch's caching allocator
-recycles the call's tensors in that stream's order).  On the CPU device this is a no-op.  Calls from several
-host threads on one GPU at once are not supported while a torch stream is swapped in.
+recycles the call's tensors in that stream's order).  On the CPU device this is a no-op.
+
+Threads: the swapped-in stream is a field of the GPU context, so a call holds that context's lock from the
+swap to its restore; calls with torch tensors from several host threads on one GPU run one after another
+(each on its own thread's current torch stream), never on each other's stream.  A plain slangjit call (no
+torch tensors) from another thread during that time does not take the lock and may launch on the swapped-in
+stream: it stays correct (a stream orders work, it never loses it) but is ordered after that torch stream's work.
 """
 from __future__ import annotations
+
+import threading
 
 import torch
 
@@ -23,6 +30,18 @@ class _Null:
 
 _NULL = _Null()
 _HANDLES: dict = {}
+_LOCKS: dict = {}                 # id(GPU context) -> the lock held while its stream is swapped
+_LOCKS_LOCK = threading.Lock()
+
+
+def _lock_of(ctx):
+    lk = _LOCKS.get(id(ctx))
+    if lk is None:
+        with _LOCKS_LOCK:
+            lk = _LOCKS.get(id(ctx))
+            if lk is None:
+                lk = _LOCKS[id(ctx)] = (threading.RLock(), ctx)   # ctx kept alive: its id stays unique
+    return lk[0]
 
 
 class _TorchStream:
@@ -36,12 +55,15 @@ class _TorchStream:
         h = _HANDLES.get(s.cuda_stream)
         if h is None:
             h = _HANDLES[s.cuda_stream] = _stream_handle(s)
+        lock = _lock_of(self.ctx)
+        lock.acquire()
         self.old = self.ctx.stream
         self.ctx.stream = h
         return h
 
     def __exit__(self, *exc):
         self.ctx.stream = self.old
+        _lock_of(self.ctx).release()
         return False
 
 
