@@ -149,20 +149,28 @@ class WrappedFunction:
 
     def _device_of(self, kwargs):
         torch = M._torch()
-        for p in self._kinfo.params:
-            v = kwargs[p.name]
-            if isinstance(v, tuple):
-                v = v[0] if v else None
+
+        def find(v, depth=0):
             if isinstance(v, torch.Tensor):
                 return v.device
+            if depth < 4:
+                items = v.values() if isinstance(v, dict) else v if isinstance(v, (tuple, list)) else ()
+                for x in items:
+                    d = find(x, depth + 1)
+                    if d is not None:
+                        return d
+            return None
+
+        for p in self._kinfo.params:
+            d = find(kwargs[p.name])
+            if d is not None:
+                return d
         return torch.device("cpu")
 
     def _pack(self, block, p: _ParamPlan, value, variant, device, total, after) -> None:
         name = p.name
         if not p.kind:
-            if isinstance(value, M._torch().Tensor):
-                raise TypeError(f"argument '{name}': parameter of type {p.layout.name} takes a value, not a tensor")
-            M.pack_plain(block, p.offset, p.layout, value, name, self._module._structs)
+            M.pack_plain(block, p.offset, p.layout, value, name, self._module._structs, device, p.written)
             return
         if p.kind == "TensorView":
             if isinstance(value, tuple):
@@ -175,9 +183,11 @@ class WrappedFunction:
         if variant == "primal" or grad is None:
             return                         # no gradient: a view of nothing (every access is out of bounds)
         gname = name + " (grad)"
-        if tuple(grad.shape) != tuple(primal.shape) if hasattr(grad, "shape") else True:
-            raise ValueError(f"argument '{name}': gradient of shape {tuple(getattr(grad, 'shape', ()))} for a "
-                             f"primal of shape {tuple(primal.shape)}; they must match")
+        if not isinstance(grad, M._torch().Tensor):
+            raise TypeError(f"argument '{name}': the gradient must be a torch.Tensor, got {type(grad).__name__}")
+        if tuple(grad.shape) != tuple(primal.shape):
+            raise ValueError(f"argument '{name}': gradient of shape {tuple(grad.shape)} for a primal of shape "
+                             f"{tuple(primal.shape)}; they must match")
         off = p.offset + p.sub["diff"].offset
         gwritable = variant == "bwd" or p.written
         block[off:off + M._TV.size] = memoryview(M.view_bytes(grad, gname, p.gelem, device, gwritable))

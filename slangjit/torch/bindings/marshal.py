@@ -154,14 +154,47 @@ def struct_dict(value, layout, name: str, structs: dict):
         raise TypeError(f"argument '{name}': expected {layout.name} as m.{layout.name}(...), a dict or a tuple, "
                         f"got {type(value).__name__}")
     for f in layout.fields:
-        if f.layout.kind == "struct":
+        if f.layout.kind == "struct" and not view_kind(f.layout) and not contains_view(f.layout):
             d[f.name] = struct_dict(d[f.name], f.layout, f"{name}.{f.name}", structs)
     return d
 
 
-def pack_plain(block, offset: int, layout, value, name: str, structs: dict) -> None:
+def contains_view(layout) -> bool:
+    if view_kind(layout):
+        return True
+    if layout.kind == "struct":
+        return any(contains_view(f.layout) for f in layout.fields)
+    if layout.kind == "array" and layout.element is not None:
+        return contains_view(layout.element)
+    return False
+
+
+def pack_plain(block, offset: int, layout, value, name: str, structs: dict, device=None, writable=True) -> None:
+    """A value parameter; struct fields that are TensorViews take tensors (slang-torch's struct-of-tensors)."""
+    vk = view_kind(layout)
+    if vk == "TensorView":
+        block[offset:offset + _TV.size] = memoryview(view_bytes(value, name, ElemInfo(layout), device, writable))
+        return
+    if vk:
+        raise TypeError(f"argument '{name}': {layout.name} inside a struct or array is not supported "
+                        "(pass differentiable views as kernel parameters)")
+    if layout.kind == "struct" and contains_view(layout):
+        d = struct_dict(value, layout, name, structs)
+        for f in layout.fields:
+            pack_plain(block, offset + f.offset, f.layout, d[f.name], f"{name}.{f.name}", structs, device, writable)
+        return
+    if layout.kind == "array" and contains_view(layout):
+        items = list(value) if isinstance(value, (list, tuple)) else None
+        if items is None or len(items) != layout.count:
+            raise TypeError(f"argument '{name}': expected {layout.count} values for {layout.name}")
+        stride = layout.size // max(layout.count, 1)
+        for i, v in enumerate(items):
+            pack_plain(block, offset + i * stride, layout.element, v, f"{name}[{i}]", structs, device, writable)
+        return
     if layout.kind == "struct":
         value = struct_dict(value, layout, name, structs)
+    if _torch_mod is not None and isinstance(value, _torch_mod.Tensor):
+        raise TypeError(f"argument '{name}': parameter of type {layout.name} takes a value, not a tensor")
     ctx = _lp.PackContext("argument")
     _lp.pack_value(block, offset, layout, value, name, ctx)
 
