@@ -62,6 +62,15 @@ def atomic_helpers() -> str:
                 comps = "xyzw"[:n]
                 body = " ".join(f"InterlockedAdd(d.{c}, v.{c});" for c in comps)
                 out.append(f"public void _sjt_add(inout vector<{s},{n}> d, vector<{s},{n}> v) {{ {body} }}")
+    # free functions the TensorView methods call (inside the struct, `InterlockedAdd` names the method)
+    for op in ("Add", "Min", "Max"):
+        out.append(f"public void _sjt_Interlocked{op}<T : __BuiltinArithmeticType>(inout T d, T v) {{ Interlocked{op}(d, v); }}")
+        out.append(f"public void _sjt_Interlocked{op}<T : __BuiltinArithmeticType>(inout T d, T v, out T old) {{ Interlocked{op}(d, v, old); }}")
+    for op in ("And", "Or", "Xor"):
+        out.append(f"public void _sjt_Interlocked{op}<T : __BuiltinIntegerType>(inout T d, T v) {{ Interlocked{op}(d, v); }}")
+        out.append(f"public void _sjt_Interlocked{op}<T : __BuiltinIntegerType>(inout T d, T v, out T old) {{ Interlocked{op}(d, v, old); }}")
+    out.append("public void _sjt_InterlockedExchange<T : __BuiltinArithmeticType>(inout T d, T v, out T old) { InterlockedExchange(d, v, old); }")
+    out.append("public void _sjt_InterlockedCompareExchange<T : __BuiltinArithmeticType>(inout T d, T c, T v, out T old) { InterlockedCompareExchange(d, c, v, old); }")
     return "\n".join(out) + "\n"
 
 
@@ -114,10 +123,10 @@ def tensor_view() -> str:
         L.append(f"    public T* data_ptr_at({params}) {{ return _data + _off({call}); }}")
         L.append(f"    public void _add({params}, T v) {{ if (_in({call})) _sjt_add(_data[_off({call})], v); }}")
         for op in ops_rmw:
-            L.append(f"    public void Interlocked{op}({params}, T v) {{ if (_in({call})) Interlocked{op}(_data[_off({call})], v); }}")
-            L.append(f"    public void Interlocked{op}({params}, T v, out T old) {{ T z; old = z; if (_in({call})) Interlocked{op}(_data[_off({call})], v, old); }}")
-        L.append(f"    public void InterlockedExchange({params}, T v, out T old) {{ T z; old = z; if (_in({call})) InterlockedExchange(_data[_off({call})], v, old); }}")
-        L.append(f"    public void InterlockedCompareExchange({params}, T cmp, T v, out T old) {{ T z; old = z; if (_in({call})) InterlockedCompareExchange(_data[_off({call})], cmp, v, old); }}")
+            L.append(f"    public void Interlocked{op}({params}, T v) {{ if (_in({call})) _sjt_Interlocked{op}(_data[_off({call})], v); }}")
+            L.append(f"    public void Interlocked{op}({params}, T v, out T old) {{ T z; old = z; if (_in({call})) _sjt_Interlocked{op}(_data[_off({call})], v, old); }}")
+        L.append(f"    public void InterlockedExchange({params}, T v, out T old) {{ T z; old = z; if (_in({call})) _sjt_InterlockedExchange(_data[_off({call})], v, old); }}")
+        L.append(f"    public void InterlockedCompareExchange({params}, T cmp, T v, out T old) {{ T z; old = z; if (_in({call})) _sjt_InterlockedCompareExchange(_data[_off({call})], cmp, v, old); }}")
     L.append("}")
     return "\n".join(L) + "\n"
 
