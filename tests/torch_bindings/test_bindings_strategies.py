@@ -157,11 +157,11 @@ def test_waves_have_the_backend_width(tdev):
     m = st.loadModule(str(SLANG / "vec_half.slang"))
     out = torch.zeros(64, dtype=torch.int32, device=tdev)
     with pytest.raises(TypeError, match="torch.uint32"):
-        m.lanes(out=out).launchRaw(blockSize=(64, 1, 1), gridSize=(1, 1, 1))
+        m.lanes(result=out).launchRaw(blockSize=(64, 1, 1), gridSize=(1, 1, 1))
     if not hasattr(torch, "uint32"):
         return
     out = torch.zeros(64, dtype=torch.uint32, device=tdev)
-    m.lanes(out=out).launchRaw(blockSize=(64, 1, 1), gridSize=(1, 1, 1))
+    m.lanes(result=out).launchRaw(blockSize=(64, 1, 1), gridSize=(1, 1, 1))
     width = 1 if tdev == "cpu" else 32                        # the CPU backend's wave is one thread
     assert torch.equal(out.cpu().to(torch.int64), torch.full((64,), width * 1000 + width, dtype=torch.int64))
 

@@ -178,7 +178,7 @@ ASR = ("if (!diff._in(CALL)) return; uint k = _sjt_asr_count; _sjt_asr_count = k
 def main() -> str:
     parts = [HEAD, atomic_helpers(), tensor_view()]
     parts.append(diff_view(
-        "DiffTensorView", "<T>", [], {"load": ATOMIC, "loadOnce": ONCE},
+        "DiffTensorView", "<T = float>", [], {"load": ATOMIC, "loadOnce": ONCE},
         "// slang-torch's default differentiable view: load's backward adds atomically; store's backward reads\n"
         "// and zeroes the output gradient; loadOnce / storeOnce use plain stores / loads (each index once)."))
     parts.append(diff_view(
