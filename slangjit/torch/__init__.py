@@ -25,9 +25,9 @@ from .convert import check_device, from_spy, spy_from_torch
 for _tp in (torch.Tensor, torch.nn.Parameter):
     register_signature(_tp, lambda v: ("torch",))
 
-# loadModule = ...   # slang-torch's loader: slangjit/torch/bindings (wired up by the lead at merge)
+from .bindings import DiffTensorView, autograd_function, clearSessionShaderCache, loadModule   # seed 004
 
-__all__ = ["create_torch_device", "to_torch", "from_torch", "torch_call", "SlangFunction", "custom_op_for",
+__all__ = ["loadModule", "DiffTensorView", "autograd_function", "clearSessionShaderCache", "create_torch_device", "to_torch", "from_torch", "torch_call", "SlangFunction", "custom_op_for",
            "is_torch_tensor_type"]
 
 

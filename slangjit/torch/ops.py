@@ -206,7 +206,7 @@ def spec_for(node, args, kwargs):
     device = node.function.module.device
     tdev = common_device(tensors, labels)
     C.check_device(device, tdev, labels[0])
-    key = (id(node.function), node._key, id(node.this), tuple(map(_tsig, tensors)),
+    key = (id(node.function), node._key, 0 if node.this is None else id(node.this), tuple(map(_tsig, tensors)),
            tuple(map(_asig, targs)), tuple((k, _asig(v)) for k, v in tkw.items()),
            tuple(map(_vsig, targs)), tuple((k, _vsig(v)) for k, v in tkw.items()))
     s = _SPECS.get(key)
