@@ -15,6 +15,7 @@ from .calldata import signature
 from .errors import KernelGenException, ResolveException
 from .hooks import find_call_hook
 from .rawdispatch import raw_dispatch
+from .textures import has_texture, tensor_to_texture, untexture, wants_texture
 
 _RETURN_MODES = {"numpy": "numpy", "tensor": "tensor"}
 _HOOKED = object()          # a call signature some hook (functional/hooks.py) claims: no CallData of ours
@@ -165,7 +166,13 @@ class FunctionNode:
             if isinstance(r, (str, type)):
                 kwargs = dict(kwargs)
                 del kwargs["_result"]
+                if wants_texture(r):
+                    return tensor_to_texture(self.return_type("tensor")(*args, **kwargs))
                 return self.return_type(r)(*args, **kwargs)
+            if has_texture(args, kwargs):
+                args, kwargs = untexture(args, kwargs)
+        elif has_texture(args, kwargs):
+            args, kwargs = untexture(args, kwargs)
         cargs = (self.this,) + args if self.this is not None else args
         key = tuple(map(signature, cargs))
         if kwargs:
@@ -188,6 +195,8 @@ class FunctionNode:
 
     def resolve(self, *args, **kwargs) -> CallData:
         """The (cached) CallData that a call with these arguments runs, without running it."""
+        if has_texture(args, kwargs):
+            args, kwargs = untexture(args, kwargs)
         if self.this is not None:
             args = (self.this,) + args
         key = tuple(map(signature, args))
@@ -218,11 +227,15 @@ class FunctionNode:
             kwargs = dict(kwargs)
             del kwargs["_result"]
             node = self.return_type(r)
+        if has_texture(args, kwargs):
+            args, kwargs = untexture(args, kwargs)
         cd, args = node._call_data(args, kwargs)
         command_encoder.append(lambda: cd.run(args, kwargs))
         return None
 
     def _call_data(self, args, kwargs):
+        if has_texture(args, kwargs):
+            args, kwargs = untexture(args, kwargs)
         if self.this is not None:
             args = (self.this,) + args
         key = tuple(map(signature, args))

@@ -521,6 +521,8 @@ class TensorParamLeaf(Leaf):
         u = self.u
         if c in ("Tensor", "WTensor", "RWTensor", "AtomicTensor"):
             return self._view(kb, u + "_", f"{c}<{T}, {D}>")
+        if self.ptype.is_texture:
+            return self._view(kb, u + "_", f"{c}<{T}>")
         prim_kind = "Tensor" if c in ("DiffTensor", "PrimalTensor") else "RWTensor"
         pv = self._view(kb, u + "_", f"{prim_kind}<{T}, {D}>")
         var = kb.tmp()
