@@ -8,7 +8,7 @@ A texture argument is bound as the tensor of one of its mip levels (mip 0, or a 
 """
 from __future__ import annotations
 
-from ..runtime.textures import Texture, TextureType, TextureView, format_for
+from ..runtime.textures import Texture, TextureType, TextureUsage, TextureView, format_for
 from ..tensor import Tensor
 
 TEXTURE_TYPES = (Texture, TextureView)
@@ -58,6 +58,7 @@ def tensor_to_texture(t: Tensor) -> Texture:
     fmt = format_for(scalar, channels)
     ttype = (TextureType.texture_1d, TextureType.texture_2d, TextureType.texture_3d)[nd - 1]
     ext = list(reversed(t.shape)) + [1, 1]
-    tex = t.device.create_texture(type=ttype, format=fmt, width=ext[0], height=ext[1], depth=ext[2])
+    tex = t.device.create_texture(type=ttype, format=fmt, width=ext[0], height=ext[1], depth=ext[2],
+                                  usage=TextureUsage.shader_resource | TextureUsage.unordered_access)
     tex.copy_from_numpy(t.to_numpy())
     return tex

@@ -15,6 +15,7 @@ import numpy as np
 
 ALL_MIPS = 0
 _RW_USAGE = 8 | 16          # BufferUsage.shader_resource | unordered_access (runtime/base.py)
+# a texture without TextureUsage.unordered_access is read-only in calls (its buffers are shader_resource only)
 
 
 class TextureType(IntEnum):
@@ -140,7 +141,7 @@ class Texture:
         for m in range(self.mip_count):
             n = int(np.prod(self.mip_extent(m))) * self.layers
             self._buffers.append(device.create_buffer(size=n * self.texel_size, struct_size=self.texel_size,
-                                                      usage=_RW_USAGE))
+                                                      usage=_RW_USAGE if self.usage & TextureUsage.unordered_access else 8))
 
     def mip_extent(self, mip: int) -> tuple:
         """The texel shape of one layer of mip level `mip`, outermost first: ([depth,] [height,] width)."""
