@@ -51,6 +51,7 @@ class FunctionNode:
             self.call_group_shape_ = None
             self.thread_group_size_ = None
             self.type_conformances_: tuple = ()
+            self.prelude_: str = ""
         else:
             self.bwds_mode = parent.bwds_mode
             self.maps = parent.maps
@@ -61,11 +62,12 @@ class FunctionNode:
             self.call_group_shape_ = parent.call_group_shape_
             self.thread_group_size_ = parent.thread_group_size_
             self.type_conformances_ = parent.type_conformances_
+            self.prelude_ = parent.prelude_
         for k, v in changes.items():
             setattr(self, k, v)
         self._key = (self.bwds_mode, _map_key(self.maps), self.return_type_mode,
                      tuple(sorted((k, repr(v)) for k, v in self.constants_.items())),
-                     self.call_group_shape_, self.thread_group_size_, self.type_conformances_)
+                     self.call_group_shape_, self.thread_group_size_, self.type_conformances_, self.prelude_)
         self._cache = function._node_caches.setdefault(self._key, {})
 
     # identity semantics, spelled out: slangjit.torch passes nodes into torch.compile regions as constants
@@ -97,6 +99,14 @@ class FunctionNode:
         c = dict(self.constants_)
         c.update(constants)
         return FunctionNode(self.function, self, constants_=c)
+
+    def prelude(self, code: str) -> "FunctionNode":
+        """Slang text added to the call's generated kernel module (after the module's own declarations), e.g.
+        the `export struct VAL : IVal = Val10;` that binds a link-time type of the module.  Preludes given
+        in turn are concatenated."""
+        if not isinstance(code, str):
+            raise TypeError(f"prelude: expected Slang source text (a str), got {type(code).__name__}")
+        return FunctionNode(self.function, self, prelude_=self.prelude_ + code + "\n")
 
     def call_group_shape(self, shape) -> "FunctionNode":
         """Run the call in groups of `shape` elements (padded with leading 1s to the call's dimensions): the
