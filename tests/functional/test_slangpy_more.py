@@ -46,3 +46,30 @@ def test_prelude_errors(device):
         m.scaled.prelude(5)
     with pytest.raises(spy.KernelGenException, match=r"sj_more_prelude_err\.slang:\d+:\d+: error"):
         m.scaled.prelude("this is not slang")(3)
+
+
+ARRAYS = """
+int arr_ctor(int x)
+{
+    int a[3] = int[3](x, 2);            // as {x, 2}: the last element is 0 (checked against slangc)
+    float c[2] = float[2](1.5, 2);
+    int one[1] = int[1](0);
+    return a[0] + a[1] * 10 + a[2] * 100 + int(c[0] * 2 + c[1]) + one[0];
+}
+int[2] arr_ret(int x) { return int[2](x, x + 1); }
+"""
+
+
+def test_array_constructor_syntax(device):
+    m = spy.Module.load_from_source(device, "sj_more_arrays", ARRAYS)
+    assert m.arr_ctor(7) == 7 + 20 + 0 + 5
+    np.testing.assert_array_equal(m.arr_ctor(np.array([1, 2], np.int32), _result="numpy"), [26, 27])
+    assert list(m.arr_ret(4)) == [4, 5]
+
+
+def test_array_constructor_too_many_values(device):
+    m = spy.Module.load_from_source(device, "sj_more_arrays_bad",
+                                    "int f(int x) { int a[2] = int[2](x, 1, 2); return a[0]; }")
+    with pytest.raises(Exception, match=r"sj_more_arrays_bad\.slang:1:\d+: error E3055: too many initializers "
+                                        r"for 'int\[2\]'"):
+        m.f(1)
