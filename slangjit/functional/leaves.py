@@ -249,6 +249,8 @@ class ContainerLeaf(Leaf):
 
     def emit_load(self, kb):
         if self.convert:
+            if isinstance(self.ptype, S.PointerT):
+                return f"(({self.ptype.name})({self._load_from(kb, self.u + '_', self.dtype)}))"
             return f"{self.ptype.name}({self._load_from(kb, self.u + '_', self.dtype)})"
         return self._load_from(kb, self.u + "_", self.ptype)
 

@@ -73,3 +73,29 @@ def test_array_constructor_too_many_values(device):
     with pytest.raises(Exception, match=r"sj_more_arrays_bad\.slang:1:\d+: error E3055: too many initializers "
                                         r"for 'int\[2\]'"):
         m.f(1)
+
+
+PTRS = """
+int read_ptr(int* buffer) { return *buffer; }
+int read_idx(int idx, int* ptr) { return ptr[idx]; }
+int read_sb(int idx, StructuredBuffer<int*> buffer) { return *buffer[idx]; }
+"""
+
+
+def test_pointers_from_addresses(device):
+    """SlangPy's test_pointers.py: device addresses as pointer arguments, a buffer of pointers, and a container
+    of 64-bit addresses vectorised over a pointer parameter."""
+    m = spy.Module.load_from_source(device, "sj_more_ptrs", PTRS)
+    rng = np.random.default_rng(7)
+    vals = rng.integers(0, 100, 1000).astype(np.int32)
+    data = device.create_buffer(size=4 * 1000, usage=spy.BufferUsage.shader_resource, data=vals)
+    assert m.read_ptr(data.device_address + 4 * 17) == vals[17]
+    np.testing.assert_array_equal(m.read_idx(spy.grid(shape=(1000,)), data.device_address, _result="numpy"), vals)
+    idx = rng.integers(0, 1000, 64).astype(np.uint64)
+    ptrs = idx * 4 + np.uint64(data.device_address)
+    pbuf = device.create_buffer(struct_size=8, element_count=64, usage=spy.BufferUsage.shader_resource, data=ptrs)
+    np.testing.assert_array_equal(m.read_sb(spy.grid(shape=(64,)), pbuf, _result="numpy"), vals[idx.astype(int)])
+    np.testing.assert_array_equal(m.read_ptr(spy.NDBuffer.from_numpy(device, ptrs), _result="numpy"),
+                                  vals[idx.astype(int)])
+    with pytest.raises(Exception, match="does not match slang type int\\*"):
+        m.read_ptr(spy.NDBuffer.from_numpy(device, ptrs.astype(np.float64)))
