@@ -99,3 +99,65 @@ def test_pointers_from_addresses(device):
                                   vals[idx.astype(int)])
     with pytest.raises(Exception, match="does not match slang type int\\*"):
         m.read_ptr(spy.NDBuffer.from_numpy(device, ptrs.astype(np.float64)))
+
+
+@pytest.mark.parametrize("sync", ["none", "global", "resource"])
+def test_encoder_barriers_and_buffer_states(device, sync):
+    """SlangPy's test_pointer_barriers: two recorded copies through pointers, with global barriers or
+    buffer-state transitions between them (in-order execution: both are no-ops that check their arguments)."""
+    m = spy.Module.load_from_source(device, "sj_more_barriers",
+                                    "void ptp(int idx, int* src, int* dst) { dst[idx] = src[idx]; }")
+    vals = np.random.default_rng(8).integers(0, 100, 200).astype(np.int32)
+    rw = spy.BufferUsage.shader_resource | spy.BufferUsage.unordered_access
+    src = device.create_buffer(element_count=200, struct_size=4, usage=spy.BufferUsage.shader_resource, data=vals)
+    tmp = device.create_buffer(element_count=200, struct_size=4, usage=rw)
+    dst = device.create_buffer(element_count=200, struct_size=4, usage=rw)
+    enc = device.create_command_encoder()
+    g = spy.grid(shape=(200,))
+    if sync == "global":
+        enc.global_barrier()
+    else:
+        enc.set_buffer_state(tmp, spy.ResourceState.unordered_access)
+    m.ptp(g, src, tmp, _append_to=enc)
+    if sync == "global":
+        enc.global_barrier()
+    elif sync == "resource":
+        enc.set_buffer_state(tmp, spy.ResourceState.shader_resource)
+        enc.set_buffer_state(dst, spy.ResourceState.unordered_access)
+    m.ptp(g, tmp, dst, _append_to=enc)
+    assert not dst.to_numpy().any()                  # nothing has run before submit
+    device.submit_command_buffer(enc.finish())
+    np.testing.assert_array_equal(dst.to_numpy().view(np.int32), vals)
+    with pytest.raises(TypeError, match="set_buffer_state: expected a Buffer"):
+        device.create_command_encoder().set_buffer_state(np.zeros(3), spy.ResourceState.general)
+    with pytest.raises(RuntimeError, match="finished"):
+        enc.global_barrier()
+
+
+STRUCTS = """
+import "slangpy";
+struct SimpleVec2 { float x; float y; };
+float sum_vec2(SimpleVec2 v) { return v.x + v.y; }
+struct TrainingSample { float valid; int material_id; float2 uv; float3 wi; float3 wo; int mip_level; float3 target; };
+"""
+
+
+def test_struct_buffer_layout_and_structured_numpy(device):
+    """SlangPy's test_structured_numpy.py: `Struct.buffer_layout.stride` equals the packed numpy itemsize, and
+    structured arrays round-trip through NDBuffer / Tensor of the struct."""
+    m = spy.Module.load_from_source(device, "sj_more_structs", STRUCTS)
+    ts = np.dtype([("valid", np.float32), ("material_id", np.int32), ("uv", np.float32, (2,)),
+                   ("wi", np.float32, (3,)), ("wo", np.float32, (3,)), ("mip_level", np.int32),
+                   ("target", np.float32, (3,))])
+    assert m.TrainingSample.buffer_layout.stride == ts.itemsize == 56
+    assert m.SimpleVec2.buffer_layout.stride == 8 and m.SimpleVec2.buffer_layout.alignment == 4
+    data = np.zeros(5, dtype=ts)
+    data["valid"] = np.arange(5)
+    data["material_id"] = np.arange(5) * 10
+    data["target"] = 0.5
+    buf = spy.NDBuffer(device, dtype=m.TrainingSample, shape=(5,))
+    buf.copy_from_numpy(data)
+    assert buf.to_numpy().tobytes() == data.tobytes()
+    v2 = np.array([(1.0, 2.0), (3.0, 4.5)], dtype=[("x", np.float32), ("y", np.float32)])
+    t = spy.Tensor.from_numpy(device, v2, dtype=m.SimpleVec2)
+    np.testing.assert_allclose(m.sum_vec2(t, _result="numpy"), [3.0, 7.5])
