@@ -218,3 +218,16 @@ def test_texture_errors(m, device):
     f = device.create_texture(type=TextureType.texture_2d, width=4, height=4, format=Format.rgba32_float)
     with pytest.raises(TypeError, match="read-only .*RWTexture2D<float4>.*'dst'"):
         m.copy_pixel_texture_2d(np.zeros((4, 4, 2), np.int32), f, f)
+
+
+def test_read_write_texture_instance_buffer_coords(m, device):
+    """SlangPy's form of the copy: grid coordinates in an InstanceBuffer of `int2` (copy_from_numpy), full
+    mip chain, mip 0 copied."""
+    g = np.stack(np.indices((SIZE, SIZE)), -1).astype(np.int32)
+    coords = spy.InstanceBuffer(struct=m.int2.as_struct(), shape=g.shape[:-1])
+    coords.copy_from_numpy(g)
+    src = device.create_texture(_desc(TextureType.texture_2d, 1, ALL_MIPS))
+    dst = device.create_texture(_desc(TextureType.texture_2d, 1, ALL_MIPS))
+    data = _fill(src, np.random.default_rng(9))
+    m.copy_pixel_texture_2d(coords, src, dst)
+    np.testing.assert_array_equal(dst.to_numpy(), data[0][0])
