@@ -165,9 +165,10 @@ class Texture:
         self._check(layer, mip)
         a = np.asarray(data)
         want = self._np_shape(mip)
-        if a.size != int(np.prod(want)):
+        shape = a.shape[:-1] if self.channels == 1 and a.ndim == len(want) + 1 and a.shape[-1] == 1 else a.shape
+        if tuple(shape) != want:
             raise ValueError(f"copy_from_numpy: data of shape {a.shape} does not fit mip {mip} of the texture "
-                             f"(texels {want})")
+                             f"(expected {want}: [depth,] [height,] width[, channels])")
         raw = np.ascontiguousarray(a.astype(self.np_dtype, copy=False)).reshape(-1).view(np.uint8)
         self._buffers[mip].set_data(raw, layer * raw.size)
 

@@ -213,6 +213,11 @@ def test_texture_errors(m, device):
         tex.to_numpy(mip=1)
     with pytest.raises(ValueError, match="does not fit"):
         tex.copy_from_numpy(np.zeros((3, 4), np.float32))
+    wide = device.create_texture(type=TextureType.texture_2d, width=4, height=2, format=Format.r32_float)
+    with pytest.raises(ValueError, match=r"does not fit mip 0 of the texture \(expected \(2, 4\)"):
+        wide.copy_from_numpy(np.zeros((4, 2), np.float32))          # same size, transposed: refused
+    wide.copy_from_numpy(np.arange(8, dtype=np.float32).reshape(2, 4, 1))   # a trailing channel of 1 is fine
+    np.testing.assert_array_equal(wide.to_numpy(), np.arange(8).reshape(2, 4))
     with pytest.raises(TypeError, match="unexpected keyword"):
         device.create_texture(type=TextureType.texture_2d, width=4, colour=1)
     f = device.create_texture(type=TextureType.texture_2d, width=4, height=4, format=Format.rgba32_float)
