@@ -366,6 +366,9 @@ class Binder:
             # SlangPy: an explicit mapping (.map((0,)) or .map(float)) makes the element type the container's,
             # which the call converts to the parameter's (a float tensor into an `int` parameter)
             convert = True
+        elif isinstance(P, S.PointerT) and dt.kind == "scalar" and dt.name in ("uint64_t", "int64_t") and \
+                direction == "in":
+            convert = True      # SlangPy: a container of 64-bit device addresses vectorises over a pointer parameter
         else:
             raise _Fail(f"python type {_py_type_name(v)} does not match slang type {P.name}")
         if not explicit and not self.implicit_element_casts:

@@ -15,6 +15,7 @@ from .calldata import signature
 from .errors import KernelGenException, ResolveException
 from .hooks import find_call_hook
 from .rawdispatch import raw_dispatch
+from .textures import has_texture, tensor_to_texture, untexture, wants_texture
 
 _RETURN_MODES = {"numpy": "numpy", "tensor": "tensor"}
 _HOOKED = object()          # a call signature some hook (functional/hooks.py) claims: no CallData of ours
@@ -50,6 +51,7 @@ class FunctionNode:
             self.call_group_shape_ = None
             self.thread_group_size_ = None
             self.type_conformances_: tuple = ()
+            self.prelude_: str = ""
         else:
             self.bwds_mode = parent.bwds_mode
             self.maps = parent.maps
@@ -60,11 +62,12 @@ class FunctionNode:
             self.call_group_shape_ = parent.call_group_shape_
             self.thread_group_size_ = parent.thread_group_size_
             self.type_conformances_ = parent.type_conformances_
+            self.prelude_ = parent.prelude_
         for k, v in changes.items():
             setattr(self, k, v)
         self._key = (self.bwds_mode, _map_key(self.maps), self.return_type_mode,
                      tuple(sorted((k, repr(v)) for k, v in self.constants_.items())),
-                     self.call_group_shape_, self.thread_group_size_, self.type_conformances_)
+                     self.call_group_shape_, self.thread_group_size_, self.type_conformances_, self.prelude_)
         self._cache = function._node_caches.setdefault(self._key, {})
 
     # identity semantics, spelled out: slangjit.torch passes nodes into torch.compile regions as constants
@@ -96,6 +99,14 @@ class FunctionNode:
         c = dict(self.constants_)
         c.update(constants)
         return FunctionNode(self.function, self, constants_=c)
+
+    def prelude(self, code: str) -> "FunctionNode":
+        """Slang text added to the call's generated kernel module (after the module's own declarations), e.g.
+        the `export struct VAL : IVal = Val10;` that binds a link-time type of the module.  Preludes given
+        in turn are concatenated."""
+        if not isinstance(code, str):
+            raise TypeError(f"prelude: expected Slang source text (a str), got {type(code).__name__}")
+        return FunctionNode(self.function, self, prelude_=self.prelude_ + code + "\n")
 
     def call_group_shape(self, shape) -> "FunctionNode":
         """Run the call in groups of `shape` elements (padded with leading 1s to the call's dimensions): the
@@ -165,7 +176,13 @@ class FunctionNode:
             if isinstance(r, (str, type)):
                 kwargs = dict(kwargs)
                 del kwargs["_result"]
+                if wants_texture(r):
+                    return tensor_to_texture(self.return_type("tensor")(*args, **kwargs))
                 return self.return_type(r)(*args, **kwargs)
+            if has_texture(args, kwargs):
+                args, kwargs = untexture(args, kwargs)
+        elif has_texture(args, kwargs):
+            args, kwargs = untexture(args, kwargs)
         cargs = (self.this,) + args if self.this is not None else args
         key = tuple(map(signature, cargs))
         if kwargs:
@@ -188,6 +205,8 @@ class FunctionNode:
 
     def resolve(self, *args, **kwargs) -> CallData:
         """The (cached) CallData that a call with these arguments runs, without running it."""
+        if has_texture(args, kwargs):
+            args, kwargs = untexture(args, kwargs)
         if self.this is not None:
             args = (self.this,) + args
         key = tuple(map(signature, args))
@@ -218,11 +237,15 @@ class FunctionNode:
             kwargs = dict(kwargs)
             del kwargs["_result"]
             node = self.return_type(r)
+        if has_texture(args, kwargs):
+            args, kwargs = untexture(args, kwargs)
         cd, args = node._call_data(args, kwargs)
         command_encoder.append(lambda: cd.run(args, kwargs))
         return None
 
     def _call_data(self, args, kwargs):
+        if has_texture(args, kwargs):
+            args, kwargs = untexture(args, kwargs)
         if self.this is not None:
             args = (self.this,) + args
         key = tuple(map(signature, args))

@@ -67,6 +67,9 @@ class InstanceTensor(InstanceList):
     def to_numpy(self):
         return self._data.to_numpy()
 
+    def copy_from_numpy(self, data) -> None:
+        self._data.copy_from_numpy(data)
+
 
 class InstanceDifferentiableTensor(InstanceTensor):
     """An InstanceTensor whose tensor carries gradients (`.grad`), for `.bwds` calls of the struct's

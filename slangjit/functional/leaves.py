@@ -249,6 +249,8 @@ class ContainerLeaf(Leaf):
 
     def emit_load(self, kb):
         if self.convert:
+            if isinstance(self.ptype, S.PointerT):
+                return f"(({self.ptype.name})({self._load_from(kb, self.u + '_', self.dtype)}))"
             return f"{self.ptype.name}({self._load_from(kb, self.u + '_', self.dtype)})"
         return self._load_from(kb, self.u + "_", self.ptype)
 
@@ -534,6 +536,8 @@ class TensorParamLeaf(Leaf):
         u = self.u
         if c in ("Tensor", "WTensor", "RWTensor", "AtomicTensor"):
             return self._view(kb, u + "_", f"{c}<{T}, {D}>")
+        if self.ptype.is_texture:
+            return self._view(kb, u + "_", f"{c}<{T}>")
         prim_kind = "Tensor" if c in ("DiffTensor", "PrimalTensor") else "RWTensor"
         pv = self._view(kb, u + "_", f"{prim_kind}<{T}, {D}>")
         var = kb.tmp()

@@ -180,6 +180,18 @@ def _split_generic(name: str):
     return name[:i].strip(), name[i:]
 
 
+class BufferLayout:
+    """SlangPy's `Struct.buffer_layout`: `size`, `alignment` and `stride` of the type as a buffer element."""
+
+    def __init__(self, t: S.SType):
+        self.type = t
+        self.size, self.alignment = t.size, max(1, t.align)
+        self.stride = -(-self.size // self.alignment) * self.alignment
+
+    def __repr__(self):
+        return f"BufferLayout({self.type.name}, size={self.size}, alignment={self.alignment}, stride={self.stride})"
+
+
 class Struct:
     """A Slang type of a module: constructor, methods (`this` as first argument), and a dtype for tensors."""
 
@@ -214,6 +226,11 @@ class Struct:
     @property
     def device(self):
         return self.module.device
+
+    @property
+    def buffer_layout(self) -> "BufferLayout":
+        """The type's layout as an element of a buffer (`stride`: its size rounded up to its alignment)."""
+        return BufferLayout(self._sj_stype)
 
     def as_struct(self):
         return self

@@ -39,6 +39,11 @@ TENSOR_KINDS = {
     "DiffTensor": "r", "WDiffTensor": "w", "RWDiffTensor": "rw",
     "PrimalTensor": "r", "WPrimalTensor": "w", "RWPrimalTensor": "rw",
 }
+# slangpy.slang's buffer-backed textures: bound like a tensor of their dimensions (runtime/textures.py)
+TEXTURE_DIMS = {"Texture1D": 1, "Texture2D": 2, "Texture3D": 3, "Texture1DArray": 2, "Texture2DArray": 3,
+                "TextureCube": 3}
+TEXTURE_DIMS.update({"RW" + k: v for k, v in list(TEXTURE_DIMS.items())})
+TENSOR_KINDS.update({k: "rw" if k.startswith("RW") else "r" for k in TEXTURE_DIMS})
 _SKIND = {"float": "f", "int": "i", "uint": "u", "bool": "b"}
 
 
@@ -223,13 +228,14 @@ class TensorT(SType):
         self.tkind, self.elem, self.dims = tkind, elem, _count(dims)
         self.decls = decls
         self._ct = ct
-        self.name = f"{tkind}<{elem.name}, {self.dims}>"
+        self.is_texture = tkind in TEXTURE_DIMS
+        self.name = f"{tkind}<{elem.name}>" if self.is_texture else f"{tkind}<{elem.name}, {self.dims}>"
         self.access = TENSOR_KINDS[tkind]
 
     @property
     def ct(self):
         if self._ct is None and self.decls is not None and self.elem.ct is not None and isinstance(self.dims, int):
-            self._ct = self.decls.apply(self.tkind, [self.elem.ct, self.dims])
+            self._ct = self.decls.apply(self.tkind, [self.elem.ct] if self.is_texture else [self.elem.ct, self.dims])
         return self._ct
 
     @property
@@ -356,6 +362,8 @@ def view(ct, decls=None) -> SType:
         tk = decls.generic_name(ct) if decls is not None else None
         if tk in TENSOR_KINDS and _is_slangpy(decls.declared_in(ct)):
             args = list(ct.args) + [1] * (2 - len(ct.args))
+            if tk in TEXTURE_DIMS:
+                args[1] = TEXTURE_DIMS[tk]
             return TensorT(tk, view(args[0], decls), args[1], decls, ct if not T.contains_vars(ct) else None)
         return StructT(ct, decls) if isinstance(ct, T.StructType) else InterfaceT(ct, decls)
     if isinstance(ct, T.EnumType):

@@ -25,6 +25,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from . import textures as _textures
 from .. import compiler             # compiler.compile_program looked up per call (tests stand in for it)
 from ..compiler.passes.options import DEFAULT_OPTIONS, PipelineOptions
 from ..compiler.source import CompileError
@@ -649,6 +650,11 @@ class Device:
             usage = BufferUsage.none
         return self._new_buffer(BufferDesc(size, struct_size, BufferUsage(int(usage)), MemoryType(int(memory_type)),
                                            format, default_state, label), raw)
+
+    def create_texture(self, desc=None, **kwargs):
+        """A buffer-backed texture (runtime/textures.py): `create_texture(TextureDesc)` or keyword fields
+        (`type`, `format`, `width`, `height`, `depth`, `array_length`, `mip_count`, `usage`, `data`)."""
+        return _textures.make_texture(self, desc, **kwargs)
 
     def _make_info(self) -> DeviceInfo:
         raise NotImplementedError

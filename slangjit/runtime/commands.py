@@ -72,6 +72,24 @@ class CommandEncoder:
             raise RuntimeError("Command encoder is finished: create a new one to record more work")
         self._ops.append(op)
 
+    # Barriers and resource-state transitions order work on a GPU queue; recorded work here runs in order, one
+    # operation after the other, so they have nothing to do beyond checking their arguments.
+    def global_barrier(self) -> None:
+        if self._state["finished"]:
+            raise RuntimeError("Command encoder is finished: create a new one to record more work")
+
+    def set_buffer_state(self, buffer, state) -> None:
+        self.global_barrier()
+        if not getattr(buffer, "_sj_buffer", False):
+            raise TypeError(f"set_buffer_state: expected a Buffer, got {type(buffer).__name__}")
+        int(state)          # a ResourceState (or its integer value)
+
+    def set_texture_state(self, texture, state) -> None:
+        self.global_barrier()
+        if not getattr(texture, "_sj_texture", False):
+            raise TypeError(f"set_texture_state: expected a Texture, got {type(texture).__name__}")
+        int(state)
+
     def finish(self) -> CommandBuffer:
         if self._state["finished"]:
             raise RuntimeError("Command encoder is finished: finish() was already called")

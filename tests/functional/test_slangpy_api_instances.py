@@ -253,3 +253,10 @@ def test_instance_kernels_compile_with_nvrtc(device):
                                            name="particles")], ["_sj_main"], target="cuda",
                                include_paths=[spy.SHADER_PATH, str(HERE)])
         assert b".entry" in nvrtc_ptx(prog.source)
+
+
+def test_experimental_diffinstancelist_import_path(device):
+    """SlangPy's `slangpy.experimental.diffinstancelist` path gives the same classes as the package root."""
+    from slangjit.experimental import diffinstancelist as dil
+    assert dil.InstanceDifferentiableBuffer is spy.InstanceDifferentiableBuffer
+    assert dil.InstanceDifferentiableTensor is spy.InstanceDifferentiableTensor

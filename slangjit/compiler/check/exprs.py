@@ -67,6 +67,9 @@ class ExprsMixin:
                 return TypeRes(T.PointerType(self.resolve_type(e.element, ctx)))
             if isinstance(e, ast.EachExpr):
                 return self.each(e, ctx)
+            if isinstance(e, ast.Index):
+                r = self.index(e, ctx)          # `int[3]` (a type: `int[3](1, 2, 3)` constructs it) or a value
+                return r if isinstance(r, TypeRes) else ValueRes(self.value_of(r, e.loc, ctx))
             return ValueRes(self.expr_value(e, ctx))
         finally:
             self._depth -= 1
@@ -381,8 +384,12 @@ class ExprsMixin:
             return self.vector_construct(t, args, loc, ctx)
         if isinstance(t, T.StructType):
             return self.init_call(t, args, loc, ctx)
-        if isinstance(t, T.ArrayType) and not args:
-            return ir.Construct(t, [], loc=loc)
+        if isinstance(t, T.ArrayType):
+            # `int[3](1, 2)`: as the initializer list {1, 2} (the remaining elements are zero)
+            if t.n is not None and len(args) > t.n:
+                raise self.err("E3055", f"too many initializers for '{t}': it has {t.n} element(s)", loc)
+            vals = [self.coerce_arg(a, t.elem, ctx) for a in args]
+            return ir.Construct(t if t.n is not None else T.ArrayType(t.elem, len(vals)), vals, loc=loc)
         if isinstance(t, T.OptionalType):
             if not args:
                 return ir.Construct(t, [], loc=loc)

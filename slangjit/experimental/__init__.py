@@ -1,0 +1,1 @@
+"""SlangPy's `slangpy.experimental` import paths (the classes live in slangjit.functional)."""
