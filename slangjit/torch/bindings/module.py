@@ -86,14 +86,31 @@ class _Runtime:
 
     def launch(self, kern, block, groups: int) -> None:
         if self.cuda:
-            s = M._torch().cuda.current_stream(self.tdevice)
-            _cuda_launch(kern, block, groups, _cuda_stream(s.cuda_stream))
+            _cuda_launch(kern, block, groups, _cuda_stream(_current_stream_handle(self.tdevice)))
         else:
             _cpu_launch(kern, block, groups)
 
 
+_streams: dict = {}
+
+
+def _current_stream_handle(tdevice) -> int:
+    """torch's current CUDA stream on `tdevice`, as an int handle (torch's raw-stream query where it has one:
+    a few hundred ns, against microseconds for a torch.cuda.Stream object)."""
+    torch = M._torch()
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw(tdevice.index if tdevice.index is not None else torch.cuda.current_device())
+    return torch.cuda.current_stream(tdevice).cuda_stream
+
+
 def _cuda_stream(handle: int):
-    return _stream_handle(handle)
+    """The CUstream of a handle, made once per handle (the same object each time, which also lets the
+    module's globals upload see an unchanged stream)."""
+    s = _streams.get(handle)
+    if s is None:
+        s = _streams[handle] = _stream_handle(handle)
+    return s
 
 
 def _cuda_launch(kern, block, groups: int, stream) -> None:
