@@ -127,15 +127,18 @@ def _cuda_launch(kern, block, groups: int, stream) -> None:
         kern._check_after()
 
 
+_U32x3 = ctypes.c_uint32 * 3
+
+
 def _cpu_launch(kern, block, groups: int) -> None:
     """The packed block to the CPU launcher over the runtime's thread pool (as ComputeKernel.dispatch)."""
     g = getattr(kern, "_sjt_gblock", None)
     if g is None:
         g = kern._sjt_gblock = _lp.aligned_zeros(max(kern._globals_size, 8))
-    gc = (ctypes.c_uint32 * 3)(groups, 1, 1)
+    gc = _U32x3(groups, 1, 1)
     rec = ErrorRecord()
     _get_pool().run(kern._fn, (g.ctypes.data, block.ctypes.data, ctypes.addressof(gc)), groups,
-                    (ctypes.addressof(rec),))
+                    (ctypes.addressof(rec),), kern._chunks)
     if rec.code:
         raise_if_failed(rec, sites_lookup(kern.compiled.reflection.error_sites), kern.entry_name)
 
