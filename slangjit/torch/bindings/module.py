@@ -132,12 +132,13 @@ _U32x3 = ctypes.c_uint32 * 3
 
 def _cpu_launch(kern, block, groups: int) -> None:
     """The packed block to the CPU launcher over the runtime's thread pool (as ComputeKernel.dispatch)."""
-    g = getattr(kern, "_sjt_gblock", None)
-    if g is None:
+    gaddr = getattr(kern, "_sjt_gaddr", None)
+    if gaddr is None:                  # the globals block lives on the kernel: its address is taken once
         g = kern._sjt_gblock = _lp.aligned_zeros(max(kern._globals_size, 8))
+        gaddr = kern._sjt_gaddr = g.ctypes.data
     gc = _U32x3(groups, 1, 1)
     rec = ErrorRecord()
-    _get_pool().run(kern._fn, (g.ctypes.data, block.ctypes.data, ctypes.addressof(gc)), groups,
+    _get_pool().run(kern._fn, (gaddr, block.ctypes.data, ctypes.addressof(gc)), groups,
                     (ctypes.addressof(rec),), kern._chunks)
     if rec.code:
         raise_if_failed(rec, sites_lookup(kern.compiled.reflection.error_sites), kern.entry_name)
