@@ -179,6 +179,13 @@ class TestAutoPyBind:
             m.square(input=x, output=x).launchRaw(blockSize=(32, 1), gridSize=(1, 1, 1))
         with pytest.raises(TypeError, match="gridSize must be a tuple of 3 ints"):
             m.square(input=x, output=x).launchRaw(blockSize=(32, 1, 1), gridSize=(1.0, 1, 1))
+        with pytest.raises(TypeError, match="blockSize must be a tuple of 3 ints"):
+            m.square(input=x, output=x).launchRaw(blockSize=(True, 1, 1), gridSize=(1, 1, 1))
+        with pytest.raises(ValueError, match=r"gridSize must not be negative, got \(1, -1, 1\)"):
+            m.square(input=x, output=x).launchRaw(blockSize=(32, 1, 1), gridSize=(1, -1, 1))
+        y = torch.zeros_like(x)
+        m.square(input=x + 1, output=y).launchRaw(blockSize=[32, 1, 1], gridSize=[1, 1, 1])   # lists too
+        assert torch.equal(y, torch.full_like(x, 4.0))
         with pytest.raises(TypeError, match=r"argument 'input': expected a torch\.float32 tensor.*torch\.int64"):
             m.square(input=torch.ones(4, dtype=torch.int64, device=tdev), output=x).launchRaw(
                 blockSize=(32, 1, 1), gridSize=(1, 1, 1))

@@ -60,6 +60,10 @@ class _EntryPlan:
 
 
 def _int3(v, what: str):
+    if type(v) is tuple and len(v) == 3:     # the common case, proven by exact types (bool is not int)
+        a, b, c = v
+        if type(a) is int and type(b) is int and type(c) is int and a >= 0 and b >= 0 and c >= 0:
+            return v
     if not isinstance(v, (tuple, list)) or len(v) != 3 or \
             not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
         raise TypeError(f"launchRaw: {what} must be a tuple of 3 ints, got {v!r}")

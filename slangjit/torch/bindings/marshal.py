@@ -42,7 +42,7 @@ def generic_n(layout) -> int:
 
 class ElemInfo:
     """The element type of a TensorView field: torch dtype name and vector width (0 for a scalar)."""
-    __slots__ = ("dtype", "width", "size", "name")
+    __slots__ = ("dtype", "width", "size", "name", "tdtype")
 
     def __init__(self, tv_layout):
         el = next(f for f in tv_layout.fields if f.name == "_data").layout.element
@@ -57,6 +57,7 @@ class ElemInfo:
         if scalar not in _SCALAR_TORCH:
             raise TypeError(f"TensorView of {el.name} has no torch dtype")
         self.dtype = _SCALAR_TORCH[scalar]
+        self.tdtype = getattr(_torch(), self.dtype, None)     # the torch.dtype (a singleton) when torch has it
         self.size = el.size
         self.name = el.name
 
@@ -70,8 +71,8 @@ def view_bytes(t, name: str, elem: ElemInfo, device, writable: bool) -> bytes:
     if t.device != device:
         raise ValueError(f"argument '{name}': tensor is on {t.device}, but this launch runs on {device} "
                          "(all tensors of a launch must be on one device; no implicit transfer)")
-    dt = str(t.dtype)[6:]
-    if dt != elem.dtype:
+    if t.dtype is not elem.tdtype and str(t.dtype)[6:] != elem.dtype:
+        dt = str(t.dtype)[6:]
         raise TypeError(f"argument '{name}': expected a torch.{elem.dtype} tensor for {elem.name} elements, "
                         f"got torch.{dt} (no implicit cast; use .to(torch.{elem.dtype}))")
     shape = t.shape

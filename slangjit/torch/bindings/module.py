@@ -86,14 +86,31 @@ class _Runtime:
 
     def launch(self, kern, block, groups: int) -> None:
         if self.cuda:
-            s = M._torch().cuda.current_stream(self.tdevice)
-            _cuda_launch(kern, block, groups, _cuda_stream(s.cuda_stream))
+            _cuda_launch(kern, block, groups, _cuda_stream(_current_stream_handle(self.tdevice)))
         else:
             _cpu_launch(kern, block, groups)
 
 
+_streams: dict = {}
+
+
+def _current_stream_handle(tdevice) -> int:
+    """torch's current CUDA stream on `tdevice`, as an int handle (torch's raw-stream query where it has one:
+    a few hundred ns, against microseconds for a torch.cuda.Stream object)."""
+    torch = M._torch()
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw(tdevice.index if tdevice.index is not None else torch.cuda.current_device())
+    return torch.cuda.current_stream(tdevice).cuda_stream
+
+
 def _cuda_stream(handle: int):
-    return _stream_handle(handle)
+    """The CUstream of a handle, made once per handle (the same object each time, which also lets the
+    module's globals upload see an unchanged stream)."""
+    s = _streams.get(handle)
+    if s is None:
+        s = _streams[handle] = _stream_handle(handle)
+    return s
 
 
 def _cuda_launch(kern, block, groups: int, stream) -> None:
@@ -110,15 +127,19 @@ def _cuda_launch(kern, block, groups: int, stream) -> None:
         kern._check_after()
 
 
+_U32x3 = ctypes.c_uint32 * 3
+
+
 def _cpu_launch(kern, block, groups: int) -> None:
     """The packed block to the CPU launcher over the runtime's thread pool (as ComputeKernel.dispatch)."""
-    g = getattr(kern, "_sjt_gblock", None)
-    if g is None:
+    gaddr = getattr(kern, "_sjt_gaddr", None)
+    if gaddr is None:                  # the globals block lives on the kernel: its address is taken once
         g = kern._sjt_gblock = _lp.aligned_zeros(max(kern._globals_size, 8))
-    gc = (ctypes.c_uint32 * 3)(groups, 1, 1)
+        gaddr = kern._sjt_gaddr = g.ctypes.data
+    gc = _U32x3(groups, 1, 1)
     rec = ErrorRecord()
-    _get_pool().run(kern._fn, (g.ctypes.data, block.ctypes.data, ctypes.addressof(gc)), groups,
-                    (ctypes.addressof(rec),))
+    _get_pool().run(kern._fn, (gaddr, block.ctypes.data, ctypes.addressof(gc)), groups,
+                    (ctypes.addressof(rec),), kern._chunks)
     if rec.code:
         raise_if_failed(rec, sites_lookup(kern.compiled.reflection.error_sites), kern.entry_name)
 
