@@ -1,6 +1,8 @@
 """Every test module of the slang-torch bindings, compiled for CUDA and through NVRTC (no GPU needed)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-bindings (NVRTC) not installed")
@@ -8,7 +10,7 @@ pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-bindings (NVRTC) not ins
 import slangjit.torch as st                                     # noqa: E402
 from slangjit.runtime import cuda_compiler                       # noqa: E402
 
-from conftest import SLANG                                       # noqa: E402
+SLANG = Path(__file__).resolve().parent / "slang"                # noqa: E402
 
 MODULES = [("seed_sqr.slang", {}), ("square_diff.slang", {}), ("strategies.slang", {"T": "float"}),
            ("strategies.slang", {"T": "double"}), ("vec_half.slang", {}), ("square_half.slang", {}),

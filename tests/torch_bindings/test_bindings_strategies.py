@@ -3,6 +3,8 @@ loadUniformOnce, ...R<T, N>, ...ASR<T, N>): gradients against float64 finite dif
 forward launch, plus each strategy's documented contract; element types double, float, half, float3."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -16,7 +18,7 @@ BS, GS = (32, 1, 1), (1, 1, 1)
 
 @pytest.fixture(scope="module")
 def m64(device):
-    from conftest import SLANG
+    SLANG = Path(__file__).resolve().parent / "slang"
     return st.loadModule(str(SLANG / "strategies.slang"), defines={"T": "double"})
 
 
@@ -121,7 +123,7 @@ def test_scatter_reduce(m64, tdev):
 
 
 def test_float_matches_double(tdev):
-    from conftest import SLANG
+    SLANG = Path(__file__).resolve().parent / "slang"
     m32 = st.loadModule(str(SLANG / "strategies.slang"), defines={"T": "float"})
     x = _x(N, tdev).float()
     b = _x(2, tdev, 2).float()
@@ -133,7 +135,7 @@ def test_float_matches_double(tdev):
 
 
 def test_vector_and_half_elements(tdev):
-    from conftest import SLANG
+    SLANG = Path(__file__).resolve().parent / "slang"
     m = st.loadModule(str(SLANG / "vec_half.slang"))
     x = torch.randn(6, 3, device=tdev)
     gx, y, gy = torch.zeros_like(x), torch.zeros(6, device=tdev), torch.rand(6, device=tdev)
@@ -153,7 +155,7 @@ def test_vector_and_half_elements(tdev):
 
 
 def test_waves_have_the_backend_width(tdev):
-    from conftest import SLANG
+    SLANG = Path(__file__).resolve().parent / "slang"
     m = st.loadModule(str(SLANG / "vec_half.slang"))
     out = torch.zeros(64, dtype=torch.int32, device=tdev)
     with pytest.raises(TypeError, match="torch.uint32"):
@@ -167,7 +169,7 @@ def test_waves_have_the_backend_width(tdev):
 
 
 def test_eight_dims_strided(tdev):
-    from conftest import SLANG
+    SLANG = Path(__file__).resolve().parent / "slang"
     m = st.loadModule(str(SLANG / "vec_half.slang"))
     base = torch.randn(2, 3, 2, 2, 1, 2, 3, 4, device=tdev)
     x = base.transpose(0, 7)                                  # strided, no copy
