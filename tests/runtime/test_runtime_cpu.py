@@ -553,7 +553,7 @@ def test_corrupt_cache_is_rebuilt(tmp_path):
     assert p.returncode == 0, p.stderr
     path = Path(json.loads(p.stdout)["path"])
     data = path.read_bytes()
-    for corrupt in (data[: len(data) // 2], b"garbage", data[:-1] + b"x", b""):
+    for corrupt in (data[: len(data) // 2], b"garbage", data[:-1] + bytes([data[-1] ^ 0xFF]), b""):   # last byte flipped (never a no-op)
         path.write_bytes(corrupt)
         p = _run_driver(tmp_path, src, env)
         assert p.returncode == 0, p.stderr
