@@ -118,14 +118,22 @@ def host_view(t: torch.Tensor, device, st: S.SType, host: bool = True, isz: int 
     isz = isz or t.element_size()
     nbytes = extent * isz or isz
     desc = _DESCS.get((nbytes, isz)) or _desc(nbytes, isz)
-    if host:
-        b = object.__new__(_TorchHostBuffer)
-        b.device = device
-        b.desc = desc
-        b._addr = t.data_ptr()
-        b._owner = t
-    else:
-        b = _wrap_cuda(device, t.data_ptr(), desc, t)
+    b = _host_buffer(device, desc, t) if host else _wrap_cuda(device, t.data_ptr(), desc, t)
+    return _spy_view(b, device, st, shape, strides)
+
+
+def _host_buffer(device, desc, t: torch.Tensor):
+    """A CPU torch tensor's memory as a slangjit buffer (no copy; the tensor is kept alive)."""
+    b = object.__new__(_TorchHostBuffer)
+    b.device = device
+    b.desc = desc
+    b._addr = t.data_ptr()
+    b._owner = t
+    return b
+
+
+def _spy_view(b, device, st: S.SType, shape: tuple, strides: tuple) -> Tensor:
+    """A spy.Tensor over buffer `b` (built directly: this is the per-call path)."""
     v = object.__new__(Tensor)
     v.storage = b
     v.device = device
@@ -159,21 +167,8 @@ def contig_host_view(t: torch.Tensor, device, st: S.SType, shape: tuple, isz: in
     """`host_view` of a CPU tensor the caller has just made contiguous with `shape` (torch.empty / zeros; a
     0-dim one as (1,)): its geometry comes from the shape, only its address from torch."""
     strides, nbytes = contig_geometry(shape, isz)
-    b = object.__new__(_TorchHostBuffer)
-    b.device = device
-    b.desc = _DESCS.get((nbytes, isz)) or _desc(nbytes, isz)
-    b._addr = t.data_ptr()
-    b._owner = t
-    v = object.__new__(Tensor)
-    v.storage = b
-    v.device = device
-    v.dtype = st
-    v._shape = tuple.__new__(Shape, shape)
-    v._strides = tuple.__new__(Shape, strides)
-    v.offset = 0
-    v.grad_in = None
-    v.grad_out = None
-    return v
+    b = _host_buffer(device, _DESCS.get((nbytes, isz)) or _desc(nbytes, isz), t)
+    return _spy_view(b, device, st, shape, strides)
 
 
 def check_writable(t: torch.Tensor, label: str) -> None:

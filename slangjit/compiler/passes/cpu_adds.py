@@ -30,13 +30,9 @@ from ..ir import nodes as ir
 from ..ir import walk as scan
 from .add_aliasing import separate_sites
 from .fusion import inline_copy, reuse_and_prune
-from .reach import intrinsic_calls, reachable, system_value_params
-from .red_slots import RedSlots, is_red_add
-from .uniformity import Uniformity
+from .red_plan import uniform_add_sites
+from .red_slots import RedSlots
 
-_ORDERING = {f"sj::{n}" for n in ("AllMemoryBarrier", "AllMemoryBarrierWithGroupSync", "DeviceMemoryBarrier",
-                                  "DeviceMemoryBarrierWithGroupSync", "GroupMemoryBarrier",
-                                  "GroupMemoryBarrierWithGroupSync")}
 
 
 @dataclass
@@ -50,22 +46,8 @@ def plan_cpu_adds(entries: list[tuple[ir.Function, tuple[int, int, int]]], funct
     plan = CpuAddPlan()
     if group_barrier:
         return plan
-    uniform_ok: dict[int, bool] = {}
-    info = []
-    for fn, _ in entries:
-        reach = reachable(fn)
-        calls = list(intrinsic_calls(reach))
-        reds = [i for i in calls if is_red_add(i)]
-        if not reds:
-            continue
-        u = Uniformity(fn, system_value_params(fn))
-        for i in reds:
-            uniform_ok[id(i)] = uniform_ok.get(id(i), True) and u.address_is_uniform(i.args[0])
-        ordered = any(i.name in _ORDERING for i in calls)
-        shared = any(isinstance(n, ir.GlobalRef) and n.var.kind == "groupshared"
-                     for f in reach if f.body is not None for n in scan.walk(f.body))
-        info.append((fn, reach, reds, ordered or shared))
-    sites = {k for k, ok in uniform_ok.items() if ok}
+    found, sites = uniform_add_sites(entries)
+    info = [(fn, reach, reds, ordered or shared) for fn, _, reach, reds, ordered, shared in found]
     # a site whose memory something else of an entry that reaches it touches stays an atomic add
     for fn, reach, reds, _ in info:
         mine = [i for i in reds if id(i) in sites]

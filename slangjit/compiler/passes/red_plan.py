@@ -53,22 +53,8 @@ def plan_red_adds(entries: list[tuple[ir.Function, tuple[int, int, int]]],
     some kernel that adds is not coarsened, or has sites without slots, and adds into a uniform
     address - unless an entry that adds reaches a barrier or fence.  Kernels whose adds all go to
     per-thread addresses (scatter, `.bwds` into per-element gradients) pay for neither."""
-    info = []
-    uniform_ok: dict[int, bool] = {}
-    for fn, numthreads in entries:
-        reach = reachable(fn)
-        calls = list(intrinsic_calls(reach))
-        reds = [i for i in calls if is_red_add(i)]
-        if not reds:
-            continue
-        u = Uniformity(fn, system_value_params(fn))
-        for i in reds:
-            uniform_ok[id(i)] = uniform_ok.get(id(i), True) and u.address_is_uniform(i.args[0])
-        ordered = any(i.name in _ORDERING for i in calls)
-        shared = any(isinstance(n, ir.GlobalRef) and n.var.kind == "groupshared"
-                     for f in reach if f.body is not None for n in scan.walk(f.body))
-        info.append((fn, numthreads, reds, ordered, shared))
-    sites = {k for k, ok in uniform_ok.items() if ok}
+    found, sites = uniform_add_sites(entries)
+    info = [(fn, numthreads, reds, ordered, shared) for fn, numthreads, _, reds, ordered, shared in found]
     plan = RedAddPlan()
     if not sites:
         return plan
@@ -166,3 +152,26 @@ def covered_kernels(entries, functions: list[ir.Function], plan: RedAddPlan, opt
             if early is not None:
                 out[id(fn)] = early
     return out
+
+
+def uniform_add_sites(entries):
+    """The gradient-add sites of the entry points and which of them add to an address that is the same for
+    every thread: ([(entry, numthreads, reachable functions, its add sites, orders memory?, uses groupshared?)],
+    {id(site) whose address is uniform in every entry that reaches it}).  Shared by the CUDA plan (below) and the
+    CPU's privatised adds (cpu_adds.py)."""
+    info = []
+    uniform_ok: dict[int, bool] = {}
+    for fn, numthreads in entries:
+        reach = reachable(fn)
+        calls = list(intrinsic_calls(reach))
+        reds = [i for i in calls if is_red_add(i)]
+        if not reds:
+            continue
+        u = Uniformity(fn, system_value_params(fn))
+        for i in reds:
+            uniform_ok[id(i)] = uniform_ok.get(id(i), True) and u.address_is_uniform(i.args[0])
+        ordered = any(i.name in _ORDERING for i in calls)
+        shared = any(isinstance(n, ir.GlobalRef) and n.var.kind == "groupshared"
+                     for f in reach if f.body is not None for n in scan.walk(f.body))
+        info.append((fn, numthreads, reach, reds, ordered, shared))
+    return info, {k for k, ok in uniform_ok.items() if ok}
