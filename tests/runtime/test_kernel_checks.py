@@ -145,6 +145,23 @@ def test_deep_recursion_raises_instead_of_crashing(device, tmp_path):
     assert _run(device, path, {"n": 300})[0] == 300      # the guard resets for the next dispatch
 
 
+@pytest.mark.parametrize("device", ["cuda"], indirect=True)
+def test_deep_recursion_raises_on_cuda(device, tmp_path):
+    """CUDA: the depth-counted guard (prelude sj::depth_exceeded; emit/cuda.py CudaTarget.depth_limit sizes
+    the limit to the per-thread stack the runtime sets) stops recursion before the stack overflows -- a
+    KernelError naming the site, not a fault that poisons the context -- and the device keeps working."""
+    path = _file(tmp_path, "rec.slang", RECURSION)
+    assert _run(device, path, {"n": 3})[0] == 3
+    with pytest.raises(KernelError, match=r"rec\.slang:4: recursion too deep in 'depth'") as ei:
+        _run(device, path, {"n": 10_000_000})
+    assert ei.value.code == ERR_RECURSION
+    assert _run(device, path, {"n": 3})[0] == 3          # the context is healthy: the next dispatch runs
+    assert _run(device, path, {"n": 12})[0] == 12        # inside the limit (16 levels for this frame)
+    flat = _file(tmp_path, "flat.slang", "RWStructuredBuffer<int> outb;\n[numthreads(1,1,1)]\n"
+                                         "void main(uint3 tid : SV_DispatchThreadID) { outb[0] = 7; }\n")
+    assert _run(device, flat, {})[0] == 7
+
+
 MAXITERS = """
 RWStructuredBuffer<float> outb;
 uniform int n;
