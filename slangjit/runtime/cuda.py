@@ -215,13 +215,15 @@ class _Module:
         self.module = _ck(d.cuModuleLoadData(image), "cuModuleLoadData")
         dptr, size = _ck(d.cuModuleGetGlobal(self.module, CUDA_GLOBALS_SYMBOL.encode()), "cuModuleGetGlobal")
         self.globals_ptr, self.globals_size = int(dptr), int(size)
-        # A program with recursion (emit/cuda.py CUDA_STACK_SYMBOL): its guard needs a per-thread stack of
-        # CUDA_STACK_BYTES; raise the context's limit to that (never lower it).
-        err, _p, _n = d.cuModuleGetGlobal(self.module, CUDA_STACK_SYMBOL.encode())
+        # A program with recursion (emit/cuda.py CUDA_STACK_SYMBOL): the size of that array is the per-thread
+        # stack its depth-counted guard was sized for (at least CUDA_STACK_BYTES); raise the context's limit
+        # to that (never lower it: other modules of the context may need more).
+        err, _p, n = d.cuModuleGetGlobal(self.module, CUDA_STACK_SYMBOL.encode())
         if int(err) == 0:
+            want = max(CUDA_STACK_BYTES, int(n))
             cur = int(_ck(d.cuCtxGetLimit(d.CUlimit.CU_LIMIT_STACK_SIZE), "cuCtxGetLimit"))
-            if cur < CUDA_STACK_BYTES:
-                _ck(d.cuCtxSetLimit(d.CUlimit.CU_LIMIT_STACK_SIZE, CUDA_STACK_BYTES), "cuCtxSetLimit")
+            if cur < want:
+                _ck(d.cuCtxSetLimit(d.CUlimit.CU_LIMIT_STACK_SIZE, want), "cuCtxSetLimit")
         self.functions: dict[str, Any] = {}
         self.last_globals: Optional[bytes] = None
         self.last_stream = None

@@ -83,15 +83,57 @@ def test_cuda_checks_compile_with_nvrtc(checked):
     assert ("sj::at_chk(" in src[src.index("sj_Globals"):]) == checked
     ptx, _log = cuda_compiler.compile_source(src, "compute_90")
     assert b".entry" in ptx and b"sj_error_record" in ptx
-    # depth() is recursive, but CUDA has no recursion guard (emit/cuda.py CudaTarget.guards_recursion: the
-    # stack-address guard faulted on an H100); the C++ target has one (test above)
-    assert "sj::stack_exhausted(" not in src[src.index("sj_Globals"):] and b"sj_stack_bytes" not in ptx
+    # depth() is recursive: on CUDA it takes a hidden depth counter (prelude sj::depth_exceeded), never the
+    # CPU's stack-address guard, and the module asks for a per-thread stack (sj_stack_bytes)
+    gen = src[src.index("sj_Globals"):]
+    assert "sj::stack_exhausted(" not in gen and b"sj_stack_bytes" in ptx
+    assert re.search(r"static __device__ int32_t depth_\d+\(int32_t k_\d+, int sj_depth\);", gen)
+    assert gen.count("sj::depth_exceeded(sj_depth, ") == 1
+    assert re.search(r"depth_\d+\(\(k_\d+ - 1\), sj_depth \+ 1\)", gen)      # on the cycle: one level deeper
+    assert re.search(r"depth_\d+\([^()]*, 0\)", gen)                          # from outside it: level 0
+
+
+def test_cuda_recursion_limit_fits_the_stack_ptxas_reports():
+    """The guard's limit (emit/cuda.py CudaTarget.depth_limit) times the frame size ptxas reports for the
+    recursive function, plus the other functions' frames, fits the per-thread stack the module asks for."""
+    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-bindings (NVRTC) not installed")
+    from slangjit.runtime import cuda_compiler
+    try:
+        cuda_compiler.nvrtc_version()
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"NVRTC library not loadable: {e}")
+    rec = """
+RWStructuredBuffer<int> outb;
+uniform int n;
+int depth(int k)
+{
+    int a[64];
+    for (int i = 0; i < 64; i++) a[i] = k * i;
+    if (k <= 0) return 0;
+    return depth(k - 1) + depth(k - 2 - k) + a[(k * 7) & 63] - a[(k * 5) & 63] + 1;
+}
+[numthreads(1,1,1)]
+void main(uint3 tid : SV_DispatchThreadID) { outb[0] = depth(n); }
+"""
+    src = compile_program([SourceSpec(text=rec, name="rec")], ["main"], target="cuda").source
+    limit = int(re.search(r"sj::depth_exceeded\(sj_depth, (\d+), ", src).group(1))
+    stack = int(re.search(r"__device__ unsigned char sj_stack_bytes\[(\d+)\];", src).group(1))
+    _img, log = cuda_compiler.compile_source(src, "sm_90", extra_options=("--ptxas-options=-v",))
+    frames = {m.group(1): int(m.group(2)) for m in
+              re.finditer(r"Function properties for (\S+)\s*\n\S*\s*\.?\s*(\d+) bytes stack frame", log)}
+    assert any("depth" in k for k in frames), log
+    rec_frame = max(v for k, v in frames.items() if "depth" in k)
+    others = sum(v for k, v in frames.items() if "depth" not in k)
+    assert 4 <= limit <= 1024 and stack >= 16384
+    assert others + (limit + 1) * rec_frame <= stack, (limit, stack, frames)
 
 
 def test_cuda_without_recursion_has_no_guard_nor_stack_symbol():
     src = compile_program([SourceSpec(text=SRC.replace("1 + depth(k - 1)", "1 + k"), name="flat")], ["main"],
                           target="cuda").source
-    assert "sj::stack_exhausted(" not in src[src.index("sj_Globals"):] and "sj_stack_bytes" not in src
+    gen = src[src.index("sj_Globals"):]
+    assert "sj::stack_exhausted(" not in gen and "sj::depth_exceeded(" not in gen and "sj_depth" not in gen
+    assert "sj_stack_bytes" not in src
 
 
 def test_trusted_entry_pointers_skip_only_the_entrys_own_pointer_parameters():

@@ -145,6 +145,51 @@ def test_deep_recursion_raises_instead_of_crashing(device, tmp_path):
     assert _run(device, path, {"n": 300})[0] == 300      # the guard resets for the next dispatch
 
 
+@pytest.mark.parametrize("device", ["cuda"], indirect=True)
+def test_deep_recursion_raises_on_cuda(device, tmp_path):
+    """CUDA: the depth-counted guard (prelude sj::depth_exceeded; emit/cuda.py CudaTarget.depth_limit sizes
+    the limit to the per-thread stack the runtime sets) stops recursion before the stack overflows -- a
+    KernelError naming the site, not a fault that poisons the context -- and the device keeps working."""
+    path = _file(tmp_path, "rec.slang", RECURSION)
+    assert _run(device, path, {"n": 3})[0] == 3
+    with pytest.raises(KernelError, match=r"rec\.slang:4: recursion too deep in 'depth'") as ei:
+        _run(device, path, {"n": 10_000_000})
+    assert ei.value.code == ERR_RECURSION
+    assert _run(device, path, {"n": 3})[0] == 3          # the context is healthy: the next dispatch runs
+    assert _run(device, path, {"n": 12})[0] == 12        # inside the limit (16 levels for this frame)
+    flat = _file(tmp_path, "flat.slang", "RWStructuredBuffer<int> outb;\n[numthreads(1,1,1)]\n"
+                                         "void main(uint3 tid : SV_DispatchThreadID) { outb[0] = 7; }\n")
+    assert _run(device, flat, {})[0] == 7
+
+
+RECURSIVE_AD = """
+RWStructuredBuffer<float> outb;
+uniform int n;
+[Differentiable]
+float p(float x, int k) { if (k <= 0) return 1.0; return x * p(x, k - 1); }
+[numthreads(1,1,1)]
+void main(uint3 tid : SV_DispatchThreadID)
+{
+    var d = fwd_diff(p)(diffPair(1.5, 1.0), n);
+    var q = diffPair(1.5, 0.0);
+    bwd_diff(p)(q, n, 1.0);
+    outb[0] = d.p; outb[1] = d.d; outb[2] = q.d;
+}
+"""
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"], indirect=True)
+def test_recursive_derivatives_are_guarded_and_exact(device, tmp_path):
+    """fwd_diff / bwd_diff of a recursive function: the derivative functions are on call cycles too (on CUDA
+    they carry the depth counter); x^n and n x^(n-1) at x = 1.5, and a too deep n raises."""
+    path = _file(tmp_path, "recad.slang", RECURSIVE_AD)
+    out = _run(device, path, {"n": 5}, dtype=np.float32)
+    np.testing.assert_allclose(out[:3], [1.5 ** 5, 5 * 1.5 ** 4, 5 * 1.5 ** 4], rtol=1e-6)
+    with pytest.raises(KernelError, match=r"recad\.slang:5: recursion too deep in '"):
+        _run(device, path, {"n": 10_000_000}, dtype=np.float32)
+    np.testing.assert_allclose(_run(device, path, {"n": 2}, dtype=np.float32)[:3], [2.25, 3.0, 3.0], rtol=1e-6)
+
+
 MAXITERS = """
 RWStructuredBuffer<float> outb;
 uniform int n;

@@ -60,6 +60,10 @@ class CppEmitter:
         self.site_ids: dict[str, int] = {}
         self.cur_loc = None
         self.cur_fn: Optional[ir.Function] = None
+        # Depth-counted recursion guard (CUDA, emit/program.py assemble): ids of the functions on a call
+        # cycle, which take a trailing `int sj_depth`, and the deepest level they may run at.
+        self.depth_fns: set = set()
+        self.depth_limit = 0
         self.struct_names: dict[int, str] = {}
         self.aux_structs: dict = {}          # tuple / optional types -> C name
         self.lines: list[str] = []
@@ -214,9 +218,18 @@ class CppEmitter:
                 " return sj_r; }()") if not call.startswith("sj_void:") else \
             ("[&]() { " + " ".join(pre) + f" {call[8:]}; " + " ".join(post) + " }()")
 
+    def depth_arg(self, callee: ir.Function) -> list[str]:
+        """The hidden depth argument of a call to a depth-guarded function: one level deeper than a guarded
+        caller (conservative across nested cycles), 0 from any other caller."""
+        if id(callee) not in self.depth_fns:
+            return []
+        return ["sj_depth + 1" if self.cur_fn is not None and id(self.cur_fn) in self.depth_fns else "0"]
+
     def x_Call(self, e):
         void = e.type == T.VOID
-        return self.with_out_temps(e.args, lambda parts: ("sj_void:" if void else "") + f"{e.func.name}({', '.join(parts)})")
+        extra = self.depth_arg(e.func)
+        return self.with_out_temps(e.args, lambda parts: ("sj_void:" if void else "") +
+                                   f"{e.func.name}({', '.join(list(parts) + extra)})")
 
     def x_Intrinsic(self, e):
         if e.name == "sj::fail":      # a recorded failure (autodiff/reverse.py: a [MaxIters] overrun)
@@ -615,8 +628,11 @@ class CppEmitter:
         return f"{ct} {self.var_name(p)}"
 
     def prototype(self, fn: ir.Function) -> str:
-        ps = ", ".join(self.param_decl(p) for p in fn.params)
+        ps = ", ".join([self.param_decl(p) for p in fn.params] + self.depth_param(fn))
         return f"static {self.ctype(fn.ret)} {fn.name}({ps})"
+
+    def depth_param(self, fn: ir.Function) -> list[str]:
+        return ["int sj_depth"] if id(fn) in self.depth_fns else []
 
     def function(self, fn: ir.Function, guard_recursion: bool = False):
         self.out(0, self.prototype(fn))
@@ -628,10 +644,13 @@ class CppEmitter:
         falls = fn.ret != T.VOID and not (stmts and isinstance(stmts[-1], ir.Return))
         if guard_recursion or falls:
             self.out(0, "{")
-            if guard_recursion:       # fn is on a call cycle (program.py): a stack-depth guard first
+            if guard_recursion:       # fn is on a call cycle (program.py): a recursion guard first
                 site = self.site(fn.loc, f"recursion too deep in '{getattr(fn, 'slang_name', fn.name)}'")
                 ret = "return;" if fn.ret == T.VOID else "return {};"
-                self.out(1, f"if (sj::stack_exhausted({site}u)) {ret}")
+                if id(fn) in self.depth_fns:      # depth counter (CUDA): no assumption on the stack layout
+                    self.out(1, f"if (sj::depth_exceeded(sj_depth, {self.depth_limit}, {site}u)) {ret}")
+                else:                             # stack address (CPU): the thread's stack mark
+                    self.out(1, f"if (sj::stack_exhausted({site}u)) {ret}")
             self.stmt(fn.body, 1)
             if falls:
                 self.out(1, "return {};")

@@ -43,6 +43,7 @@ from typing import Optional
 import numpy as np
 
 from ..ir import nodes as ir
+from ..ir.walk import walk
 from .. import types as T
 from ..passes.options import CudaOptions
 from ..passes.red_plan import RedAddPlan, grid_flush
@@ -50,11 +51,15 @@ from ..passes.red_slots import RedSlots
 from ..reflection import CUDA_GLOBALS_SYMBOL, EntryPointInfo
 from .cpp import CppEmitter
 
-# A program with recursion defines this device symbol: the per-thread stack (bytes) its recursion guard
-# assumes (prelude 13_checks.h SJ_CUDA_STACK_RESERVE is kept free below the deepest frame); the runtime
-# raises CU_LIMIT_STACK_SIZE to it when it loads the module (the driver default is 1 KiB).
+# A program with recursion defines this device array: its size is the per-thread stack (bytes) its
+# depth-counted recursion guard was sized for (CudaTarget.depth_limit); the runtime reads the size when it
+# loads the module and raises CU_LIMIT_STACK_SIZE to it (the driver default is 1 KiB).
 CUDA_STACK_SYMBOL = "sj_stack_bytes"
-CUDA_STACK_BYTES = 8192
+CUDA_STACK_BYTES = 16384          # per-thread stack asked for a program with recursion (unless it needs more)
+CUDA_STACK_RESERVE = 2048         # of it, kept for the kernel's own frame and non-recursive helpers
+CUDA_FRAME_OVERHEAD = 256         # per recursive frame: saved registers, return address, spills
+CUDA_MIN_DEPTH = 4                # levels always allowed (the stack grows to fit them)
+CUDA_MAX_DEPTH = 1024
 from .program import Target, struct_lines
 
 GLOBALS_SYMBOL = CUDA_GLOBALS_SYMBOL
@@ -84,6 +89,7 @@ class CudaEmitter(CppEmitter):
         if self.bears_slots(fn):
             ps += ["::sj_cuda::racc_t* sj_acc", "unsigned long long* sj_tab", "int sj_slot", "int sj_mode"]
             inline = "__forceinline__ "
+        ps += self.depth_param(fn)
         return f"static __device__ {inline}{self.ctype(fn.ret)} {fn.name}({', '.join(ps)})"
 
     def function(self, fn: ir.Function, guard_recursion: bool = False):
@@ -101,6 +107,7 @@ class CudaEmitter(CppEmitter):
             return super().x_Call(e)
         slot = self._slot(e)
         extra = ["sj_acc", "sj_tab", slot, "sj_mode"] if slot else ["nullptr", "nullptr", "-1", "0"]
+        extra += self.depth_arg(e.func)
         void = e.type == T.VOID
         return self.with_out_temps(e.args, lambda parts: ("sj_void:" if void else "") +
                                    f"{e.func.name}({', '.join(list(parts) + extra)})")
@@ -263,18 +270,32 @@ def coarse_kernel(symbol: str, sname: str, numthreads, ns: int, static_inits: li
     ]
 
 
+def _frame_bound(fn: ir.Function) -> int:
+    """Bytes of one frame of `fn`, conservatively: see CudaTarget.depth_limit."""
+    def size(t) -> int:
+        try:
+            return max(8, T.size_align(t)[0])
+        except Exception:  # noqa: BLE001 -- opaque types (buffers, textures): a handful of words
+            return 64
+    own = sum(size(p.type) for p in fn.params)
+    own += sum(size(n.var.type) for n in walk(fn.body) if isinstance(n, ir.VarDecl)) if fn.body is not None else 0
+    return 2 * own + CUDA_FRAME_OVERHEAD
+
+
 class CudaTarget(Target):
     """CUDA C++ for NVRTC: `__global__` kernels (the ABI above), the globals block in `__constant__`
     memory, and the gradient-add plan of the pass pipeline (passes/red_plan.py) printed."""
     access = "sj_P."
-    # The stack-address guard (prelude sj::stack_exhausted) faulted on an H100 (CUDA_ERROR_ILLEGAL_ADDRESS in
-    # session 9): off until a depth-counter guard replaces it; deep recursion on CUDA is a CUDA error.
-    guards_recursion = False
+    # Recursion guard: a depth counter (prelude sj::depth_exceeded).  The earlier stack-address guard assumed
+    # the local-memory stack grows down to address 0 and faulted on an H100 (CUDA_ERROR_ILLEGAL_ADDRESS).
+    guards_recursion = True
+    counts_depth = True
 
     def __init__(self, plan: RedAddPlan, opts: CudaOptions):
         super().__init__(CudaEmitter(plan.slots))
         self.plan, self.opts = plan, opts
         self.static_inits: list[str] = []
+        self.stack_bytes = CUDA_STACK_BYTES       # set by depth_limit for a program with recursion
         for k, early in plan.covered.items():
             self.em.abandon.update((r, plan.coarse[k]) for r in early)
 
@@ -295,7 +316,17 @@ class CudaTarget(Target):
     def trailer(self) -> list[str]:
         # A program with recursion asks the runtime for a larger per-thread stack (runtime/cuda.py reads
         # this symbol when it loads the module; its value is the stack size wanted, in bytes).
-        return [f"__device__ unsigned int {CUDA_STACK_SYMBOL} = {CUDA_STACK_BYTES}u;"] if self.recursive else []
+        # Its value is its size (cuModuleGetGlobal gives it without a copy).
+        return [f"__device__ unsigned char {CUDA_STACK_SYMBOL}[{self.stack_bytes}];"] if self.recursive else []
+
+    def depth_limit(self, recursive: set) -> int:
+        """The depth limit of the guard and the per-thread stack (self.stack_bytes) it needs: a frame of a
+        recursive function is bounded by twice its parameters' and locals' bytes (temporaries, copies) plus
+        CUDA_FRAME_OVERHEAD; `limit + 1` such frames and CUDA_STACK_RESERVE fit the stack."""
+        frame = max(_frame_bound(fn) for fn in recursive)
+        limit = min(CUDA_MAX_DEPTH, max(CUDA_MIN_DEPTH, (CUDA_STACK_BYTES - CUDA_STACK_RESERVE) // frame - 1))
+        self.stack_bytes = max(CUDA_STACK_BYTES, CUDA_STACK_RESERVE + (limit + 1) * frame)
+        return limit
 
     def check_offset(self, struct: str, member: str, offset: int, what: str) -> str:
         return f"SJ_CHECK_OFFSET({struct}, {member}, {offset}, \"layout of {what}\")"
@@ -365,6 +396,7 @@ class CudaTarget(Target):
 
         def call(mode: int) -> str:
             extra = (["sj_acc", "sj_tab", "0", str(mode)] if ns else ["nullptr", "nullptr", "-1", "0"]) if slotted else []
+            extra += ["0"] if id(fn) in em.depth_fns else []      # a recursive entry point starts at depth 0
             return f"{fn.name}({', '.join(call_args + extra)});"
         begin = ["    ::sj_cuda::red_cache_begin();"] if id(fn) in plan.cached else []
         end = ["    ::sj_cuda::red_cache_end();"] if id(fn) in plan.cached else []

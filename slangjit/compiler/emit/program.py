@@ -29,7 +29,12 @@ SYSTEM_VALUES = {"sv_dispatchthreadid": "dtid", "sv_groupid": "gid", "sv_groupth
 class Target:
     """What a target supplies to the assembler (the C++ target's choices are the defaults)."""
     access = "sj_P->"          # how a launcher reads a field of the entry's parameter block
-    guards_recursion = False   # functions on a call cycle get a stack guard (prelude sj::stack_exhausted)
+    guards_recursion = False   # functions on a call cycle get a recursion guard (prelude 13_checks.h)
+    counts_depth = False       # ... a depth counter (sj::depth_exceeded), else the stack mark (sj::stack_exhausted)
+
+    def depth_limit(self, recursive: set) -> int:
+        """The deepest call level of a function on a call cycle (counts_depth targets)."""
+        raise NotImplementedError
 
     def __init__(self, em: CppEmitter):
         self.em = em
@@ -87,9 +92,12 @@ def assemble(program: Program, target: Target) -> tuple[str, ProgramReflection]:
     g_fields, g_size = block_layout([(g.slang_name, g.type) for g in uniforms])
     g_lines = target.globals_block(uniforms, g_fields, g_size)
     s_lines = target.statics(others)
-    protos = [em.prototype(fn) + ";" for fn in program.functions]
     recursive = recursive_functions(program.functions) if target.guards_recursion else set()
     target.recursive = bool(recursive)
+    if recursive and target.counts_depth:     # hidden depth parameters: before any prototype is printed
+        em.depth_fns = {id(fn) for fn in recursive}
+        em.depth_limit = target.depth_limit(recursive)
+    protos = [em.prototype(fn) + ";" for fn in program.functions]
     for fn in program.functions:
         em.function(fn, guard_recursion=fn in recursive)
     body_lines = em.lines

@@ -125,24 +125,17 @@ inline bool stack_exhausted(uint32_t site) {
     }
     return false;
 }
-#else
-// CUDA: a thread's call stack lives in its local memory window and grows down toward local address 0
-// (the stack pointer starts at the per-thread stack size, CU_LIMIT_STACK_SIZE, which the runtime raises to
-// SJ_CUDA_STACK_BYTES for a program with recursion: runtime/cuda.py).  A guarded call whose frame sits
-// below SJ_CUDA_STACK_RESERVE bytes records ERR_RECURSION and returns a zero value instead of overflowing
-// (a fault that would poison the CUDA context); its callers then return too, level by level.
-#ifndef SJ_CUDA_STACK_RESERVE
-#define SJ_CUDA_STACK_RESERVE 1024
 #endif
-__device__ __forceinline__ bool stack_exhausted(uint32_t site) {
-    volatile char here = 0;
-    unsigned long long local;
-    asm volatile("cvta.to.local.u64 %0, %1;" : "=l"(local) : "l"((unsigned long long)(&here)));
-    if (local < SJ_CUDA_STACK_RESERVE) {
-        report(ERR_RECURSION, site, 0, 0);
-        return true;
-    }
-    return false;
+// Depth-counted recursion guard (the CUDA target's; it assumes nothing about where or how the stack
+// grows): every function on a call cycle takes a hidden `int sj_depth` (its guarded callers pass one more
+// than their own, other callers 0) and calls this first.  Deeper than `limit` (emit/cuda.py chooses it so
+// that `limit` frames fit the per-thread stack the runtime sets) records ERR_RECURSION and returns a zero
+// value; from then on every guarded call of the dispatch returns at once too (unwinding, as on the CPU:
+// the record's code is read back).
+SJ_FN bool depth_exceeded(int depth, int limit, uint32_t site) {
+    if (SJ_LIKELY(depth <= limit))
+        return *reinterpret_cast<volatile uint32_t*>(&error_record()->code) == ERR_RECURSION;
+    report(ERR_RECURSION, site, 0, 0);
+    return true;
 }
-#endif
 }  // namespace sj
