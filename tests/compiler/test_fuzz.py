@@ -72,9 +72,9 @@ KNOWN_FAILURES = [
     ("fixed:4", "MemoryError", r"", r"\[Differentiable\][^{]*\{[^}]*\b(fwd_diff|bwd_diff)\s*\("),
     ("fixed:6", "c++ error", r"static assertion failed: bit_cast: size mismatch"),
     ("fixed:6", "internal E9001", r"cannot emit type _"),
-    # open (session 9): a struct whose base names something that is not a type (`struct Quad : b`, b a
-    # constructor parameter's name) passes the checker and reaches autodiff (replay --seed 15 --replay 18493)
-    ("6", "internal E9003", r"no autodiff facts were recorded for struct"),
+    # a struct whose base does not resolve (`struct Quad : b`), first met while a parameter type was probed:
+    # the half-built struct stayed cached and reached autodiff (seed 15 mutant 18493); now E2052 at the base
+    ("fixed:6", "internal E9003", r"no autodiff facts were recorded for struct"),
 ]
 
 # One minimal reproducer per row (found by the fuzz, reduced by hand): (row index, source, entry point).
@@ -157,6 +157,13 @@ REPRODUCERS = [
     # a generic function declared to return an interface type, falling off its end (seed 9 mutant 9849): E9001
     # "cannot emit type IAccumulator" (the dynamic value's layout was never made)
     (23, ("tests/core/interface-generic-requirements.slang", "void feed<A : IAccumulator>", "IAccumulator feed<A : IAccumulator>"),
+     "computeMain"),
+    # a struct base that names nothing, the struct first used as a parameter type (seed 15 mutant 18493)
+    (24, "RWStructuredBuffer<float> outputBuffer;\nstruct Quad : b { float lo; };\n"
+         "[Differentiable] float eval(Quad q, float x) { return q.lo * x; }\n"
+         "[Differentiable] float f(float a, float x) { Quad q; q.lo = a; return eval(q, x); }\n" + _NT +
+         "void computeMain(uint3 tid : SV_DispatchThreadID) { var a = diffPair(2.0, 0.0); var x = diffPair(3.0, 0.0); "
+         "bwd_diff(f)(a, x, 1.0); outputBuffer[0] = a.d; }\n",
      "computeMain"),
 ]
 

@@ -386,6 +386,15 @@ class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, Op
         inst = StructInstance(sym, tuple(full_args), None, st)
         st.info = inst
         sym.cache[key] = st
+        try:
+            return self._build_struct(d, inst, st, genv, full_args)
+        except CompileError:
+            # A failed build (e.g. an unresolvable base, probed by a caller that recovers) must not leave a
+            # half-built struct behind for later lookups to use.
+            sym.cache.pop(key, None)
+            raise
+
+    def _build_struct(self, d: ast.StructDecl, inst: StructInstance, st: T.StructType, genv, full_args):
         if any(T.contains_vars(a) if not isinstance(a, (int, float, bool)) else False for a in full_args):
             # A pattern used only for inference: no members needed.
             inst.env = genv
