@@ -389,3 +389,22 @@ class TestHalfDType:
         assert torch.equal(y.cpu(), torch.tensor([.5, 1., 1.5, 2.], dtype=torch.half))
         with pytest.raises(TypeError, match=r"torch\.float16"):
             m.scale(input=x.float(), output=y, s=0.5).launchRaw(blockSize=(32, 1, 1), gridSize=(1, 1, 1))
+
+
+class TestReusedParameterBlock:
+    """Launches reuse one parameter block per thread and kernel: a launch without a gradient after one with a
+    gradient must not see the earlier gradient's address (it is a view of nothing, every write dropped)."""
+
+    def test_no_stale_gradient_view(self, slang_dir, tdev):
+        m = _load(slang_dir, "square_diff.slang")
+        x = torch.tensor([1., 2., 3.], device=tdev)
+        y = torch.zeros(3, device=tdev)
+        gx, gy = torch.zeros(3, device=tdev), torch.ones(3, device=tdev)
+        m.square.bwd(input=(x, gx), output=(y, gy)).launchRaw(blockSize=(3, 1, 1), gridSize=(1, 1, 1))
+        assert torch.equal(gx.cpu(), torch.tensor([2., 4., 6.]))
+        gy2 = torch.ones(3, device=tdev)
+        m.square.bwd(input=(x,), output=(y, gy2)).launchRaw(blockSize=(3, 1, 1), gridSize=(1, 1, 1))
+        assert torch.equal(gx.cpu(), torch.tensor([2., 4., 6.]))       # the first launch's gradient untouched
+        m.square.bwd(input=(x, gx), output=(y, torch.full((3,), 0.5, device=tdev))).launchRaw(
+            blockSize=(3, 1, 1), gridSize=(1, 1, 1))
+        assert torch.equal(gx.cpu(), torch.tensor([3., 6., 9.]))       # accumulated: 2x * 0.5 added

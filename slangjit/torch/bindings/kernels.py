@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import struct
+import threading
 import warnings
 
 from ...runtime import layout_pack as _lp
@@ -19,6 +20,23 @@ from . import marshal as M
 GROUP = 64                                    # numthreads of the generated entry points
 _LAUNCH = struct.Struct("<3I3II")             # _sjt_bs, _sjt_gs, _sjt_total
 _VARIANT_SUFFIX = {"primal": "", "fwd": "_fwd", "bwd": "_bwd"}
+_tls = threading.local()
+
+
+def _param_block(plan):
+    """This thread's parameter block for `plan`, zeroed, and its address.  One block per thread and plan,
+    reused: a launch reads it before returning (the CPU runs synchronously; cuLaunchKernel copies the
+    parameters), and zero bytes stand for "no tensor" (a gradient view of nothing)."""
+    blocks = getattr(_tls, "blocks", None)
+    if blocks is None:
+        blocks = _tls.blocks = {}
+    hit = blocks.get(id(plan))
+    if hit is None or hit[2] is not plan:
+        block = _lp.aligned_zeros(plan.size)
+        hit = blocks[id(plan)] = (block, block.ctypes.data, plan)
+    else:
+        ctypes.memset(hit[1], 0, plan.size)
+    return hit[0], hit[1]
 
 
 def entry_name(kernel: str, variant: str) -> str:
@@ -142,12 +160,12 @@ class WrappedFunction:
             raise ValueError(f"launchRaw: {total} threads in one launch; at most 2^32 - 1")
         rt = self._module._runtime(device)
         kern, plan = rt.entry(self._kinfo, variant)
-        block = _lp.aligned_zeros(plan.size)
+        block, addr = _param_block(plan)
         _LAUNCH.pack_into(block, 0, bs[0], bs[1], bs[2], gs[0], gs[1], gs[2], total)
         after = []
         for p in plan.params:
             self._pack(block, p, kwargs[p.name], variant, device, total, after)
-        rt.launch(kern, block, -(-total // GROUP))
+        rt.launch(kern, addr, -(-total // GROUP))
         for step in after:
             step()
 

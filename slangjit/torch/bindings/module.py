@@ -84,11 +84,11 @@ class _Runtime:
             e = self.entries[key] = (kern, K._EntryPlan(kinfo, self.compiled.reflection.entry_points[name]))
         return e
 
-    def launch(self, kern, block, groups: int) -> None:
+    def launch(self, kern, block_addr: int, groups: int) -> None:
         if self.cuda:
-            _cuda_launch(kern, block, groups, _cuda_stream(_current_stream_handle(self.tdevice)))
+            _cuda_launch(kern, block_addr, groups, _cuda_stream(_current_stream_handle(self.tdevice)))
         else:
-            _cpu_launch(kern, block, groups)
+            _cpu_launch(kern, block_addr, groups)
 
 
 _streams: dict = {}
@@ -113,16 +113,22 @@ def _cuda_stream(handle: int):
     return s
 
 
-def _cuda_launch(kern, block, groups: int, stream) -> None:
+def _cuda_launch(kern, block_addr: int, groups: int, stream) -> None:
     """The packed block straight to cuLaunchKernel on torch's current stream (as CudaComputeKernel.dispatch
     does after binding)."""
     kern._ctx.make_current()
     with kern._module.lock:
         g = getattr(kern, "_sjt_gblock", None)
         if g is None:
-            g = kern._sjt_gblock = _lp.aligned_zeros(max(kern._globals_size, 8))
-        kern._module.set_globals(g[:kern._globals_size], stream)
-        kern._launch(block.ctypes.data, (groups, 1, 1), stream)
+            g = kern._sjt_gblock = _lp.aligned_zeros(max(kern._globals_size, 8))[:kern._globals_size]
+            kern._sjt_graw = None
+        m = kern._module
+        # The bindings' globals block is constant: upload it unless this stream already has it (another
+        # launcher of the module may have changed the module's globals since: then last_globals differs).
+        if m.last_stream is not stream or m.last_globals is not kern._sjt_graw:
+            m.set_globals(g, stream)
+            kern._sjt_graw = m.last_globals
+        kern._launch(block_addr, (groups, 1, 1), stream)
     if kern._check_ptr is not None:
         kern._check_after()
 
@@ -130,7 +136,7 @@ def _cuda_launch(kern, block, groups: int, stream) -> None:
 _U32x3 = ctypes.c_uint32 * 3
 
 
-def _cpu_launch(kern, block, groups: int) -> None:
+def _cpu_launch(kern, block_addr: int, groups: int) -> None:
     """The packed block to the CPU launcher over the runtime's thread pool (as ComputeKernel.dispatch)."""
     gaddr = getattr(kern, "_sjt_gaddr", None)
     if gaddr is None:                  # the globals block lives on the kernel: its address is taken once
@@ -138,7 +144,7 @@ def _cpu_launch(kern, block, groups: int) -> None:
         gaddr = kern._sjt_gaddr = g.ctypes.data
     gc = _U32x3(groups, 1, 1)
     rec = ErrorRecord()
-    _get_pool().run(kern._fn, (gaddr, block.ctypes.data, ctypes.addressof(gc)), groups,
+    _get_pool().run(kern._fn, (gaddr, block_addr, ctypes.addressof(gc)), groups,
                     (ctypes.addressof(rec),), kern._chunks)
     if rec.code:
         raise_if_failed(rec, sites_lookup(kern.compiled.reflection.error_sites), kern.entry_name)
