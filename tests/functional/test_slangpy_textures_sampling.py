@@ -37,6 +37,8 @@ uint3 dims_mip(uint mip, Texture2D<float4> tex) { uint w, h, l; tex.GetDimension
 void store_2d(int2 p, float4 v, RWTexture2D<float4> tex) { tex[p] = v; }
 float4 read_2d(int2 p, Texture2D<float4> tex) { return tex[p]; }
 float4 sample_unorm(float2 uv, Texture2D<float4> tex, SamplerState s) { return tex.SampleLevel(s, uv, 0.0); }
+float4 sample_unset_sampler(float2 uv, Texture2D<float4> tex) { SamplerState s; return tex.SampleLevel(s, uv, 0.5); }
+void copy_value(float4 value, out float4 dest) { dest = value; }
 """
 
 RW = TextureUsage.shader_resource | TextureUsage.unordered_access
@@ -392,6 +394,28 @@ def test_srgb_and_bgra_formats(device, m):
     s = device.create_sampler(address_u=AM.clamp_to_edge, address_v=AM.clamp_to_edge)
     got = m.sample_unorm(np.array([[0.5, 0.5]], np.float32), tb, s, _result="numpy")
     np.testing.assert_allclose(got[0], (bgra[0][0, [2, 1, 0, 3]].astype(np.float64) + bgra[0][1, [2, 1, 0, 3]]) / 2 / 255.0, rtol=1e-6)
+
+
+def test_unset_sampler_state_is_the_default_sampler(device, m):
+    rng = np.random.default_rng(11)
+    tex, levels = _tex2d(device, rng, 8, 8, 0)
+    got = m.sample_unset_sampler(UV, tex, _result="numpy")
+    s = device.create_sampler()
+    ref = Ref(levels, (AM.wrap,) * 3).sample(np.c_[UV, np.zeros(len(UV))], 0.5, s)
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
+
+
+def test_normalised_texture_written_as_a_container(device, m):
+    # a texture bound as a plain container of texels: the written floats are rounded by to_numpy and by
+    # every read through a Texture* parameter
+    tex = device.create_texture(type=TextureType.texture_2d, format=Format.rgba8_unorm, width=2, height=1,
+                                usage=RW)
+    vals = np.array([[[0.3, 0.61, 1.2, -0.1], [0.5, 0.25, 0.0, 1.0]]], np.float32)
+    m.copy_value(vals, tex)
+    raw = np.rint(np.clip(vals.astype(np.float64), 0, 1) * 255).astype(np.uint8)
+    np.testing.assert_array_equal(tex.to_numpy(), raw)
+    got = m.read_2d(np.array([[0, 0], [1, 0]], np.int32), tex, _result="numpy")
+    np.testing.assert_allclose(got, raw[0] / 255.0, rtol=1e-6)
 
 
 def test_sampler_argument_errors(device):
