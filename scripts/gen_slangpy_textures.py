@@ -57,6 +57,12 @@ public void _sj_tex_border(float4 c, out half2 r) { r = half2(c.xy); }
 public void _sj_tex_border(float4 c, out half4 r) { r = half4(c); }
 public void _sj_tex_border<T>(float4 c, out T r) { T z; r = z; }
 
+// Sampling filters float texels only (as in Slang): `Sample*` of an integer texture is a compile error.
+public void _sj_sampling_needs_a_float_texel_type<T>(T v) {}
+""" + "".join(f"public void _sj_sampling_needs_a_float_texel_type({t}{n} v) {{ static_assert(false, \"Sample/SampleLevel/"
+              f"SampleGrad/Gather filter float textures only, as in Slang (this texture's texel type is {t}{n})\"); }}\n"
+              for t in ("int", "uint", "int16_t", "uint16_t", "int8_t", "uint8_t") for n in ("", "2", "3", "4")) + r"""
+
 public float _sj_tex_red(float v) { return v; }
 public float _sj_tex_red(float2 v) { return v.x; }
 public float _sj_tex_red(float3 v) { return v.x; }
@@ -165,6 +171,8 @@ public struct _SjTexView<T>
 
     public T sample(int layer, float3 uvw, float lod, SamplerState s)
     {
+        T probe;
+        _sj_sampling_needs_a_float_texel_type(probe);
         float l = clamp(lod + s._mip_lod_bias, s._min_lod, s._max_lod);
         int filter = l <= 0.0 ? s._mag_filter : s._min_filter;
         l = clamp(l, 0.0, float(mips - 1));

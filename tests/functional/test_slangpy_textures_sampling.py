@@ -418,6 +418,12 @@ def test_normalised_texture_written_as_a_container(device, m):
     np.testing.assert_allclose(got, raw[0] / 255.0, rtol=1e-6)
 
 
+def test_sampling_an_integer_texture_is_a_compile_error(device):
+    src = 'import "slangpy";\nint f(float2 uv, Texture2D<int> t, SamplerState s) { return t.SampleLevel(s, uv, 0.0); }'
+    with pytest.raises(spy.CompileError, match=r"E3096.*filter float textures only.*texel type is int\)"):
+        spy.Module.load_from_source(device, "sj_tex_int_sample", src)
+
+
 def test_sampler_argument_errors(device):
     with pytest.raises(ValueError, match="address_u must be a TextureAddressingMode"):
         device.create_sampler(address_u=17)
