@@ -53,3 +53,9 @@ def test_two_definitions_of_a_link_time_type_conflict(device):
     src = BASE + VAL.format(n=1) + VAL.format(n=2)
     with pytest.raises(CompileError, match="E2004"):
         spy.Module.load_from_source(device, "sj_link_type5", src)
+
+
+def test_binding_type_must_conform(device):
+    m = spy.Module.load_from_source(device, "sj_link_type6", BASE)
+    with pytest.raises(Exception, match=r"E3001.*'Bad' does not conform to 'IVal'.*link-time type 'VAL'"):
+        m.get_value.prelude("struct Bad { int z; }\nexport struct VAL : IVal = Bad;\n")()

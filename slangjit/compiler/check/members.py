@@ -98,7 +98,13 @@ class MembersMixin:
             return sym.cache[key]
         d: ast.TypeAliasDecl = sym.decl
         env = self.bind_generics(d.generic_params, args, sym.env, loc, None) if d.generic_params else sym.env
-        t = self.resolve_type(d.type, self.ctx_for_env(env))
+        ctx = self.ctx_for_env(env)
+        t = self.resolve_type(d.type, ctx)
+        for b in d.bases:             # `export struct X : I = Y;`
+            iface = self.resolve_base(b, ctx)
+            if not self.conforms(t, iface):
+                raise self.err("E3001", f"'{t}' does not conform to '{iface}' (bound to the link-time type "
+                                        f"'{d.name}')", d.loc)
         sym.cache[key] = t
         return t
 

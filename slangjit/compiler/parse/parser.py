@@ -514,7 +514,7 @@ class Parser(StmtParserMixin, ExprParserMixin, FuncExtensionParserMixin, ParserB
             # `export struct X : I = Y;` binds the link-time type `extern struct X : I;` (an alias of Y)
             ty = self.parse_type()
             self.expect(";")
-            return ast.TypeAliasDecl(nt.text, ty, gp, loc=nt.loc)
+            return ast.TypeAliasDecl(nt.text, ty, gp, bases, loc=nt.loc)
         members = self.parse_member_body("struct")
         self.accept(";")
         return ast.StructDecl(nt.text, members, gp, bases, where, kw.text == "class", loc=nt.loc)
