@@ -10,14 +10,18 @@ from .runtime.device import (Buffer, BufferUsage, ComputeKernel, Device, DeviceT
 from .runtime.cpu_compiler import InternalCompilerError
 from .runtime.commands import CommandBuffer, CommandEncoder, CommandQueueType
 from .runtime.base import TypeConformance
-from .runtime.textures import ALL_MIPS, Format, Texture, TextureDesc, TextureType, TextureUsage, TextureView
+from .runtime.textures import (ALL_MIPS, ComparisonFunc, Format, Sampler, SamplerDesc, Texture,
+                               TextureAddressingMode, TextureDesc, TextureFilteringMode, TextureReductionOp,
+                               TextureType, TextureUsage, TextureView)
 
 from .compiler.source import CompileError
 
 __all__ = ["__version__", "create_device", "DeviceType", "BufferUsage", "MemoryType", "ResourceState", "Device",
            "Buffer", "ComputeKernel", "ShaderProgram", "SlangModule", "CompileError", "InternalCompilerError",
            "KernelError", "CommandBuffer", "CommandEncoder", "CommandQueueType", "TypeConformance",
-           "ALL_MIPS", "Format", "Texture", "TextureDesc", "TextureType", "TextureUsage", "TextureView"]
+           "ALL_MIPS", "Format", "Texture", "TextureDesc", "TextureType", "TextureUsage", "TextureView",
+           "Sampler", "SamplerDesc", "TextureFilteringMode", "TextureAddressingMode", "TextureReductionOp",
+           "ComparisonFunc"]
 
 # ---- functional API (SlangPy's Module / Function / Tensor; slangjit/functional, slangjit/tensor.py) ----
 from .tensor import NDBuffer, Tensor, Shape                                                   # noqa: E402

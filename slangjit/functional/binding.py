@@ -20,6 +20,7 @@ from ..tensor import Tensor
 from . import typeview as S
 from . import values as V
 from .calldata import (NUMTHREADS, NUMTHREADS_GPU, staging_for, _py_type_name, _zero_expr, generic_names,
+                       is_print_generated_shaders, print_generated_shader,
                        unify)
 from .kernelbuilder import KernelBuilder
 from .genleaf import GeneratorLeaf
@@ -538,6 +539,8 @@ class CallData:
 
     def _build(self, code: str):
         mod = self.module
+        if is_print_generated_shaders():
+            print_generated_shader(getattr(self.node, "name", None) or mod.name, code)
         text = mod._source_text + "\n" + code
         spec = SourceSpec(path=mod._source_path, text=text, name=mod.name)
         try:

@@ -33,6 +33,22 @@ from .generators import Generator
 NUMTHREADS = 32          # group size of generated kernels on the CPU device
 NUMTHREADS_GPU = 256     # ... and on a GPU device
 _I32 = struct.Struct("<i")
+_PRINT_SHADERS = [False]  # SlangPy's set_print_generated_shaders (slangjit.core.calldata)
+
+
+def set_print_generated_shaders(enabled: bool) -> None:
+    """Print each Slang kernel the functional API generates (on stdout, when a new call signature is
+    compiled), between `GENERATED SHADER: <function>` / `END SHADER: <function>` lines, as SlangPy does."""
+    _PRINT_SHADERS[0] = bool(enabled)
+
+
+def is_print_generated_shaders() -> bool:
+    return _PRINT_SHADERS[0]
+
+
+def print_generated_shader(name: str, code: str) -> None:
+    bar = "=" * 80
+    print(f"{bar}\nGENERATED SHADER: {name}\n{bar}\n{code.strip()}\n{bar}\nEND SHADER: {name}\n{bar}", flush=True)
 _U64 = struct.Struct("<Q")
 
 

@@ -502,6 +502,8 @@ class TensorParamLeaf(Leaf):
                     (p + "st", f"int[{self.D}]")]
             if self.cd:
                 out.append((p + "cs", f"int[{self.cd}]"))
+        if self.ptype.is_texture:        # mip levels reachable from the bound one, format code (textures.py)
+            out += [(self.u + "_mips", "int"), (self.u + "_fmt", "int")]
         return out
 
     def call_stride_uniforms(self):
@@ -537,7 +539,10 @@ class TensorParamLeaf(Leaf):
         if c in ("Tensor", "WTensor", "RWTensor", "AtomicTensor"):
             return self._view(kb, u + "_", f"{c}<{T}, {D}>")
         if self.ptype.is_texture:
-            return self._view(kb, u + "_", f"{c}<{T}>")
+            var = self._view(kb, u + "_", f"{c}<{T}>")
+            kb.line(f"{var}._mips = {u}_mips;")
+            kb.line(f"{var}._fmt = {u}_fmt;")
+            return var
         prim_kind = "Tensor" if c in ("DiffTensor", "PrimalTensor") else "RWTensor"
         pv = self._view(kb, u + "_", f"{prim_kind}<{T}, {D}>")
         var = kb.tmp()
@@ -574,6 +579,10 @@ class TensorParamLeaf(Leaf):
     def pack(self, v, blk, call_shape, keep):
         if self.temp and self.stage is None:   # keep it alive until the launch returns (staged: copied)
             keep.append((self, v, None, None))
+        if self.ptype.is_texture:
+            mips, fmt = getattr(v, "_sj_tex_info", (1, 0))
+            _I32.pack_into(blk, self.offsets[self.u + "_mips"], mips if self.k == 0 else 1)
+            _I32.pack_into(blk, self.offsets[self.u + "_fmt"], fmt)
         if self.is_numpy and self.stage is not None:
             buf = self.stage.upload(v)
             self._pack_one(blk, self.u + "_", buf.device_address, v.shape, _contig(v.shape), 0)

@@ -1,17 +1,20 @@
-"""Textures in functional calls (runtime/textures.py holds the texture itself).
+"""Textures and samplers in functional calls (runtime/textures.py holds the texture itself).
 
 A texture argument is bound as the tensor of one of its mip levels (mip 0, or a view's `mip`): shape
-([layers,] [depth,] [height,] width), element the texel (`float4` for rgba32_float).  So a texture meets a
-`float4` parameter as a container of texels (the call vectorises over them) and a `Texture2D<float4>` /
-`RWTexture2D<float4>` parameter as slangpy.slang's buffer-backed texture of that level.
+([layers,] [depth,] [height,] width), element the texel (`float4` for rgba32_float and rgba8_unorm).  So a
+texture meets a `float4` parameter as a container of texels (the call vectorises over them) and a
+`Texture2D<float4>` / `RWTexture2D<float4>` parameter as slangpy.slang's buffer-backed texture of that level,
+which also reaches the levels below it (`_mips`, for `Load` with a mip and `SampleLevel`) and knows the
+format's rounding (`_fmt`, for stores to normalised / sRGB formats): the tensor carries both as
+`_sj_tex_info`.  A sampler argument is bound as the values of slangpy.slang's `SamplerState` struct.
 `_result=Texture` (or "texture") returns the call's result as a 1-D, 2-D or 3-D texture.
 """
 from __future__ import annotations
 
-from ..runtime.textures import Texture, TextureType, TextureUsage, TextureView, format_for
+from ..runtime.textures import Sampler, Texture, TextureType, TextureUsage, TextureView, format_for
 from ..tensor import Tensor
 
-TEXTURE_TYPES = (Texture, TextureView)
+TEXTURE_TYPES = (Texture, TextureView, Sampler)
 
 
 def texture_tensor(v) -> Tensor:
@@ -21,16 +24,24 @@ def texture_tensor(v) -> Tensor:
     t = cache.get(mip)
     if t is None:
         dt = tex.scalar if tex.channels == 1 else f"{tex.scalar}{tex.channels}"
-        t = Tensor(tex._buffers[mip], dtype=dt, shape=tex.mip_shape(mip))
+        t = Tensor(tex.storage, dtype=dt, shape=tex.mip_shape(mip), offset=tex.mip_offsets[mip])
+        t._sj_tex_info = (tex.mip_count - mip, tex.fmt_code)
         cache[mip] = t
     return t
 
 
+def _unwrap(a):
+    if type(a) is Sampler:
+        return a.fields()
+    return texture_tensor(a)
+
+
 def untexture(args: tuple, kwargs: dict):
-    """`args` / `kwargs` with every texture (view) replaced by its bound tensor."""
-    args = tuple(texture_tensor(a) if type(a) in TEXTURE_TYPES else a for a in args)
+    """`args` / `kwargs` with every texture (view) replaced by its bound tensor, every sampler by the values
+    of its `SamplerState`."""
+    args = tuple(_unwrap(a) if type(a) in TEXTURE_TYPES else a for a in args)
     if kwargs:
-        kwargs = {k: texture_tensor(a) if type(a) in TEXTURE_TYPES else a for k, a in kwargs.items()}
+        kwargs = {k: _unwrap(a) if type(a) in TEXTURE_TYPES else a for k, a in kwargs.items()}
     return args, kwargs
 
 

@@ -378,7 +378,7 @@ def view(ct, decls=None) -> SType:
 
 
 def _is_slangpy(path) -> bool:
-    return isinstance(path, str) and path.replace("\\", "/").endswith("/slangpy.slang")
+    return isinstance(path, str) and path.replace("\\", "/").endswith(("/slangpy.slang", "/slangpy_textures.slang"))
 
 
 _scalar_cache: dict = {}

@@ -656,6 +656,12 @@ class Device:
         (`type`, `format`, `width`, `height`, `depth`, `array_length`, `mip_count`, `usage`, `data`)."""
         return _textures.make_texture(self, desc, **kwargs)
 
+    def create_sampler(self, desc=None, **kwargs):
+        """A sampler for `SamplerState` parameters (runtime/textures.py): `create_sampler(SamplerDesc)` or
+        keyword fields (`min_filter`, `mag_filter`, `mip_filter`, `address_u/v/w`, `mip_lod_bias`, `min_lod`,
+        `max_lod`, `border_color`)."""
+        return _textures.make_sampler(self, desc, **kwargs)
+
     def _make_info(self) -> DeviceInfo:
         raise NotImplementedError
 

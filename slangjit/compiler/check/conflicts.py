@@ -47,6 +47,11 @@ def check_params(d: ast.FuncDecl):
         seen.add(p.name)
 
 
+def is_extern_struct(d) -> bool:
+    """`extern struct X : I;`: a link-time type, bound by name to a definition of X in a linked module."""
+    return isinstance(d, ast.StructDecl) and "extern" in d.mods and not d.members
+
+
 def admit(d: ast.Decl, name: str, existing: list):
     """Check a new module/namespace-level declaration `d` of `name` against `existing` symbols of that scope.
     Returns None to add it, or the FuncSym it is a forward declaration / definition of: then the caller keeps
@@ -57,6 +62,10 @@ def admit(d: ast.Decl, name: str, existing: list):
     if isinstance(d, ast.VarDecl) and all(isinstance(s.decl, ast.VarDecl) for s in own) and \
             ("extern" in d.mods or all("extern" in s.decl.mods for s in own)):
         return None               # `extern static const int N;` then its `export` definition (linked by name)
+    if isinstance(d, (ast.StructDecl, ast.TypeAliasDecl)) and \
+            all(isinstance(s.decl, (ast.StructDecl, ast.TypeAliasDecl)) for s in own) and \
+            sum(1 for x in [d] + [s.decl for s in own] if not is_extern_struct(x)) <= 1:
+        return None               # `extern struct X : I;` and the `export struct X : I = Y;` that binds it
     if not isinstance(d, ast.FuncDecl):
         raise error("E2004", f"conflicting declaration of '{name}'{_where(own[0].decl)}", d.loc)
     for s in own:

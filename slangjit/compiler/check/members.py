@@ -11,6 +11,7 @@ from ..ir import nodes as ir
 from ..source import Loc
 from .. import types as T
 from .scope import AliasSym, AssocTypeSym, EnumSym, Env, FieldSym, FuncSym, GlobalSym, InterfaceSym, NamespaceSym, PackSym, PropertySym, StructSym, TypeSym, ValueSym
+from .conflicts import is_extern_struct
 from .results import CBufferMemberSym, GenericRes, NamespaceRes, OverloadRes, PropertyRes, TypeRes, ValueRes
 
 SWIZZLE_SETS = ("xyzw", "rgba")
@@ -45,6 +46,8 @@ class MembersMixin:
         if isinstance(s0, GlobalSym):
             g = self.global_var(s0, loc)
             return ValueRes(ir.GlobalRef(g.type, g, loc=loc))
+        if isinstance(s0, StructSym) and is_extern_struct(s0.decl):
+            return self.sym_to_res([self.linked_type(s0, syms, loc)], obj, loc, ctx, name)
         if isinstance(s0, StructSym):
             if s0.decl.generic_params:
                 return GenericRes(s0)
@@ -73,13 +76,35 @@ class MembersMixin:
             raise self.err("E2031", f"associated type '{name}' has no concrete type here", loc)
         raise self.err("E2032", f"cannot use '{name}' here", loc)
 
+    def linked_type(self, sym: StructSym, syms: list, loc: Loc):
+        """The definition bound to the link-time type `extern struct X : I;`: a struct or `export struct X : I =
+        Y;` alias named X in the same scope or in any loaded module."""
+        if "link" in sym.cache:
+            return sym.cache["link"]
+        name = sym.decl.name
+        cands = list(syms)
+        for env in [sym.env] + list(self.modules_loaded.values()):
+            cands += env.lookup_local(name)
+        for s in cands:
+            if isinstance(s, (StructSym, AliasSym)) and not is_extern_struct(s.decl):
+                sym.cache["link"] = s
+                return s
+        raise self.err("E2056", f"link-time type '{name}' (`extern struct {name}`) has no definition: link a "
+                                f"module (or give a prelude) with `export struct {name} : ... = SomeType;`", loc)
+
     def alias_type(self, sym: AliasSym, args: list, loc: Loc) -> T.Type:
         key = self.generic_key(args)
         if key in sym.cache:
             return sym.cache[key]
         d: ast.TypeAliasDecl = sym.decl
         env = self.bind_generics(d.generic_params, args, sym.env, loc, None) if d.generic_params else sym.env
-        t = self.resolve_type(d.type, self.ctx_for_env(env))
+        ctx = self.ctx_for_env(env)
+        t = self.resolve_type(d.type, ctx)
+        for b in d.bases:             # `export struct X : I = Y;`
+            iface = self.resolve_base(b, ctx)
+            if not self.conforms(t, iface):
+                raise self.err("E3001", f"'{t}' does not conform to '{iface}' (bound to the link-time type "
+                                        f"'{d.name}')", d.loc)
         sym.cache[key] = t
         return t
 

@@ -399,6 +399,7 @@ class TypeAliasDecl(Decl):
     name: str
     type: Expr
     generic_params: list[GenericParam] = field(default_factory=list)
+    bases: list[Expr] = field(default_factory=list)   # `export struct X : I = Y;`: Y must conform to I
 
 
 @dataclass

@@ -280,7 +280,8 @@ class ExprParserMixin:
             elif n.text in ("-", "+", "++", "--"):
                 cast = self.is_typey(ty)
             elif n.text in ("*", "&"):
-                cast = self.is_typey(ty, strict=True)
+                # `(T*) &x`, `(G<U>) *p`: a parenthesised pointer or generic type cannot end an expression
+                cast = isinstance(ty, (ast.PointerTypeExpr, ast.GenericApp)) or self.is_typey(ty, strict=True)
         if not cast:
             self.pos = save
             return None

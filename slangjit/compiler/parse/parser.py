@@ -510,6 +510,11 @@ class Parser(StmtParserMixin, ExprParserMixin, FuncExtensionParserMixin, ParserB
         where = self.parse_where()
         if self.accept(";"):
             return ast.StructDecl(nt.text, [], gp, bases, where, kw.text == "class", loc=nt.loc)
+        if self.accept("="):
+            # `export struct X : I = Y;` binds the link-time type `extern struct X : I;` (an alias of Y)
+            ty = self.parse_type()
+            self.expect(";")
+            return ast.TypeAliasDecl(nt.text, ty, gp, bases, loc=nt.loc)
         members = self.parse_member_body("struct")
         self.accept(";")
         return ast.StructDecl(nt.text, members, gp, bases, where, kw.text == "class", loc=nt.loc)
