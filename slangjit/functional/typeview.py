@@ -176,20 +176,12 @@ class ArrayT(SType):
         self.decls = decls if decls is not None else elem.decls
         self.ct = ct if ct is not None else (T.ArrayType(elem.ct, n) if elem.ct is not None and
                                             _ct_count(n) is not None else None)
-        self.name = f"{elem.name}[{self.n}]" if not isinstance(elem, ArrayT) else _array_name(elem, self.n)
+        # Slang's type syntax appends the outer count: an array of n arrays of m T is T[m][n] (as `T x[n][m]`)
+        self.name = f"{elem.name}[{self.n}]"
         if isinstance(self.n, int) and elem.is_concrete():
             self.shape = (self.n,) + tuple(elem.shape)
             self.scalar = elem.scalar
 
-
-def _array_name(elem: "ArrayT", n) -> str:
-    # Slang spells an array of n arrays of m T as T[n][m]
-    dims = [n]
-    e = elem
-    while isinstance(e, ArrayT):
-        dims.append(e.n)
-        e = e.elem
-    return e.name + "".join(f"[{d}]" for d in dims)
 
 
 class StructT(SType):
