@@ -342,6 +342,8 @@ class Tensor:
     def writable(self) -> bool:
         return bool(int(self.storage.desc.usage) & 16)
 
+    is_writable = writable          # SlangPy's name
+
     @property
     def grad(self) -> "Tensor":
         if self.grad_out is None:
@@ -595,9 +597,9 @@ class NDBuffer(Tensor):
         if isinstance(device, Buffer):
             raise TypeError("NDBuffer: pass the device (NDBuffer(device, dtype, element_count / shape))")
         if shape is None and element_count is None:
-            raise ValueError("NDBuffer: give element_count or shape")
+            raise ValueError("NDBuffer: Either element_count or shape must be provided")
         if shape is not None and element_count is not None:
-            raise ValueError("NDBuffer: give element_count or shape, not both")
+            raise ValueError("NDBuffer: Only one of element_count or shape can be provided")
         if shape is None:
             shape = (int(element_count),)
         elif isinstance(shape, int):
@@ -606,6 +608,36 @@ class NDBuffer(Tensor):
 
     def with_grads(self, *args, **kwargs):
         raise ValueError("NDBuffer carries no gradients: use a Tensor")
+
+    # Tensor's factories, returning NDBuffers (an NDBuffer is a Tensor without gradients)
+    @staticmethod
+    def empty(*args, **kwargs) -> "NDBuffer":
+        return NDBuffer._of(Tensor.empty(*args, **kwargs))
+
+    @staticmethod
+    def zeros(*args, **kwargs) -> "NDBuffer":
+        return NDBuffer._of(Tensor.zeros(*args, **kwargs))
+
+    @staticmethod
+    def ones(*args, **kwargs) -> "NDBuffer":
+        return NDBuffer._of(Tensor.ones(*args, **kwargs))
+
+    @staticmethod
+    def empty_like(other: Tensor) -> "NDBuffer":
+        return NDBuffer._of(Tensor.empty_like(other))
+
+    @staticmethod
+    def zeros_like(other: Tensor) -> "NDBuffer":
+        return NDBuffer._of(Tensor.zeros_like(other))
+
+    @staticmethod
+    def from_numpy(*args, **kwargs) -> "NDBuffer":
+        return NDBuffer._of(Tensor.from_numpy(*args, **kwargs))
+
+    @staticmethod
+    def _of(t: Tensor) -> "NDBuffer":
+        t.__class__ = NDBuffer
+        return t
 
 
 class _ElementLayout:
