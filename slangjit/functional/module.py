@@ -24,7 +24,7 @@ class Module:
     def __init__(self, device_module, options: dict = {}, link: Sequence = ()):
         self.device_module = device_module
         self.device = device_module.device
-        self.options = dict(options)
+        self.options = dict(options or {})
         self.link = list(link)
         self.name = device_module.name
         self._include_paths = _include_paths(self.device)
