@@ -24,7 +24,7 @@ from .tensor import NDBuffer, Tensor, Shape                                     
 from .functional.errors import BoundVariableException, KernelGenException, ResolveException  # noqa: E402
 from .functional.function import Function, FunctionNode                             # noqa: E402
 from .functional.generators import (CallIdArg, GridArg, RandFloatArg, ThreadIdArg, WangHashArg, call_id,  # noqa: E402
-                                    grid, rand_float, thread_id, wang_hash)
+                                    calc_wang_hash_numpy, grid, rand_float, thread_id, wang_hash)
 from .functional.instances import (InstanceBuffer, InstanceDifferentiableBuffer, InstanceDifferentiableTensor,  # noqa: E402
                                    InstanceList,
                                    InstanceTensor)                     # noqa: E402
@@ -40,7 +40,7 @@ __all__ += ["Tensor", "NDBuffer", "Shape", "Module", "Function", "FunctionNode",
             "InstanceDifferentiableBuffer", "InstanceDifferentiableTensor", "InstanceBuffer",
             "ResolveException", "BoundVariableException", "KernelGenException", "SHADER_PATH", "call_id", "PackedArg", "pack", "TypeReflection", "FunctionReflection",
             "VariableReflection", "ModuleLayout",
-            "thread_id", "grid", "wang_hash", "rand_float", "ValueRef", "DiffPair", "PrimType", "diffPair", "floatDiffPair",
+            "thread_id", "grid", "wang_hash", "calc_wang_hash_numpy", "rand_float", "ValueRef", "DiffPair", "PrimType", "diffPair", "floatDiffPair",
             "floatRef", "intRef", "float32", "float64", "float16", "int8", "int16", "int32", "int64", "uint8",
             "uint16", "uint32", "uint64"] + list(_VECTOR_EXPORTS)
 

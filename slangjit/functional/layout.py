@@ -79,6 +79,10 @@ class TypeReflection:
         self._t = t
 
     @property
+    def _sj_stype(self) -> S.SType:        # a TypeReflection is accepted wherever a dtype is (tensor.resolve_dtype)
+        return self._t
+
+    @property
     def name(self) -> str:
         n = self._t.name
         return n.split("<", 1)[0] if "<" in n else n
