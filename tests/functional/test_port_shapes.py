@@ -211,3 +211,17 @@ def test_copyatindex_undersized_output(device, kind):
 def test_copyatindex_undefined_output_size(device, kind):
     with pytest.raises(Exception):
         _copy(device, NDBuffer(device=device, shape=kind((50,)), dtype=int), _raw_vec4(device, 100), None)
+
+
+def _ibuf(device, shape):
+    return NDBuffer(device=device, shape=shape, dtype=int)
+
+
+def test_readslice_scalar(device):
+    assert _read(device, _ibuf(device, (2,)), _fbuf(device, (256, 128)), None) == {
+        "call_shape": [], "node_call_dims": [0, 0, 0], "node_transforms": [[], [], []]}
+
+
+def test_readslice_broadcast_slice(device):
+    assert _read(device, _ibuf(device, (50, 2)), _fbuf(device, (256, 128)), None) == {
+        "call_shape": [50], "node_call_dims": [1, 0, 1], "node_transforms": [[0], [], [0]]}
