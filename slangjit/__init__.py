@@ -29,6 +29,7 @@ from .functional.instances import (InstanceBuffer, InstanceDifferentiableBuffer,
                                    InstanceList,
                                    InstanceTensor)                     # noqa: E402
 from .functional.packed import PackedArg, pack  # noqa: E402
+from .functional.callhelpers import set_dump_generated_shaders  # noqa: E402
 from .functional.layout import FunctionReflection, ModuleLayout, TypeReflection, VariableReflection  # noqa: E402
 from .functional.module import SHADER_PATH, Module, Struct                          # noqa: E402
 from .functional.values import (DiffPair, PrimType, ValueRef, diffPair, floatDiffPair, floatRef, intRef,  # noqa: E402
@@ -40,7 +41,7 @@ __all__ += ["Tensor", "NDBuffer", "Shape", "Module", "Function", "FunctionNode",
             "InstanceDifferentiableBuffer", "InstanceDifferentiableTensor", "InstanceBuffer",
             "ResolveException", "BoundVariableException", "KernelGenException", "SHADER_PATH", "call_id", "PackedArg", "pack", "TypeReflection", "FunctionReflection",
             "VariableReflection", "ModuleLayout",
-            "thread_id", "grid", "wang_hash", "calc_wang_hash_numpy", "rand_float", "ValueRef", "DiffPair", "PrimType", "diffPair", "floatDiffPair",
+            "thread_id", "grid", "wang_hash", "calc_wang_hash_numpy", "set_dump_generated_shaders", "rand_float", "ValueRef", "DiffPair", "PrimType", "diffPair", "floatDiffPair",
             "floatRef", "intRef", "float32", "float64", "float16", "int8", "int16", "int32", "int64", "uint8",
             "uint16", "uint32", "uint64"] + list(_VECTOR_EXPORTS)
 

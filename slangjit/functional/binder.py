@@ -366,6 +366,11 @@ class Binder:
             # SlangPy: an explicit mapping (.map((0,)) or .map(float)) makes the element type the container's,
             # which the call converts to the parameter's (a float tensor into an `int` parameter)
             convert = True
+        elif direction == "out" and isinstance(P, S.ScalarT) and dt.kind == "scalar" and \
+                P.skind in "fiu" and dt.skind in "fiu":
+            # SlangPy: a result / out container of another numeric scalar type receives the value converted
+            # (an `int` function's results in a float NDBuffer)
+            convert = True
         elif isinstance(P, S.PointerT) and dt.kind == "scalar" and dt.name in ("uint64_t", "int64_t") and \
                 direction == "in":
             convert = True      # SlangPy: a container of 64-bit device addresses vectorises over a pointer parameter
