@@ -420,6 +420,17 @@ class Tensor:
         the tensor.  `c[i]["field"]` reaches into a struct element."""
         return TensorCursor(self, start, count)
 
+    def copy_from_torch(self, tensor) -> None:
+        """Copy a torch tensor's elements into this (contiguous) tensor (SlangPy's `copy_from_torch`)."""
+        a = np.ascontiguousarray(tensor.detach().cpu().numpy())
+        if not self.is_contiguous():
+            raise ValueError(f"Destination buffer view must be contiguous (shape {tuple(self.shape)}, strides "
+                             f"{tuple(self.strides)})")
+        start = self.offset * self.dtype.size
+        if start + a.nbytes > self.storage.size:
+            raise ValueError(f"Tensor is larger than the buffer storage ({a.nbytes} > {self.storage.size - start})")
+        self.copy_from_numpy(a)
+
     def copy_from_numpy(self, data) -> None:
         a = lp.native(np.asarray(data))        # big-endian data is converted, never copied as raw bytes
         # SlangPy's wording
