@@ -39,6 +39,10 @@ class Shape(tuple):
     def concrete(self) -> bool:
         return all(d >= 0 for d in self)
 
+    def calc_contiguous_strides(self) -> "Shape":
+        """The element strides of a contiguous (row-major) array of this shape."""
+        return Shape(_contig_strides(tuple(self)))
+
 
 def resolve_dtype(dtype: Any, module=None) -> S.SType:
     """A dtype given as an SType, Struct, Python type, spy vector class, numpy dtype or string -> SType."""

@@ -71,12 +71,32 @@ _SCALAR_NAMES = {ScalarType.bool: "bool", ScalarType.int32: "int", ScalarType.ui
                  ScalarType.uint8: "uint8_t", ScalarType.int16: "int16_t", ScalarType.uint16: "uint16_t"}
 
 
+class BufferLayout:
+    """SlangPy's `Struct.buffer_layout`: `size`, `alignment` and `stride` of the type as a buffer element."""
+
+    def __init__(self, t: S.SType):
+        self.type = t
+        self.size, self.alignment = t.size, max(1, t.align)
+        self.stride = -(-self.size // self.alignment) * self.alignment
+
+    @property
+    def reflection(self) -> "BufferLayout":      # SlangPy's TypeLayoutReflection (`.size`, `.stride`)
+        return self
+
+    def __repr__(self):
+        return f"BufferLayout({self.type.name}, size={self.size}, alignment={self.alignment}, stride={self.stride})"
+
+
 class TypeReflection:
     Kind = TypeKind
     ScalarType = ScalarType
 
     def __init__(self, t: S.SType):
         self._t = t
+
+    @property
+    def buffer_layout(self) -> BufferLayout:
+        return BufferLayout(self._t)
 
     @property
     def _sj_stype(self) -> S.SType:        # a TypeReflection is accepted wherever a dtype is (tensor.resolve_dtype)
