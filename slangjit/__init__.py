@@ -20,7 +20,7 @@ __all__ = ["__version__", "create_device", "DeviceType", "BufferUsage", "MemoryT
            "ALL_MIPS", "Format", "Texture", "TextureDesc", "TextureType", "TextureUsage", "TextureView"]
 
 # ---- functional API (SlangPy's Module / Function / Tensor; slangjit/functional, slangjit/tensor.py) ----
-from .tensor import NDBuffer, Tensor, Shape                                                   # noqa: E402
+from .tensor import BufferCursor, NDBuffer, Tensor, Shape                                                   # noqa: E402
 from .functional.errors import BoundVariableException, KernelGenException, ResolveException  # noqa: E402
 from .functional.function import Function, FunctionNode                             # noqa: E402
 from .functional.generators import (CallIdArg, GridArg, RandFloatArg, ThreadIdArg, WangHashArg, call_id,  # noqa: E402
@@ -37,7 +37,7 @@ from .functional.values import (DiffPair, PrimType, ValueRef, diffPair, floatDif
                                 uint32, uint64, VECTOR_EXPORTS as _VECTOR_EXPORTS)
 from .functional import values as _values                                            # noqa: E402
 globals().update({_n: getattr(_values, _n) for _n in _VECTOR_EXPORTS})
-__all__ += ["Tensor", "NDBuffer", "Shape", "Module", "Function", "FunctionNode", "Struct", "InstanceList", "InstanceTensor",
+__all__ += ["BufferCursor", "Tensor", "NDBuffer", "Shape", "Module", "Function", "FunctionNode", "Struct", "InstanceList", "InstanceTensor",
             "InstanceDifferentiableBuffer", "InstanceDifferentiableTensor", "InstanceBuffer",
             "ResolveException", "BoundVariableException", "KernelGenException", "SHADER_PATH", "call_id", "PackedArg", "pack", "TypeReflection", "FunctionReflection",
             "VariableReflection", "ModuleLayout",

@@ -760,3 +760,21 @@ class _ElementCursor:
         if name.startswith("_"):
             raise AttributeError(name)
         return self[name]
+
+
+class BufferCursor(TensorCursor):
+    """SlangPy's `BufferCursor(element_layout, buffer)`: a buffer's elements of one type as Python values
+    (`cursor[i].read()`, `cursor[i]["field"].read()`, `cursor[i].write(v)`, `cursor.apply()`).  The layout is
+    a `buffer_layout` (of a Struct, a TypeReflection or a tensor's dtype) or a dtype."""
+
+    def __init__(self, element_layout, buffer: Buffer, load_before_write: bool = True):
+        t = getattr(element_layout, "type", None)
+        dt = resolve_dtype(t if isinstance(t, S.SType) else element_layout)
+        if not isinstance(buffer, Buffer):
+            raise TypeError(f"BufferCursor: expected a Buffer, got {type(buffer).__name__}")
+        if dt.size <= 0:
+            raise ValueError(f"BufferCursor: {dt.name} has no size")
+        n = buffer.size // dt.size
+        if n == 0:
+            raise ValueError(f"BufferCursor: the buffer ({buffer.size} bytes) holds no {dt.name} ({dt.size} bytes)")
+        super().__init__(Tensor(buffer, dt, (n,)))

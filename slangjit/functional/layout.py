@@ -16,6 +16,7 @@ import enum
 from typing import Optional
 
 from . import typeview as S
+from .typeview import BufferLayout  # noqa: F401  (re-exported: module.py, tensor.py)
 
 
 class TypeKind(enum.IntEnum):
@@ -69,22 +70,6 @@ _SCALAR_NAMES = {ScalarType.bool: "bool", ScalarType.int32: "int", ScalarType.ui
                  ScalarType.int64: "int64_t", ScalarType.uint64: "uint64_t", ScalarType.float16: "half",
                  ScalarType.float32: "float", ScalarType.float64: "double", ScalarType.int8: "int8_t",
                  ScalarType.uint8: "uint8_t", ScalarType.int16: "int16_t", ScalarType.uint16: "uint16_t"}
-
-
-class BufferLayout:
-    """SlangPy's `Struct.buffer_layout`: `size`, `alignment` and `stride` of the type as a buffer element."""
-
-    def __init__(self, t: S.SType):
-        self.type = t
-        self.size, self.alignment = t.size, max(1, t.align)
-        self.stride = -(-self.size // self.alignment) * self.alignment
-
-    @property
-    def reflection(self) -> "BufferLayout":      # SlangPy's TypeLayoutReflection (`.size`, `.stride`)
-        return self
-
-    def __repr__(self):
-        return f"BufferLayout({self.type.name}, size={self.size}, alignment={self.alignment}, stride={self.stride})"
 
 
 class TypeReflection:

@@ -47,6 +47,22 @@ TENSOR_KINDS.update({k: "rw" if k.startswith("RW") else "r" for k in TEXTURE_DIM
 _SKIND = {"float": "f", "int": "i", "uint": "u", "bool": "b"}
 
 
+class BufferLayout:
+    """SlangPy's `Struct.buffer_layout`: `size`, `alignment` and `stride` of the type as a buffer element."""
+
+    def __init__(self, t: "SType"):
+        self.type = t
+        self.size, self.alignment = t.size, max(1, t.align)
+        self.stride = -(-self.size // self.alignment) * self.alignment
+
+    @property
+    def reflection(self) -> "BufferLayout":      # SlangPy's TypeLayoutReflection (`.size`, `.stride`)
+        return self
+
+    def __repr__(self):
+        return f"BufferLayout({self.type.name}, size={self.size}, alignment={self.alignment}, stride={self.stride})"
+
+
 class SType:
     """A compiler type seen by the functional layer.  `name` is its Slang spelling (usable in generated code)."""
     kind = "?"
@@ -74,6 +90,10 @@ class SType:
     @property
     def layout(self):
         return _reflect().layout(self.ct)
+
+    @property
+    def buffer_layout(self) -> BufferLayout:
+        return BufferLayout(self)
 
     @property
     def derivative(self) -> Optional["SType"]:
