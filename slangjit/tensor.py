@@ -266,6 +266,9 @@ class Tensor:
     def zeros(device, shape: Sequence[int] = None, dtype: Any = None, usage=DEFAULT_USAGE,
               memory_type=MemoryType.device_local, program_layout=None,
               element_count: Optional[int] = None) -> "Tensor":
+        if not int(usage) & int(BufferUsage.unordered_access):
+            raise RuntimeError("Tensor.zeros: a read-only tensor (usage without unordered_access) cannot be "
+                               "cleared; use Tensor.empty and copy_from_numpy")
         return Tensor.empty(device, shape, dtype, usage, element_count=element_count)   # buffers are zeroed
 
     @staticmethod
@@ -455,12 +458,46 @@ class Tensor:
         _write_bytes(self.storage, start, raw)
 
     def clear(self, command_encoder=None) -> None:
+        """Zero the tensor's storage (now, or when `command_encoder`'s commands are submitted)."""
+        if not self.writable:
+            raise RuntimeError("Cannot clear a read-only tensor: its storage has no unordered_access usage "
+                               "(clearing is a write)")
+        if command_encoder is not None:
+            command_encoder.append(self._clear_now)
+            return
+        self._clear_now()
+
+    def _clear_now(self) -> None:
         if _host(self.storage):
             self.storage._mem[: self.storage.size] = 0
         elif hasattr(self.storage, "clear"):
             self.storage.clear()
         else:
             self.storage.set_data(np.zeros(self.storage.size, np.uint8))
+
+    def _sj_fields(self) -> dict:
+        return {"_data": self.storage._addr, "_shape": list(self._shape), "_strides": list(self._strides),
+                "_offset": self.offset}
+
+    def _sj_struct_fields(self, type_name: str) -> dict:
+        """The fields of the slangpy.slang tensor struct `type_name` (a tensor inside a struct or array value):
+        the primal's view, and for the differentiable kinds the gradient tensors they hold."""
+        kind = type_name.split("<", 1)[0].strip()
+        if kind in ("Tensor", "RWTensor", "WTensor", "AtomicTensor"):
+            return self._sj_fields()
+        if kind in ("PrimalTensor", "WPrimalTensor", "RWPrimalTensor"):
+            return {"_primal": self._sj_fields()}
+        need = {"DiffTensor": ("grad_out",), "WDiffTensor": ("grad_in",),
+                "RWDiffTensor": ("grad_out", "grad_in")}.get(kind)
+        if need is None:
+            raise TypeError(f"a Tensor cannot be passed as {type_name}")
+        out = {"_primal": self._sj_fields()}
+        for g in need:
+            t = getattr(self, g)
+            if t is None:
+                raise ValueError(f"a Tensor passed as {type_name} needs its {g} tensor (use with_grads)")
+            out["_" + g] = t._sj_fields()
+        return out
 
     def uniforms(self) -> dict:
         return {"_data": self.storage, "_shape": list(self._shape), "_offset": self.offset,

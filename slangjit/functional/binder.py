@@ -13,7 +13,7 @@ from .calldata import (_py_type_name, _scalar_to_slang)
 from .genleaf import GeneratorLeaf
 from .leaves import (ContainerLeaf, GradValueLeaf, Leaf, RefLeaf, StructLeaf, TensorParamLeaf,
                      ReadOnlyValueLeaf, ValueLeaf, ValueListLeaf, _FAST_FMT)
-from .errors import BoundVariableException
+from .errors import AccessError, BoundVariableException
 from .generators import Generator
 
 _RESERVED_KW = ("_result", "_thread_count", "_append_to", "_this")
@@ -263,8 +263,14 @@ class Binder:
         if getattr(v, "_sj_buffer", False):           # a buffer inside a list / dict value
             return isinstance(P, S.BufferT) and (not P.bkind.startswith("RW") or bool(int(v.usage) & 16))
         if _is_tensor(v):                               # a tensor inside a list / dict value: its Tensor<T, D>
-            return isinstance(P, S.TensorT) and P.tkind in ("Tensor", "RWTensor", "WTensor") and \
-                P.elem == v.dtype and P.dims == len(v.shape) and ("w" not in P.access or v.writable)
+            if not (isinstance(P, S.TensorT) and P.elem == v.dtype and P.dims == len(v.shape) and
+                    ("w" not in P.access or v.writable)):
+                return False
+            if P.tkind in ("Tensor", "RWTensor", "WTensor", "PrimalTensor", "WPrimalTensor", "RWPrimalTensor"):
+                return True
+            need = {"DiffTensor": ("grad_out",), "WDiffTensor": ("grad_in",),
+                    "RWDiffTensor": ("grad_out", "grad_in")}.get(P.tkind, None)
+            return need is not None and all(getattr(v, g) is not None for g in need)
         if isinstance(v, (list, tuple)):
             if isinstance(P, (S.ArrayT, S.VectorT)) and P.is_concrete():
                 if len(v) != P.n:
@@ -343,7 +349,7 @@ class Binder:
                 raise TypeError(f"Can't convert tensor with element type {dt.name} to tensor with element type "
                                 f"{P.elem.name}")
             if "w" in P.access and not writable:
-                raise TypeError(f"Can't pass a read-only tensor to a writable tensor ({P.name}) for argument "
+                raise AccessError(f"Can't pass a read-only tensor to a writable tensor ({P.name}) for argument "
                                 f"'{name}'")
             if nd < P.dims:
                 raise _Fail(f"python type {_py_type_name(v)} does not match slang type {P.name} "
