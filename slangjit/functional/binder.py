@@ -92,6 +92,12 @@ class Binder:
             return t
         if isinstance(v, range):
             return S.scalar("int")
+        if getattr(v, "_sj_generator", False) and getattr(v, "kind", "") in ("grid", "call_id", "thread_id") \
+                and v.dims > 0 and isinstance(pattern, (S.VectorT, S.ArrayT)):
+            # an index generator of known dimensions: an int vector / array of that many components
+            el = pattern.elem if isinstance(pattern.elem, S.ScalarT) and pattern.elem.skind in "iu" \
+                else S.scalar("int")
+            return S.VectorT(el, v.dims) if isinstance(pattern, S.VectorT) else S.ArrayT(el, v.dims)
         if isinstance(v, list) and v and all(isinstance(x, (int, float)) for x in v):
             if isinstance(pattern, S.GenericT):
                 return None
