@@ -26,6 +26,11 @@ class _Fail(Exception):
     pass
 
 
+def _one_vector_of(a, b) -> bool:
+    """a is vector<b, 1> (the same memory layout as b: Texture2D<vector<float,1>> over a float texture)."""
+    return isinstance(a, S.VectorT) and a.n == 1 and a.elem == b
+
+
 def _is_tensor(v) -> bool:
     return getattr(v, "_sj_tensor", False) is True
 
@@ -351,7 +356,7 @@ class Binder:
         if isinstance(P, S.BufferT) and not is_np:
             return self.bind_tensor_buffer(v, P, name, getter)
         if isinstance(P, S.TensorT):
-            if not (P.elem == dt):
+            if not (P.elem == dt or _one_vector_of(P.elem, dt) or _one_vector_of(dt, P.elem)):
                 raise TypeError(f"Can't convert tensor with element type {dt.name} to tensor with element type "
                                 f"{P.elem.name}")
             if "w" in P.access and not writable:

@@ -124,6 +124,19 @@ def _check_supported(s) -> None:
                 raise _Unsupported(type(n).__name__)
 
 
+def _writes_global(s) -> bool:
+    """Whether a statement assigns (part of) a module-level variable: a static is one variable per worker
+    thread, shared by the lanes, so per-lane writes and later reads would see the last lane's value."""
+    for n in scan.walk(s):
+        if isinstance(n, ir.Assign):
+            e = n.lhs
+            while isinstance(e, (ir.Field, ir.Swizzle, ir.Index)) and not getattr(e, "via_pointer", False):
+                e = e.obj
+            if isinstance(e, ir.GlobalRef):
+                return True
+    return False
+
+
 def _declared(fn: ir.Function) -> list:
     return [n.var for n in scan.walk(fn.body) if isinstance(n, ir.VarDecl)]
 
@@ -149,6 +162,8 @@ class LaneKernel:
         try:
             _check_supported(fn.body)
         except _Unsupported:
+            return None
+        if _writes_global(fn.body):
             return None
         k = cls(em, fn, numthreads, sname, call_args)
         try:
