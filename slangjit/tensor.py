@@ -23,7 +23,19 @@ DEFAULT_USAGE = BufferUsage.shader_resource | BufferUsage.unordered_access      
 
 
 class Shape(tuple):
-    """A tuple of ints that also has SlangPy's `Shape` helpers."""
+    """A tuple of ints that also has SlangPy's `Shape` helpers.  `Shape(None)` is SlangPy's invalid shape
+    (no dimensions, `valid` False, printed "[invalid]")."""
+
+    _invalid = False
+
+    def __new__(cls, dims=()):
+        if dims is None:
+            s = tuple.__new__(cls, ())
+            s._invalid = True
+            return s
+        if isinstance(dims, int):
+            dims = (dims,)
+        return tuple.__new__(cls, (int(d) for d in dims))
 
     def as_tuple(self) -> tuple:
         return tuple(self)
@@ -33,7 +45,27 @@ class Shape(tuple):
 
     @property
     def valid(self) -> bool:
-        return True
+        return not self._invalid
+
+    def __eq__(self, other):
+        if isinstance(other, Shape) and (self._invalid or other._invalid):
+            return self._invalid == other._invalid
+        if isinstance(other, list):
+            other = tuple(other)
+        return tuple.__eq__(self, other)
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+    __hash__ = tuple.__hash__
+
+    def __add__(self, other):
+        return Shape(tuple(self) + tuple(other))
+
+    def __str__(self):
+        return "[invalid]" if self._invalid else "[" + ", ".join(str(d) for d in self) + "]"
+
+    __repr__ = __str__
 
     @property
     def concrete(self) -> bool:
