@@ -257,3 +257,26 @@ static float s_last;
 float via_static(float v) { s_last = v * 2.0f; return sin(s_last) + s_last; }""")
     v = np.linspace(-3, 3, 200).astype(np.float32)
     np.testing.assert_allclose(m.via_static(v, _result="numpy"), np.sin(2 * v) + 2 * v, rtol=1e-5, atol=1e-6)
+
+
+TEX3D_SRC = """
+import "slangpy";
+float3 tex3d_groups(Texture3D<float4> tex, uint3 cell)
+{
+    CallShapeInfo g = CallShapeInfo::get_call_group_id();
+    CallShapeInfo c = CallShapeInfo::get_call_id();
+    float3 uvw = float3(float(c.shape[0]), float(c.shape[1]), float(c.shape[2])) / float3(16.0f, 16.0f, 16.0f);
+    SamplerState samp;
+    return tex.SampleLevel(samp, uvw + float3(float(g.shape[0]), float(g.shape[1]), float(g.shape[2])) * 0.02f, 0).rgb;
+}
+"""
+
+
+@SAMPLER_XFAIL
+def test_texture_3d_with_call_groups(device):
+    m = spy.Module.load_from_source(device, "port_cgi_tex3d", TEX3D_SRC)
+    tex = device.create_texture(type=spy.TextureType.texture_3d, width=16, height=16, depth=16,
+                                format=spy.Format.rgba32_float, usage=spy.TextureUsage.shader_resource)
+    tex.copy_from_numpy(np.random.default_rng(10).random((16, 16, 16, 4)).astype(np.float32))
+    r = m.tex3d_groups.call_group_shape(Shape((4, 4, 4)))(tex, spy.grid((16, 16, 16)), _result="numpy")
+    assert r.shape == (16, 16, 16, 3) and np.all(np.isfinite(r))

@@ -129,10 +129,16 @@ def _writes_global(s) -> bool:
     thread, shared by the lanes, so per-lane writes and later reads would see the last lane's value."""
     for n in scan.walk(s):
         if isinstance(n, ir.Assign):
-            e = n.lhs
-            while isinstance(e, (ir.Field, ir.Swizzle, ir.Index)) and not getattr(e, "via_pointer", False):
-                e = e.obj
-            if isinstance(e, ir.GlobalRef):
+            e = n.lhs                    # walk to the variable whose value (not memory it points to) is written
+            while True:
+                if isinstance(e, ir.Field) and not e.via_pointer or isinstance(e, ir.Swizzle):
+                    e = e.obj
+                elif isinstance(e, ir.Index) and isinstance(scan.value_type(e.obj),
+                                                             (T.ArrayType, T.VectorType, T.MatrixType)):
+                    e = e.obj
+                else:
+                    break
+            if isinstance(e, ir.GlobalRef) and not isinstance(e.type, (T.BufferType, T.PointerType)):
                 return True
     return False
 
