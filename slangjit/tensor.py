@@ -298,6 +298,8 @@ class Tensor:
     def zeros(device, shape: Sequence[int] = None, dtype: Any = None, usage=DEFAULT_USAGE,
               memory_type=MemoryType.device_local, program_layout=None,
               element_count: Optional[int] = None) -> "Tensor":
+        if usage is None:
+            usage = DEFAULT_USAGE
         if not int(usage) & int(BufferUsage.unordered_access):
             raise RuntimeError("Tensor.zeros: a read-only tensor (usage without unordered_access) cannot be "
                                "cleared; use Tensor.empty and copy_from_numpy")
