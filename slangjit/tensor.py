@@ -5,7 +5,6 @@ the compiler uses for `T*` / `StructuredBuffer<T>` elements.
 """
 from __future__ import annotations
 
-import ctypes
 import math
 import warnings
 from typing import Any, Optional, Sequence
@@ -17,171 +16,10 @@ from .functional import layout as _layout
 from .functional import typeview as S
 from .functional import values as V
 from .runtime import layout_pack as lp
-from .runtime.device import Buffer, BufferDesc, BufferUsage, MemoryType
-
-DEFAULT_USAGE = BufferUsage.shader_resource | BufferUsage.unordered_access      # 24
-
-
-class Shape(tuple):
-    """A tuple of ints that also has SlangPy's `Shape` helpers."""
-
-    def as_tuple(self) -> tuple:
-        return tuple(self)
-
-    def as_list(self) -> list:
-        return list(self)
-
-    @property
-    def valid(self) -> bool:
-        return True
-
-    @property
-    def concrete(self) -> bool:
-        return all(d >= 0 for d in self)
-
-
-def resolve_dtype(dtype: Any, module=None) -> S.SType:
-    """A dtype given as an SType, Struct, Python type, spy vector class, numpy dtype or string -> SType."""
-    if isinstance(dtype, S.SType):
-        return dtype
-    t = getattr(dtype, "_sj_stype", None)            # functional.Struct
-    if t is not None:
-        return t
-    if dtype is float:
-        return S.scalar("float")
-    if dtype is int:
-        return S.scalar("int")
-    if dtype is bool:
-        return S.scalar("bool")
-    if isinstance(dtype, type) and issubclass(dtype, (V.VectorValue, V.MatrixValue)):
-        return V.slang_type_of_vector(dtype())
-    if isinstance(dtype, str):
-        refl = getattr(module, "_refl", None)
-        t = refl.find_type(dtype) if refl is not None else S.builtin_type(dtype)
-        if t is None:
-            t = S.parse_type_string(dtype, refl)
-        return t
-    try:
-        nd = np.dtype(dtype)
-    except TypeError:
-        nd = None
-    if nd is not None and nd.name in S.NUMPY_TO_SCALAR:
-        return S.scalar(S.NUMPY_TO_SCALAR[nd.name])
-    raise TypeError(f"Unsupported dtype {dtype!r}")
-
-
-def _contig_strides(shape) -> tuple:
-    st, acc = [], 1
-    for d in reversed(shape):
-        st.append(acc)
-        acc *= d
-    return tuple(reversed(st))
-
-
-class _SmallBuffer(Buffer):
-    """A Buffer backed by a ctypes array (cheap to allocate); its numpy view is made on first use."""
-
-    @property
-    def _mem(self):
-        m = self.__dict__.get("_np")
-        if m is None:
-            m = self.__dict__["_np"] = np.frombuffer(self._c, dtype=np.uint8)
-        return m
-
-
-def staged(device) -> bool:
-    """Whether the functional layer moves host data through device buffers for this device: always for a device
-    whose memory is not host-visible (CUDA); on the CPU when the device's `functional_staged` option is set
-    (`device.functional_staged = True`: tests of the GPU path without a GPU)."""
-    return not getattr(device, "_host_memory", True) or bool(getattr(device, "functional_staged", False))
-
-
-def _host(buf) -> bool:
-    """True when the buffer's bytes are read as a host numpy array (`buf._mem`); False for device memory (CUDA)
-    and for staged CPU devices."""
-    return not staged(buf.device)
-
-
-def _read_bytes(buf, start: int, n: int) -> np.ndarray:
-    """Bytes [start, start + n) of a buffer: a view on the CPU, a copy from device memory otherwise."""
-    if _host(buf):
-        return buf._mem[start: start + n]
-    rb = getattr(buf, "read_bytes", None)
-    if rb is not None:
-        return rb(start, n)
-    return buf.to_numpy()[start: start + n]
-
-
-def _write_bytes(buf, start: int, raw: np.ndarray) -> None:
-    if _host(buf):
-        buf._mem[start: start + raw.size] = raw
-    else:
-        buf.set_data(raw, start)
-
-
-_DESCS: dict = {}
-_CTYPES: dict = {}
-
-
-def _small_buffer(device, nbytes: int, sz: int) -> Buffer:
-    key = (nbytes, sz)
-    desc = _DESCS.get(key)
-    if desc is None:
-        desc = BufferDesc(nbytes, sz, DEFAULT_USAGE, MemoryType.device_local, None, None, "")
-        if len(_DESCS) < 4096:
-            _DESCS[key] = desc
-    ct = _CTYPES.get(nbytes)
-    if ct is None:
-        ct = ctypes.c_uint8 * nbytes
-        if len(_CTYPES) < 4096:
-            _CTYPES[nbytes] = ct
-    b = object.__new__(_SmallBuffer)
-    b.device = device
-    b.desc = desc
-    c = ct()                                   # zero-initialised, malloc-aligned
-    b._c = c
-    b._addr = ctypes.addressof(c)
-    return b
-
-
-def _check_extent(storage, dt, shape, strides, offset: int) -> None:
-    """A view must lie inside its storage: kernels address it without further checks."""
-    size = getattr(storage, "size", None)
-    if size is None or not shape or any(d == 0 for d in shape):
-        return
-    lo = hi = offset
-    for d, st in zip(shape, strides):
-        if st > 0:
-            hi += (d - 1) * st
-        else:
-            lo += (d - 1) * st
-    esz = max(dt.size or 0, 1)
-    if lo < 0 or (hi + 1) * esz > size:
-        raise ValueError(f"Tensor view (shape {tuple(shape)}, strides {tuple(strides)}, offset {offset}) reaches "
-                         f"elements {lo}..{hi} of a storage of {size // esz} {dt.name} elements")
-
-
-def struct_np_dtype(t: S.SType):
-    """The numpy structured dtype of a struct type (its layout's field offsets; nested structs nest, vector /
-    matrix / array fields are subarrays); None for other types or a field numpy cannot hold."""
-    if t.kind != "struct" or not t.is_concrete():
-        return None
-    names, formats, offsets = [], [], []
-    for name, off, ft in t.field_offsets():
-        if ft.kind == "struct":
-            f = struct_np_dtype(ft)
-        elif ft.kind == "enum":
-            f = ft.underlying.np_dtype
-        elif ft.scalar is not None and ft.kind in ("scalar", "vector", "matrix", "array"):
-            f = np.dtype((ft.np_dtype, tuple(ft.shape))) if ft.shape else ft.np_dtype
-        else:
-            f = None
-        if f is None:
-            return None
-        names.append(name)
-        formats.append(f)
-        offsets.append(off)
-    return np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": t.size})
+from .runtime.device import Buffer, BufferUsage, MemoryType
+from .functional.tensorbase import (DEFAULT_USAGE, Shape, _check_extent, _contig_strides, _host,  # noqa: F401
+                                      _read_bytes, _small_buffer, _SmallBuffer, _write_bytes, resolve_dtype,
+                                      staged, struct_np_dtype)
 
 
 class Tensor:
@@ -262,6 +100,11 @@ class Tensor:
     def zeros(device, shape: Sequence[int] = None, dtype: Any = None, usage=DEFAULT_USAGE,
               memory_type=MemoryType.device_local, program_layout=None,
               element_count: Optional[int] = None) -> "Tensor":
+        if usage is None:
+            usage = DEFAULT_USAGE
+        if not int(usage) & int(BufferUsage.unordered_access):
+            raise RuntimeError("Tensor.zeros: a read-only tensor (usage without unordered_access) cannot be "
+                               "cleared; use Tensor.empty and copy_from_numpy")
         return Tensor.empty(device, shape, dtype, usage, element_count=element_count)   # buffers are zeroed
 
     @staticmethod
@@ -342,6 +185,8 @@ class Tensor:
     def writable(self) -> bool:
         return bool(int(self.storage.desc.usage) & 16)
 
+    is_writable = writable          # SlangPy's name
+
     @property
     def grad(self) -> "Tensor":
         if self.grad_out is None:
@@ -418,6 +263,17 @@ class Tensor:
         the tensor.  `c[i]["field"]` reaches into a struct element."""
         return TensorCursor(self, start, count)
 
+    def copy_from_torch(self, tensor) -> None:
+        """Copy a torch tensor's elements into this (contiguous) tensor (SlangPy's `copy_from_torch`)."""
+        a = np.ascontiguousarray(tensor.detach().cpu().numpy())
+        if not self.is_contiguous():
+            raise ValueError(f"Destination buffer view must be contiguous (shape {tuple(self.shape)}, strides "
+                             f"{tuple(self.strides)})")
+        start = self.offset * self.dtype.size
+        if start + a.nbytes > self.storage.size:
+            raise ValueError(f"Tensor is larger than the buffer storage ({a.nbytes} > {self.storage.size - start})")
+        self.copy_from_numpy(a)
+
     def copy_from_numpy(self, data) -> None:
         a = lp.native(np.asarray(data))        # big-endian data is converted, never copied as raw bytes
         # SlangPy's wording
@@ -438,12 +294,46 @@ class Tensor:
         _write_bytes(self.storage, start, raw)
 
     def clear(self, command_encoder=None) -> None:
+        """Zero the tensor's storage (now, or when `command_encoder`'s commands are submitted)."""
+        if not self.writable:
+            raise RuntimeError("Cannot clear a read-only tensor: its storage has no unordered_access usage "
+                               "(clearing is a write)")
+        if command_encoder is not None:
+            command_encoder.append(self._clear_now)
+            return
+        self._clear_now()
+
+    def _clear_now(self) -> None:
         if _host(self.storage):
             self.storage._mem[: self.storage.size] = 0
         elif hasattr(self.storage, "clear"):
             self.storage.clear()
         else:
             self.storage.set_data(np.zeros(self.storage.size, np.uint8))
+
+    def _sj_fields(self) -> dict:
+        return {"_data": self.storage._addr, "_shape": list(self._shape), "_strides": list(self._strides),
+                "_offset": self.offset}
+
+    def _sj_struct_fields(self, type_name: str) -> dict:
+        """The fields of the slangpy.slang tensor struct `type_name` (a tensor inside a struct or array value):
+        the primal's view, and for the differentiable kinds the gradient tensors they hold."""
+        kind = type_name.split("<", 1)[0].strip()
+        if kind in ("Tensor", "RWTensor", "WTensor", "AtomicTensor"):
+            return self._sj_fields()
+        if kind in ("PrimalTensor", "WPrimalTensor", "RWPrimalTensor"):
+            return {"_primal": self._sj_fields()}
+        need = {"DiffTensor": ("grad_out",), "WDiffTensor": ("grad_in",),
+                "RWDiffTensor": ("grad_out", "grad_in")}.get(kind)
+        if need is None:
+            raise TypeError(f"a Tensor cannot be passed as {type_name}")
+        out = {"_primal": self._sj_fields()}
+        for g in need:
+            t = getattr(self, g)
+            if t is None:
+                raise ValueError(f"a Tensor passed as {type_name} needs its {g} tensor (use with_grads)")
+            out["_" + g] = t._sj_fields()
+        return out
 
     def uniforms(self) -> dict:
         return {"_data": self.storage, "_shape": list(self._shape), "_offset": self.offset,
@@ -595,9 +485,9 @@ class NDBuffer(Tensor):
         if isinstance(device, Buffer):
             raise TypeError("NDBuffer: pass the device (NDBuffer(device, dtype, element_count / shape))")
         if shape is None and element_count is None:
-            raise ValueError("NDBuffer: give element_count or shape")
+            raise ValueError("NDBuffer: Either element_count or shape must be provided")
         if shape is not None and element_count is not None:
-            raise ValueError("NDBuffer: give element_count or shape, not both")
+            raise ValueError("NDBuffer: Only one of element_count or shape can be provided")
         if shape is None:
             shape = (int(element_count),)
         elif isinstance(shape, int):
@@ -606,6 +496,36 @@ class NDBuffer(Tensor):
 
     def with_grads(self, *args, **kwargs):
         raise ValueError("NDBuffer carries no gradients: use a Tensor")
+
+    # Tensor's factories, returning NDBuffers (an NDBuffer is a Tensor without gradients)
+    @staticmethod
+    def empty(*args, **kwargs) -> "NDBuffer":
+        return NDBuffer._of(Tensor.empty(*args, **kwargs))
+
+    @staticmethod
+    def zeros(*args, **kwargs) -> "NDBuffer":
+        return NDBuffer._of(Tensor.zeros(*args, **kwargs))
+
+    @staticmethod
+    def ones(*args, **kwargs) -> "NDBuffer":
+        return NDBuffer._of(Tensor.ones(*args, **kwargs))
+
+    @staticmethod
+    def empty_like(other: Tensor) -> "NDBuffer":
+        return NDBuffer._of(Tensor.empty_like(other))
+
+    @staticmethod
+    def zeros_like(other: Tensor) -> "NDBuffer":
+        return NDBuffer._of(Tensor.zeros_like(other))
+
+    @staticmethod
+    def from_numpy(*args, **kwargs) -> "NDBuffer":
+        return NDBuffer._of(Tensor.from_numpy(*args, **kwargs))
+
+    @staticmethod
+    def _of(t: Tensor) -> "NDBuffer":
+        t.__class__ = NDBuffer
+        return t
 
 
 class _ElementLayout:
@@ -713,3 +633,21 @@ class _ElementCursor:
         if name.startswith("_"):
             raise AttributeError(name)
         return self[name]
+
+
+class BufferCursor(TensorCursor):
+    """SlangPy's `BufferCursor(element_layout, buffer)`: a buffer's elements of one type as Python values
+    (`cursor[i].read()`, `cursor[i]["field"].read()`, `cursor[i].write(v)`, `cursor.apply()`).  The layout is
+    a `buffer_layout` (of a Struct, a TypeReflection or a tensor's dtype) or a dtype."""
+
+    def __init__(self, element_layout, buffer: Buffer, load_before_write: bool = True):
+        t = getattr(element_layout, "type", None)
+        dt = resolve_dtype(t if isinstance(t, S.SType) else element_layout)
+        if not isinstance(buffer, Buffer):
+            raise TypeError(f"BufferCursor: expected a Buffer, got {type(buffer).__name__}")
+        if dt.size <= 0:
+            raise ValueError(f"BufferCursor: {dt.name} has no size")
+        n = buffer.size // dt.size
+        if n == 0:
+            raise ValueError(f"BufferCursor: the buffer ({buffer.size} bytes) holds no {dt.name} ({dt.size} bytes)")
+        super().__init__(Tensor(buffer, dt, (n,)))

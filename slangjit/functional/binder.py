@@ -13,7 +13,7 @@ from .calldata import (_py_type_name, _scalar_to_slang)
 from .genleaf import GeneratorLeaf
 from .leaves import (ContainerLeaf, GradValueLeaf, Leaf, RefLeaf, StructLeaf, TensorParamLeaf,
                      ReadOnlyValueLeaf, ValueLeaf, ValueListLeaf, _FAST_FMT)
-from .errors import BoundVariableException
+from .errors import AccessError, BoundVariableException
 from .generators import Generator
 
 _RESERVED_KW = ("_result", "_thread_count", "_append_to", "_this")
@@ -24,6 +24,11 @@ _I32 = struct.Struct("<i")
 
 class _Fail(Exception):
     pass
+
+
+def _one_vector_of(a, b) -> bool:
+    """a is vector<b, 1> (the same memory layout as b: Texture2D<vector<float,1>> over a float texture)."""
+    return isinstance(a, S.VectorT) and a.n == 1 and a.elem == b
 
 
 def _is_tensor(v) -> bool:
@@ -92,6 +97,12 @@ class Binder:
             return t
         if isinstance(v, range):
             return S.scalar("int")
+        if getattr(v, "_sj_generator", False) and getattr(v, "kind", "") in ("grid", "call_id", "thread_id") \
+                and v.dims > 0 and isinstance(pattern, (S.VectorT, S.ArrayT)):
+            # an index generator of known dimensions: an int vector / array of that many components
+            el = pattern.elem if isinstance(pattern.elem, S.ScalarT) and pattern.elem.skind in "iu" \
+                else S.scalar("int")
+            return S.VectorT(el, v.dims) if isinstance(pattern, S.VectorT) else S.ArrayT(el, v.dims)
         if isinstance(v, list) and v and all(isinstance(x, (int, float)) for x in v):
             if isinstance(pattern, S.GenericT):
                 return None
@@ -263,8 +274,14 @@ class Binder:
         if getattr(v, "_sj_buffer", False):           # a buffer inside a list / dict value
             return isinstance(P, S.BufferT) and (not P.bkind.startswith("RW") or bool(int(v.usage) & 16))
         if _is_tensor(v):                               # a tensor inside a list / dict value: its Tensor<T, D>
-            return isinstance(P, S.TensorT) and P.tkind in ("Tensor", "RWTensor", "WTensor") and \
-                P.elem == v.dtype and P.dims == len(v.shape) and ("w" not in P.access or v.writable)
+            if not (isinstance(P, S.TensorT) and P.elem == v.dtype and P.dims == len(v.shape) and
+                    ("w" not in P.access or v.writable)):
+                return False
+            if P.tkind in ("Tensor", "RWTensor", "WTensor", "PrimalTensor", "WPrimalTensor", "RWPrimalTensor"):
+                return True
+            need = {"DiffTensor": ("grad_out",), "WDiffTensor": ("grad_in",),
+                    "RWDiffTensor": ("grad_out", "grad_in")}.get(P.tkind, None)
+            return need is not None and all(getattr(v, g) is not None for g in need)
         if isinstance(v, (list, tuple)):
             if isinstance(P, (S.ArrayT, S.VectorT)) and P.is_concrete():
                 if len(v) != P.n:
@@ -339,11 +356,11 @@ class Binder:
         if isinstance(P, S.BufferT) and not is_np:
             return self.bind_tensor_buffer(v, P, name, getter)
         if isinstance(P, S.TensorT):
-            if not (P.elem == dt):
+            if not (P.elem == dt or _one_vector_of(P.elem, dt) or _one_vector_of(dt, P.elem)):
                 raise TypeError(f"Can't convert tensor with element type {dt.name} to tensor with element type "
                                 f"{P.elem.name}")
             if "w" in P.access and not writable:
-                raise TypeError(f"Can't pass a read-only tensor to a writable tensor ({P.name}) for argument "
+                raise AccessError(f"Can't pass a read-only tensor to a writable tensor ({P.name}) for argument "
                                 f"'{name}'")
             if nd < P.dims:
                 raise _Fail(f"python type {_py_type_name(v)} does not match slang type {P.name} "
@@ -365,6 +382,11 @@ class Binder:
                 P.skind in "fiu" and dt.skind in "fiu" and (type_override is None or type_override in (dt, P)):
             # SlangPy: an explicit mapping (.map((0,)) or .map(float)) makes the element type the container's,
             # which the call converts to the parameter's (a float tensor into an `int` parameter)
+            convert = True
+        elif direction == "out" and isinstance(P, S.ScalarT) and dt.kind == "scalar" and \
+                P.skind in "fiu" and dt.skind in "fiu":
+            # SlangPy: a result / out container of another numeric scalar type receives the value converted
+            # (an `int` function's results in a float NDBuffer)
             convert = True
         elif isinstance(P, S.PointerT) and dt.kind == "scalar" and dt.name in ("uint64_t", "int64_t") and \
                 direction == "in":

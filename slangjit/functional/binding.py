@@ -32,6 +32,7 @@ _RESERVED_KW = ("_result", "_thread_count", "_append_to", "_this")
 _U64 = struct.Struct("<Q")
 _I32 = struct.Struct("<i")
 from .binder import _Fail, _is_tensor, Bound, _all_leaves, Binder
+from .callhelpers import dump_generated_shader
 from .callhelpers import (_bound, _constant_decl, _decl_type, _exact, _getter, _type_override, _uniform_decl,
                           _value_for)
 from .callviews import DebugBindings, _Once, _is_this
@@ -542,6 +543,7 @@ class CallData:
         if is_print_generated_shaders():
             print_generated_shader(getattr(self.node, "name", None) or mod.name, code)
         text = mod._source_text + "\n" + code
+        dump_generated_shader(mod.name, self.name + ("_bwds" if self.bwds else ""), text)
         spec = SourceSpec(path=mod._source_path, text=text, name=mod.name)
         try:
             compiled = compile_program([spec], ["_sj_main"], target=self.device._target,

@@ -2,6 +2,8 @@
 `.map(...)` names."""
 from __future__ import annotations
 
+import os
+
 from ..tensor import resolve_dtype
 from . import typeview as S
 from . import values as V
@@ -22,11 +24,32 @@ def _constant_decl(name: str, v) -> str:
 
 
 def _uniform_decl(utype: str, uname: str) -> str:
-    # `int[3] x` -> `int x[3]`
+    # `int[3] x` -> `int x[3]`; the type syntax appends the outer count last (`int[2][3]` is 3 arrays of
+    # int[2]) and the declarator puts it first (`int x[3][2]`)
     if utype.endswith("]") and "[" in utype and not utype.endswith("*"):
         base, dims = utype.split("[", 1)
-        return f"uniform {base} {uname}[{dims}"
+        counts = dims[:-1].split("][")
+        return f"uniform {base} {uname}" + "".join(f"[{c}]" for c in reversed(counts))
     return f"uniform {utype} {uname}"
+
+
+# SlangPy's debugging switch (slangpy.set_dump_generated_shaders): write each generated kernel's source to
+# .temp/<module>_<function>.slang in the working directory when it is compiled.
+DEBUG_SETTINGS = {"dump_generated_shaders": False}
+DUMP_FOLDER = ".temp"
+
+
+def set_dump_generated_shaders(value: bool) -> None:
+    DEBUG_SETTINGS["dump_generated_shaders"] = bool(value)
+
+
+def dump_generated_shader(module_name: str, function_name: str, text: str) -> None:
+    if not DEBUG_SETTINGS["dump_generated_shaders"]:
+        return
+    os.makedirs(DUMP_FOLDER, exist_ok=True)
+    safe = "".join(c if c.isalnum() or c in "_-" else "_" for c in f"{module_name}_{function_name}")
+    with open(os.path.join(DUMP_FOLDER, safe + ".slang"), "w", encoding="utf-8") as f:
+        f.write(text)
 
 
 def _decl_type(P: S.SType, leaf) -> str:

@@ -85,7 +85,9 @@ class DebugBinding:
         else:
             vt = ptype
         self.vector_type = _DebugType(vt)
-        self.call_dimensionality = len(self.vector_mapping.as_tuple())
+        m = self.vector_mapping.as_tuple()
+        # the call dimensions the argument reaches (an argument mapped to dimension 1 only has 2)
+        self.call_dimensionality = max(m) + 1 if m else 0
         self.children = None
         if isinstance(leaf, StructLeaf):
             fields = ptype.fields if isinstance(ptype, S.StructT) else {}

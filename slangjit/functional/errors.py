@@ -22,3 +22,7 @@ class KernelGenException(ValueError):
 class ShapeMismatchError(BoundVariableException, RuntimeError):
     """An array / tensor argument whose element dimensions do not match its parameter ("argument 'x':
     expected last dimension 3 (float3), got 2"); a ValueError, and a RuntimeError as SlangPy raises."""
+
+
+class AccessError(ResolveException, TypeError):
+    """A read-only container for a writable parameter: a ResolveException (SlangPy) and a TypeError."""

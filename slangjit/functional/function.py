@@ -9,7 +9,7 @@ import numpy as np
 
 from ..runtime import layout_pack as lp
 from ..runtime.base import normalize_conformances
-from ..tensor import Tensor, struct_np_dtype
+from ..tensor import NDBuffer, Tensor, struct_np_dtype
 from .binding import CallData
 from .calldata import signature
 from .errors import KernelGenException, ResolveException
@@ -28,6 +28,8 @@ def _return_mode(t) -> Optional[str]:
         return "numpy"
     if t is Tensor or t == "tensor":
         return "tensor"
+    if t is NDBuffer or t == "ndbuffer":
+        return "ndbuffer"
     if isinstance(t, str):
         raise ValueError(f"Unknown return type '{t}'")
     raise ValueError(f"Unknown return type '{t!r}'")
@@ -304,11 +306,13 @@ class FunctionNode:
                                      f"or array types, not {ret.dtype.name}")
                 return ret.to_numpy()
             return np.asarray(_to_plain(ret))
-        if mode == "tensor":
-            if isinstance(ret, Tensor):
-                return ret
-            a = np.asarray(_to_plain(ret))
-            return Tensor.from_numpy(cd.device, a.reshape(1) if a.ndim == 0 else a)
+        if mode in ("tensor", "ndbuffer"):
+            if not isinstance(ret, Tensor):
+                a = np.asarray(_to_plain(ret))
+                ret = Tensor.from_numpy(cd.device, a.reshape(1) if a.ndim == 0 else a)
+            if mode == "ndbuffer" and not isinstance(ret, NDBuffer):
+                ret = NDBuffer._of(ret.detach() if ret.grad_in is not None or ret.grad_out is not None else ret)
+            return ret
         return ret
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Optional, Sequence, Union
 
+import numpy as np
+
 
 def _wang_hash_py(s: int) -> int:
     s &= 0xFFFFFFFF
@@ -13,6 +15,18 @@ def _wang_hash_py(s: int) -> int:
     s = (s * 0x27D4EB2D) & 0xFFFFFFFF
     s = s ^ (s >> 15)
     return s & 0xFFFFFFFF
+
+
+def calc_wang_hash_numpy(seeds):
+    """The wang hash of each element of a uint32 array (what `wang_hash` computes per thread), in numpy."""
+    s = np.asarray(seeds).astype(np.uint32)
+    with np.errstate(over="ignore"):
+        s = (s ^ np.uint32(61)) ^ (s >> np.uint32(16))
+        s = s * np.uint32(9)
+        s = s ^ (s >> np.uint32(4))
+        s = s * np.uint32(0x27D4EB2D)
+        s = s ^ (s >> np.uint32(15))
+    return s
 
 
 class Generator:

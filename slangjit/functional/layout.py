@@ -16,6 +16,7 @@ import enum
 from typing import Optional
 
 from . import typeview as S
+from .typeview import BufferLayout  # noqa: F401  (re-exported: module.py, tensor.py)
 
 
 class TypeKind(enum.IntEnum):
@@ -77,6 +78,14 @@ class TypeReflection:
 
     def __init__(self, t: S.SType):
         self._t = t
+
+    @property
+    def buffer_layout(self) -> BufferLayout:
+        return BufferLayout(self._t)
+
+    @property
+    def _sj_stype(self) -> S.SType:        # a TypeReflection is accepted wherever a dtype is (tensor.resolve_dtype)
+        return self._t
 
     @property
     def name(self) -> str:

@@ -144,8 +144,8 @@ def _np_view(blk):
 
 
 def _plain(v):
-    if getattr(v, "_sj_tensor", False):          # a spy.Tensor inside a value: the fields of Tensor<T, D>
-        return {"_data": v.storage._addr, "_shape": list(v.shape), "_strides": list(v.strides), "_offset": v.offset}
+    if getattr(v, "_sj_tensor", False):          # a spy.Tensor inside a value: packed by the struct it meets
+        return v                                 # (Tensor._sj_struct_fields: Tensor<T, D>, DiffTensor<T, D> ...)
     if isinstance(v, (V.VectorValue,)):
         return list(v)
     if isinstance(v, V.MatrixValue):

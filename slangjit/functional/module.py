@@ -7,7 +7,7 @@ from typing import Optional, Sequence
 from ..compiler.source import CompileError
 from . import typeview as S
 from .function import Function
-from .layout import ModuleLayout
+from .layout import BufferLayout, ModuleLayout, TypeReflection
 
 SHADER_PATH = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "compiler", "slang"))
 
@@ -24,7 +24,7 @@ class Module:
     def __init__(self, device_module, options: dict = {}, link: Sequence = ()):
         self.device_module = device_module
         self.device = device_module.device
-        self.options = dict(options)
+        self.options = dict(options or {})
         self.link = list(link)
         self.name = device_module.name
         self._include_paths = _include_paths(self.device)
@@ -180,18 +180,6 @@ def _split_generic(name: str):
     return name[:i].strip(), name[i:]
 
 
-class BufferLayout:
-    """SlangPy's `Struct.buffer_layout`: `size`, `alignment` and `stride` of the type as a buffer element."""
-
-    def __init__(self, t: S.SType):
-        self.type = t
-        self.size, self.alignment = t.size, max(1, t.align)
-        self.stride = -(-self.size // self.alignment) * self.alignment
-
-    def __repr__(self):
-        return f"BufferLayout({self.type.name}, size={self.size}, alignment={self.alignment}, stride={self.stride})"
-
-
 class Struct:
     """A Slang type of a module: constructor, methods (`this` as first argument), and a dtype for tensors."""
 
@@ -231,6 +219,11 @@ class Struct:
     def buffer_layout(self) -> "BufferLayout":
         """The type's layout as an element of a buffer (`stride`: its size rounded up to its alignment)."""
         return BufferLayout(self._sj_stype)
+
+    @property
+    def struct(self) -> TypeReflection:
+        """SlangPy's `Struct.struct`: the type's reflection (usable as a dtype; `.buffer_layout` as here)."""
+        return TypeReflection(self._sj_stype)
 
     def as_struct(self):
         return self

@@ -47,6 +47,22 @@ TENSOR_KINDS.update({k: "rw" if k.startswith("RW") else "r" for k in TEXTURE_DIM
 _SKIND = {"float": "f", "int": "i", "uint": "u", "bool": "b"}
 
 
+class BufferLayout:
+    """SlangPy's `Struct.buffer_layout`: `size`, `alignment` and `stride` of the type as a buffer element."""
+
+    def __init__(self, t: "SType"):
+        self.type = t
+        self.size, self.alignment = t.size, max(1, t.align)
+        self.stride = -(-self.size // self.alignment) * self.alignment
+
+    @property
+    def reflection(self) -> "BufferLayout":      # SlangPy's TypeLayoutReflection (`.size`, `.stride`)
+        return self
+
+    def __repr__(self):
+        return f"BufferLayout({self.type.name}, size={self.size}, alignment={self.alignment}, stride={self.stride})"
+
+
 class SType:
     """A compiler type seen by the functional layer.  `name` is its Slang spelling (usable in generated code)."""
     kind = "?"
@@ -74,6 +90,10 @@ class SType:
     @property
     def layout(self):
         return _reflect().layout(self.ct)
+
+    @property
+    def buffer_layout(self) -> BufferLayout:
+        return BufferLayout(self)
 
     @property
     def derivative(self) -> Optional["SType"]:
@@ -176,20 +196,12 @@ class ArrayT(SType):
         self.decls = decls if decls is not None else elem.decls
         self.ct = ct if ct is not None else (T.ArrayType(elem.ct, n) if elem.ct is not None and
                                             _ct_count(n) is not None else None)
-        self.name = f"{elem.name}[{self.n}]" if not isinstance(elem, ArrayT) else _array_name(elem, self.n)
+        # Slang's type syntax appends the outer count: an array of n arrays of m T is T[m][n] (as `T x[n][m]`)
+        self.name = f"{elem.name}[{self.n}]"
         if isinstance(self.n, int) and elem.is_concrete():
             self.shape = (self.n,) + tuple(elem.shape)
             self.scalar = elem.scalar
 
-
-def _array_name(elem: "ArrayT", n) -> str:
-    # Slang spells an array of n arrays of m T as T[n][m]
-    dims = [n]
-    e = elem
-    while isinstance(e, ArrayT):
-        dims.append(e.n)
-        e = e.elem
-    return e.name + "".join(f"[{d}]" for d in dims)
 
 
 class StructT(SType):

@@ -676,6 +676,13 @@ class Device:
     def wait_for_idle(self, *args, **kwargs) -> None:
         pass
 
+    # SlangPy's CUDA-interop fences: work is ordered with other users of the device (torch) by waiting for it
+    def sync_to_cuda(self, *args, **kwargs) -> None:
+        self.wait_for_idle()
+
+    def sync_to_device(self, *args, **kwargs) -> None:
+        self.wait_for_idle()
+
     def close(self) -> None:
         self.closed = True
 

@@ -340,7 +340,9 @@ def _pack_struct(block, offset, layout: TypeLayout, value: Any, path, ctx) -> No
         _pack_raw(block, offset, layout, value, path, ctx)
         return
     if not isinstance(value, dict):
-        if hasattr(value, "__dataclass_fields__"):
+        if hasattr(value, "_sj_struct_fields"):         # an object that knows its fields for this struct type
+            value = value._sj_struct_fields(layout.name)
+        elif hasattr(value, "__dataclass_fields__"):
             value = {k: getattr(value, k) for k in value.__dataclass_fields__}
         else:
             raise TypeError(f"{ctx.at(path)} expects {layout.name} (a dict of its fields), got {_describe(value)}")

@@ -364,7 +364,7 @@ def test_call_shapes(mdot, device, case):
         "input_transform": (_fbuf(device, 8, 1, 2, 3), _fbuf(device, 4, 8, 2, 3), None, {"b": (1, 0, 2)},
                             ([8, 4, 2], [3, 3, 3], [[0, 1, 2], [1, 0, 2], [0, 1, 2]])),
         "output_transform": (_fbuf(device, 10, 3), _fbuf(device, 5, 3), None, {"a": (0,), "b": (1,)},
-                             ([10, 5], [1, 1, 2], [[0], [1], [0, 1]])),
+                             ([10, 5], [1, 2, 2], [[0], [1], [0, 1]])),
     }[case]
     got = _shapes(mdot, a, b, r, tf)
     assert got == {"call_shape": want[0], "node_call_dims": want[1], "node_transforms": want[2]}

@@ -124,6 +124,25 @@ def _check_supported(s) -> None:
                 raise _Unsupported(type(n).__name__)
 
 
+def _writes_global(s) -> bool:
+    """Whether a statement assigns (part of) a module-level variable: a static is one variable per worker
+    thread, shared by the lanes, so per-lane writes and later reads would see the last lane's value."""
+    for n in scan.walk(s):
+        if isinstance(n, ir.Assign):
+            e = n.lhs                    # walk to the variable whose value (not memory it points to) is written
+            while True:
+                if isinstance(e, ir.Field) and not e.via_pointer or isinstance(e, ir.Swizzle):
+                    e = e.obj
+                elif isinstance(e, ir.Index) and isinstance(scan.value_type(e.obj),
+                                                             (T.ArrayType, T.VectorType, T.MatrixType)):
+                    e = e.obj
+                else:
+                    break
+            if isinstance(e, ir.GlobalRef) and not isinstance(e.type, (T.BufferType, T.PointerType)):
+                return True
+    return False
+
+
 def _declared(fn: ir.Function) -> list:
     return [n.var for n in scan.walk(fn.body) if isinstance(n, ir.VarDecl)]
 
@@ -149,6 +168,8 @@ class LaneKernel:
         try:
             _check_supported(fn.body)
         except _Unsupported:
+            return None
+        if _writes_global(fn.body):
             return None
         k = cls(em, fn, numthreads, sname, call_args)
         try:
