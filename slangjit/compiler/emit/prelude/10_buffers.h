@@ -162,6 +162,7 @@ SJ_BYTE_ADDRESS_BUFFER(RWByteAddressBuffer)
 #undef SJ_BYTE_ADDRESS_BUFFER
 #undef SJ_BAB_ATOMIC
 
+// @section layout_checks auto needs: buffers byte_buffers atomics matrices
 static_assert(sizeof(StructuredBuffer<float>) == 16, "buffer handle layout");
 static_assert(sizeof(RWStructuredBuffer<vec<float, 3>>) == 16, "buffer handle layout");
 static_assert(sizeof(RWByteAddressBuffer) == 16, "buffer handle layout");
