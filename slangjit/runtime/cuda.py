@@ -583,6 +583,7 @@ class CudaDevice(Device):
                  ordinal: Optional[int] = None, compile_options: PipelineOptions = DEFAULT_OPTIONS):
         if ordinal is None:
             ordinal = int(os.environ.get("SLANGJIT_CUDA_DEVICE", "0") or 0)
+        cuda_compiler.prefetch_toolchain()     # NVRTC's libraries into the page cache while the context starts
         self._ctx = _Context.get(ordinal)
         super().__init__(DeviceType.cuda, include_paths, compiler_args, enable_debug_layers, compile_options)
 
