@@ -370,18 +370,7 @@ def _write_entry(path: str, image: bytes, meta: dict, key: str) -> None:
     write_atomic(path, (_HEADER.pack(_MAGIC, len(m), len(image), mac), m, image))
 
 
-def compile_cached(source: str, arch: str, source_sha256: Optional[bytes] = None) -> CompiledImage:
-    """cubin (arch "sm_XX") or PTX ("compute_XX") for `source`, from memory, disk, or NVRTC.
-
-    A memory or disk hit neither imports cuda.bindings.nvrtc nor loads libnvrtc.  `source_sha256`, when
-    given, must be the sha256 of `source` (CompiledProgram.source_sha256)."""
-    key = cache_key(source, arch, default_options(arch), source_sha256)
-    img = _mem_cache.get(key)
-    if img is not None:
-        stats["memory_hits"] += 1
-        return CompiledImage(img, key, 0.0, True)
-    ext = "cubin" if arch.startswith("sm_") else "ptx"
-    name = f"{key[:40]}.{ext}"
+def _disk_lookup(key: str, name: str) -> Optional[bytes]:
     try:
         folders = cache_paths.cache_dirs("cuda").read
     except OSError:
@@ -391,14 +380,90 @@ def compile_cached(source: str, arch: str, source_sha256: Optional[bytes] = None
         if img is not None:
             stats["disk_hits"] += 1
             _mem_cache[key] = img
-            return CompiledImage(img, key, 0.0, True)
+            return img
+    return None
+
+
+def _build(source: str, arch: str, key: str, name: str) -> tuple[bytes, float]:
     t0 = time.perf_counter()
     img, _log = compile_source(source, arch)
     secs = time.perf_counter() - t0
     stats["compiles"] += 1
-    _mem_cache[key] = img
     try:
         _write_entry(os.path.join(cache_dir(), name), img, toolchain_stamp(), key)
     except OSError:
         pass
+    return img, secs
+
+
+def _entry_name(key: str, arch: str) -> str:
+    return f"{key[:40]}.{'cubin' if arch.startswith('sm_') else 'ptx'}"
+
+
+# ------------------------------------------------------------------------------------------ background builds
+#
+# A program loaded for a CUDA device starts its NVRTC build at once, in a worker thread (compile_async,
+# called by runtime/cuda.py when the front end hands over the source), and the kernel that needs the image
+# waits for it (compile_cached).  NVRTC releases the GIL and compiles separate programs concurrently, so a
+# module's kernels, loaded one after another, build in parallel with each other and with the front end of
+# the next one.  Errors reach the caller of compile_cached, as before.
+
+_pending: dict = {}                           # key -> concurrent.futures.Future of (image, seconds)
+_executor = None
+
+
+def _workers():
+    global _executor
+    if _executor is None:
+        from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415  (only when a build is started)
+        _executor = ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1)),
+                                       thread_name_prefix="slangjit-nvrtc")
+    return _executor
+
+
+def compile_async(source: str, arch: str, source_sha256: Optional[bytes] = None) -> bool:
+    """Start building `source` for `arch` in the background unless the image is cached in memory or on disk
+    (or already being built).  True when a build was started.  compile_cached(source, arch) returns it."""
+    key = cache_key(source, arch, default_options(arch), source_sha256)
+    with _lock:
+        if key in _mem_cache or key in _pending:
+            return False
+    name = _entry_name(key, arch)
+    if _disk_lookup(key, name) is not None:
+        return False
+    prefetch_toolchain()
+    with _lock:
+        if key in _mem_cache or key in _pending:
+            return False
+        _pending[key] = _workers().submit(_build, source, arch, key, name)
+    return True
+
+
+def compile_cached(source: str, arch: str, source_sha256: Optional[bytes] = None) -> CompiledImage:
+    """cubin (arch "sm_XX") or PTX ("compute_XX") for `source`, from memory, disk, a background build
+    (compile_async), or NVRTC.
+
+    A memory or disk hit neither imports cuda.bindings.nvrtc nor loads libnvrtc.  `source_sha256`, when
+    given, must be the sha256 of `source` (CompiledProgram.source_sha256)."""
+    key = cache_key(source, arch, default_options(arch), source_sha256)
+    img = _mem_cache.get(key)
+    if img is not None:
+        stats["memory_hits"] += 1
+        return CompiledImage(img, key, 0.0, True)
+    fut = _pending.get(key)
+    if fut is not None:
+        try:
+            img, secs = fut.result()
+            _mem_cache[key] = img
+        finally:
+            with _lock:
+                if _pending.get(key) is fut:
+                    del _pending[key]
+        return CompiledImage(img, key, secs, False)
+    name = _entry_name(key, arch)
+    img = _disk_lookup(key, name)
+    if img is not None:
+        return CompiledImage(img, key, 0.0, True)
+    img, secs = _build(source, arch, key, name)
+    _mem_cache[key] = img
     return CompiledImage(img, key, secs, False)

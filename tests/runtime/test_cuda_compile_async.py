@@ -1,0 +1,144 @@
+"""Background NVRTC builds (runtime/cuda_compiler.py compile_async) and the NVRTC library prefetch, without a
+GPU: a program loaded for a CUDA device starts its build at once, the kernel waits for it; images equal the
+synchronous build's, errors reach compile_cached's caller, cached images start nothing."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-bindings (NVRTC) not installed")
+
+from slangjit.compiler import SourceSpec, compile_program  # noqa: E402
+from slangjit.runtime import cuda_compiler as cc  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+HELPERS = os.path.join(ROOT, "tests", "helpers")
+
+KERNEL = r"""
+RWStructuredBuffer<float> outp;
+[numthreads(64, 1, 1)]
+void computeMain(uint3 tid : SV_DispatchThreadID) { outp[tid.x] = sin(float(tid.x)) * 2.0; }
+[numthreads(32, 1, 1)]
+void other(uint3 tid : SV_DispatchThreadID) { InterlockedAdd(outp[0], float(tid.x)); }
+"""
+
+
+def _usable():
+    try:
+        cc.nvrtc_version()
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"NVRTC library not loadable: {e}")
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("SLANGJIT_CACHE_DIR", str(tmp_path))
+    cc._mem_cache.clear()
+    yield tmp_path
+    cc._mem_cache.clear()
+
+
+def _src(entry: str, tag: str) -> str:
+    return compile_program([SourceSpec(text=KERNEL, name="k")], [entry], target="cuda").source + f"\n// {tag}\n"
+
+
+def test_background_build_gives_the_synchronous_image(cache):
+    _usable()
+    src = _src("computeMain", "async-1")
+    n = cc.stats["compiles"]
+    assert cc.compile_async(src, "sm_90") is True
+    assert cc.compile_async(src, "sm_90") is False          # already being built
+    img = cc.compile_cached(src, "sm_90")
+    assert not img.cached and img.compile_seconds > 0
+    assert cc.stats["compiles"] == n + 1
+    assert img.image == cc.compile_source(src, "sm_90")[0]
+    assert cc.compile_cached(src, "sm_90").cached            # memory hit now
+    assert not cc._pending
+
+
+def test_concurrent_builds_match_sequential_ones(cache):
+    _usable()
+    srcs = [_src("computeMain", "conc"), _src("other", "conc"), _src("computeMain", "conc-b")]
+    for s in srcs:
+        assert cc.compile_async(s, "sm_90")
+    imgs = [cc.compile_cached(s, "sm_90").image for s in srcs]
+    assert imgs == [cc.compile_source(s, "sm_90")[0] for s in srcs]
+
+
+def test_an_nvrtc_error_in_the_background_reaches_the_caller(cache):
+    _usable()
+    bad = _src("computeMain", "bad") + "this is not CUDA;\n"
+    assert cc.compile_async(bad, "sm_90")
+    with pytest.raises(cc.NvrtcError, match="failed to compile"):
+        cc.compile_cached(bad, "sm_90")
+    assert not cc._pending
+    with pytest.raises(cc.NvrtcError):                       # and again, synchronously
+        cc.compile_cached(bad, "sm_90")
+
+
+def test_a_cached_image_starts_no_build(cache):
+    _usable()
+    src = _src("other", "cached")
+    cc.compile_cached(src, "sm_90")
+    cc._mem_cache.clear()
+    n = cc.stats["compiles"]
+    assert cc.compile_async(src, "sm_90") is False           # disk hit, now in memory
+    assert cc.compile_cached(src, "sm_90").cached
+    assert cc.stats["compiles"] == n
+
+
+def test_prefetch_names_the_loaded_libraries():
+    _usable()
+    files = cc.nvrtc_library_files()
+    assert any(os.path.basename(f).startswith("libnvrtc.so") for f in files)
+    assert any("builtins" in os.path.basename(f) for f in files)
+    mapped = cc._loaded_nvrtc_libraries()
+    if mapped:              # the files found are the ones this process loaded
+        assert {os.path.realpath(f) for f in mapped} <= {os.path.realpath(f) for f in files}
+    t = cc.prefetch_toolchain()
+    assert t is cc.prefetch_toolchain()                      # once per process
+    t.join(30)
+    assert not t.is_alive()
+
+
+CHILD = r"""
+import json, sys
+sys.path.insert(0, sys.argv[2])
+import slangjit
+import cuda_stub_driver as drv
+drv.install()
+from slangjit.runtime import cuda_compiler as cc
+dev = slangjit.create_device(type=slangjit.DeviceType.cuda)
+progs = [dev.load_program(sys.argv[1], [e]) for e in ("computeMain", "other")]
+started = len(cc._pending)
+ks = [dev.create_compute_kernel(p) for p in progs]
+print(json.dumps({"started": started, "pending_after": len(cc._pending), "images": [len(i) for i in drv.images],
+                  "hit": [k.timings["cache_hit"] for k in ks], "compiles": cc.stats["compiles"]}))
+"""
+
+
+def test_device_starts_each_programs_build_when_it_is_loaded(tmp_path):
+    """Through a CUDA device (stub driver): both programs' builds are under way before the first kernel is
+    created; the kernels get them; a warm start starts none."""
+    _usable()
+    shader = tmp_path / "two.slang"
+    shader.write_text(KERNEL)
+    env = dict(os.environ, SLANGJIT_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+    def run():
+        r = subprocess.run([sys.executable, "-c", CHILD, str(shader), HELPERS], env=env, capture_output=True,
+                           text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-3000:]
+        return json.loads(r.stdout.strip().splitlines()[-1])
+    cold = run()
+    assert cold["started"] == 2 and cold["pending_after"] == 0 and cold["compiles"] == 2
+    assert cold["hit"] == [0.0, 0.0] and all(n > 0 for n in cold["images"])
+    warm = run()
+    assert warm["started"] == 0 and warm["compiles"] == 0 and warm["hit"] == [1.0, 1.0]
+    assert warm["images"] == cold["images"]
