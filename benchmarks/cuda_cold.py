@@ -1,6 +1,7 @@
 """First-use CUDA compile latency of the seed MLP module, broken down, in new processes with empty caches.
 
     python benchmarks/cuda_cold.py [--runs 3] [--no-gpu] [--keep-cache] [--evict] [--no-prefetch] [--root TREE]
+    python benchmarks/cuda_cold.py --flow [--runs 3] [--no-gpu] [--root TREE]
 
 Run it first thing on a fresh machine (nothing of NVRTC in the page cache yet): the first child is the
 "first process on a fresh machine" of issue 20, the later ones are ordinary cold compiles (empty slangjit
@@ -24,7 +25,13 @@ The runtime starts reading NVRTC's libraries into the page cache when a CUDA dev
 unless --no-prefetch.  --evict drops NVRTC's libraries from the OS page cache before each child
 (posix_fadvise DONTNEED: only pages no running process maps), a stand-in for a fresh machine's cold
 disk cache where the script cannot run first thing.  --root imports slangjit from another tree (the
-"before" of a change: `git worktree add /tmp/before <commit>`).  The sum of frontend..compile is what slangjit's first compile costs; the
+"before" of a change: `git worktree add /tmp/before <commit>`).
+
+--flow times what a user waits for instead: in new processes with empty caches, create_device, then
+load_program + create_compute_kernel of each entry point in turn, then the kernels' first use (a kernel
+loads its module on first use and waits for its image, which NVRTC builds in the background from the
+moment its program is loaded: the second program's front end overlaps the first one's build).  With
+--no-gpu the CUDA driver is tests/helpers/cuda_stub_driver.py (NVRTC runs, nothing is loaded).  The sum of frontend..compile is what slangjit's first compile costs; the
 split says which part is NVRTC loading itself (nvrtc_lib + builtins), header parsing (fp16) and our code
 (frontend, compile).  Nothing is asserted; the last line is a one-line summary.
 """
@@ -113,6 +120,67 @@ print(json.dumps(r))
 """
 
 
+FLOW_CHILD = r"""
+import json, os, sys, time
+t0 = time.perf_counter()
+sys.path.insert(0, sys.argv[1])
+import slangjit as spy
+r = {"import": time.perf_counter() - t0}
+if sys.argv[3] == "stub":
+    sys.path.insert(0, os.path.join(sys.argv[4], "tests", "helpers"))
+    import cuda_stub_driver
+    cuda_stub_driver.install()
+t = time.perf_counter()
+dev = spy.create_device(type=spy.DeviceType.cuda)
+r["device"] = time.perf_counter() - t
+ks = []
+t_all = time.perf_counter()
+for e in ("learnGradient", "adjustParameters"):
+    t = time.perf_counter()
+    p = dev.load_program(sys.argv[2], [e])
+    r["load_" + e] = time.perf_counter() - t
+    t = time.perf_counter()
+    ks.append(dev.create_compute_kernel(p))
+    r["kernel_" + e] = time.perf_counter() - t
+t = time.perf_counter()
+r["nvrtc"] = sum(k.timings["nvrtc"] for k in ks)      # reading the timings loads a lazily loaded kernel
+r["first_use"] = time.perf_counter() - t
+r["ready"] = time.perf_counter() - t_all
+print(json.dumps(r))
+"""
+
+
+def flow(args) -> None:
+    """The user's sequence in new processes with empty caches: create_device, then load_program +
+    create_compute_kernel for each entry, then the kernels' first use (which waits for images that are
+    still building): `ready` is load..first use, the figure a user waits for."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import gpu_mlp
+    shader = os.path.join(tempfile.mkdtemp(prefix="sj-flow-"), "mlp.slang")
+    with open(shader, "w") as f:
+        f.write(gpu_mlp.patched_source())
+    keys = ["import", "device", "load_learnGradient", "kernel_learnGradient", "load_adjustParameters",
+            "kernel_adjustParameters", "first_use", "ready", "nvrtc"]
+    print(f"flow ({'stub driver: no module load' if args.no_gpu else 'GPU'}); tree {args.root}")
+    print("| run | " + " | ".join(keys) + " |")
+    print("|---|" + "---:|" * len(keys))
+    for i in range(args.runs):
+        if args.evict:
+            _evict()
+        cache = tempfile.mkdtemp(prefix="sj-cuda-flow-")
+        env = dict(os.environ, SLANGJIT_CACHE_DIR=cache)
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        p = subprocess.run([sys.executable, "-c", FLOW_CHILD, str(Path(args.root).resolve()), shader,
+                            "stub" if args.no_gpu else "gpu", str(ROOT)], env=env, capture_output=True, text=True,
+                           timeout=900)
+        shutil.rmtree(cache, ignore_errors=True)
+        if p.returncode:
+            print(p.stderr[-3000:])
+            raise SystemExit(f"flow child {i} failed")
+        r = json.loads(p.stdout.strip().splitlines()[-1])
+        print(f"| {i + 1} | " + " | ".join(f"{r[k] * 1e3:.0f}" for k in keys) + " | ms")
+
+
 def _evict() -> None:
     """Drop NVRTC's libraries from the page cache (pages that no process maps)."""
     sys.path.insert(0, str(ROOT))
@@ -134,7 +202,11 @@ def main() -> None:
     ap.add_argument("--evict", action="store_true", help="drop NVRTC's libraries from the page cache before each child")
     ap.add_argument("--no-prefetch", action="store_true", help="the child does not start the NVRTC prefetch")
     ap.add_argument("--root", default=str(ROOT), help="the tree to import slangjit from (default: this one)")
+    ap.add_argument("--flow", action="store_true", help="time the user's load sequence instead (see flow())")
     args = ap.parse_args()
+    if args.flow:
+        flow(args)
+        return
     rows = []
     for i in range(args.runs):
         if args.evict:

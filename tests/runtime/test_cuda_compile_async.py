@@ -117,14 +117,17 @@ dev = slangjit.create_device(type=slangjit.DeviceType.cuda)
 progs = [dev.load_program(sys.argv[1], [e]) for e in ("computeMain", "other")]
 started = len(cc._pending)
 ks = [dev.create_compute_kernel(p) for p in progs]
+loaded_at_creation = len(drv.images)
+hit = [k.timings["cache_hit"] for k in ks]          # reading the timings loads the kernel (waits for its image)
 print(json.dumps({"started": started, "pending_after": len(cc._pending), "images": [len(i) for i in drv.images],
-                  "hit": [k.timings["cache_hit"] for k in ks], "compiles": cc.stats["compiles"]}))
+                  "hit": hit, "compiles": cc.stats["compiles"], "loaded_at_creation": loaded_at_creation}))
 """
 
 
 def test_device_starts_each_programs_build_when_it_is_loaded(tmp_path):
     """Through a CUDA device (stub driver): both programs' builds are under way before the first kernel is
-    created; the kernels get them; a warm start starts none."""
+    created; a kernel loads its module on first use (here: reading its timings) and gets the build's image;
+    a warm start starts none."""
     _usable()
     shader = tmp_path / "two.slang"
     shader.write_text(KERNEL)
@@ -139,6 +142,7 @@ def test_device_starts_each_programs_build_when_it_is_loaded(tmp_path):
     cold = run()
     assert cold["started"] == 2 and cold["pending_after"] == 0 and cold["compiles"] == 2
     assert cold["hit"] == [0.0, 0.0] and all(n > 0 for n in cold["images"])
+    assert cold["loaded_at_creation"] == 0 and len(cold["images"]) == 2
     warm = run()
     assert warm["started"] == 0 and warm["compiles"] == 0 and warm["hit"] == [1.0, 1.0]
     assert warm["images"] == cold["images"]
