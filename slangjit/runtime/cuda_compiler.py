@@ -145,7 +145,16 @@ _prefetch_thread: Optional[threading.Thread] = None
 
 
 def _prefetch(paths: list[str]) -> None:
-    for path in paths:
+    extra = []
+    bindings = sys.modules.get("cuda.bindings")          # the Python side of NVRTC, if cuda-bindings is in use
+    for d in list(getattr(bindings, "__path__", ()))[:1]:
+        try:
+            extra += [os.path.join(d, n) for n in sorted(os.listdir(d)) if "nvrtc" in n and n.endswith(".so")]
+        except OSError:
+            pass
+    for d in cuda_include_dirs()[:1]:                      # the headers every translation unit includes
+        extra += [os.path.join(d, n) for n in ("cuda_fp16.h", "cuda_fp16.hpp")]
+    for path in paths + extra:
         try:
             fd = os.open(path, os.O_RDONLY)
         except OSError:
