@@ -146,3 +146,35 @@ def test_device_starts_each_programs_build_when_it_is_loaded(tmp_path):
     warm = run()
     assert warm["started"] == 0 and warm["compiles"] == 0 and warm["hit"] == [1.0, 1.0]
     assert warm["images"] == cold["images"]
+
+
+GPU_KERNEL = r"""
+RWStructuredBuffer<float> a;
+RWStructuredBuffer<float> b;
+[numthreads(64, 1, 1)]
+void first(uint3 tid : SV_DispatchThreadID) { a[tid.x] = sin(float(tid.x)) * 2.0; }
+[numthreads(32, 1, 1)]
+void second(uint3 tid : SV_DispatchThreadID) { InterlockedAdd(b[0], float(tid.x)); }
+"""
+
+
+@pytest.mark.usefixtures("private_cache")
+@pytest.mark.parametrize("device", ["cuda"], indirect=True)
+def test_gpu_kernels_built_in_the_background_run(device, tmp_path):
+    """On a GPU (skipped elsewhere): two programs loaded one after the other build in the background; their
+    kernels load on first use and compute what numpy does."""
+    import numpy as np
+    import slangjit as spy
+    shader = tmp_path / "bg.slang"
+    shader.write_text(GPU_KERNEL)
+    progs = [device.load_program(str(shader), [e]) for e in ("first", "second")]
+    ks = [device.create_compute_kernel(p) for p in progs]
+    usage = spy.BufferUsage.unordered_access | spy.BufferUsage.shader_resource
+    a = device.create_buffer(size=4 * 256, usage=usage, data=np.zeros(256, np.float32))
+    b = device.create_buffer(size=4 * 4, usage=usage, data=np.zeros(4, np.float32))
+    ks[0].dispatch(thread_count=[256, 1, 1], vars={"a": a})
+    ks[1].dispatch(thread_count=[64, 1, 1], vars={"b": b})
+    got_a = a.to_numpy().view(np.float32)[:256]
+    np.testing.assert_allclose(got_a, np.sin(np.arange(256, dtype=np.float32)) * 2.0, rtol=1e-6, atol=1e-6)
+    assert b.to_numpy().view(np.float32)[0] == float(sum(range(64)))
+    assert all(k.timings["cache_hit"] == 0.0 and k.timings["nvrtc"] > 0 for k in ks)
