@@ -430,6 +430,28 @@ def _workers():
     return _executor
 
 
+def _before_fork() -> None:
+    """A fork waits for the builds under way: NVRTC's own locks may be held by a worker thread, which the
+    child would not have (its first NVRTC call would then never return)."""
+    for fut in list(_pending.values()):
+        try:
+            fut.exception()
+        except BaseException:  # noqa: BLE001 -- cancelled: nothing runs any more
+            pass
+
+
+def _after_fork_in_child() -> None:
+    """The child has none of the parent's threads; the finished builds in `_pending` are its own to collect."""
+    global _executor, _prefetch_thread, _lock
+    _executor = None
+    _prefetch_thread = None
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
+
+
 def compile_async(source: str, arch: str, source_sha256: Optional[bytes] = None) -> bool:
     """Start building `source` for `arch` in the background unless the image is cached in memory or on disk
     (or already being built).  True when a build was started.  compile_cached(source, arch) returns it."""

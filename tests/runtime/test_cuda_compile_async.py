@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -79,6 +80,34 @@ def test_an_nvrtc_error_in_the_background_reaches_the_caller(cache):
     assert not cc._pending
     with pytest.raises(cc.NvrtcError):                       # and again, synchronously
         cc.compile_cached(bad, "sm_90")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_a_forked_child_does_not_wait_for_the_parents_build(cache):
+    """A fork waits for the builds under way (NVRTC's locks could be held by a worker thread the child does not
+    have); the child collects the finished build and compiles on its own afterwards."""
+    _usable()
+    src = _src("computeMain", "fork")
+    assert cc.compile_async(src, "sm_90")
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:                                             # the child: report the image size, never return
+        code = 1
+        signal.alarm(300)                                    # a deadlock fails the test instead of hanging it
+        try:
+            img = cc.compile_cached(src, "sm_90")
+            other = cc.compile_cached(_src("other", "fork-child"), "sm_90")      # NVRTC in the child
+            os.write(w, f"{len(img.image)} {int(img.cached)} {len(other.image)}".encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+    _, status = os.waitpid(pid, 0)
+    got = os.read(r, 64)
+    os.close(r)
+    assert os.waitstatus_to_exitcode(status) == 0
+    size, cached, other = map(int, got.split())
+    assert size == len(cc.compile_cached(src, "sm_90").image) and cached == 0 and other > 0
 
 
 def test_a_cached_image_starts_no_build(cache):
