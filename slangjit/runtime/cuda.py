@@ -382,49 +382,69 @@ class CudaComputeKernel(KernelBase):
     """A compiled, loaded entry point on the GPU. `dispatch` launches it on the device's stream."""
     _target = "cuda"
 
+    # Loaded on first use (a launch, or reading one of these): the image may still be building in the
+    # background (cuda_compiler.compile_async), and a module's next program goes through the front end
+    # and starts its own build meanwhile.  An NVRTC error is raised there.
+    _LAZY = frozenset({"_module", "_fn", "_dynamic_shared", "_check_ptr", "timings"})
+
     def __init__(self, device: "CudaDevice", program: Optional[ShaderProgram], compiled: CompiledProgram,
                  entry_name: str):
         self._init_entry(device, program, compiled, entry_name, "CUDA")
-        ctx = device._ctx
-        self._ctx = ctx
-        t0 = time.perf_counter()
-        img = cuda_compiler.compile_cached(compiled.source, ctx.arch, compiled.source_sha256())
-        t1 = time.perf_counter()
-        with ctx.modules_lock:
-            ctx.make_current()
-            mod = ctx.modules.get(img.key)
-            if mod is None:
-                mod = ctx.modules[img.key] = _Module(ctx, img.image)
-        self._module = mod
-        self._fn = mod.function(self.entry.symbol)
-        self._dynamic_shared = int(getattr(self.entry, "dynamic_shared", 0))
-        need_arch = int(getattr(self.entry, "dynamic_shared_arch", 0))
-        if need_arch and int(ctx.arch.split("_")[-1]) < need_arch:
-            self._dynamic_shared = 0        # the kernel's fallback for this GPU uses no dynamic shared memory
-        if self._dynamic_shared > 48 * 1024:
-            self._allow_dynamic_shared(ctx)
+        self._ctx = device._ctx
+        self._device = device
+        self._load_lock = threading.Lock()
         self._grid_slots = int(getattr(self.entry, "grid_slots", 0))
         self._scratches: dict = {}
-        self.timings = dict(compiled.timings)
-        self.timings["nvrtc"] = img.compile_seconds
-        self.timings["cubin_lookup"] = (t1 - t0) - img.compile_seconds
-        self.timings["cache_hit"] = float(img.cached)
-        self.timings["load"] = time.perf_counter() - t1
         self._init_layouts()
         self._resident: Optional[int] = None
-        self._check_ptr: Optional[int] = None
-        # The module's error record is read back after each launch (which synchronizes) in the checked mode,
-        # and in the default mode for programs with a [MaxIters] loop in a reverse-mode derivative (an overrun
-        # would otherwise be a silently wrong gradient) or with recursion (its stack guard, emit/cuda.py); the
-        # other default-mode checks record nothing on CUDA.
-        sites = compiled.reflection.error_sites
-        if device.checked or any("[MaxIters(" in site or ": recursion too deep in " in site for site in sites):
-            r = ctx.d.cuModuleGetGlobal(mod.module, ERROR_RECORD_SYMBOL.encode())
-            if int(r[0]) == 0:
-                self._check_ptr = int(r[1])
         nt = self._numthreads[0] * self._numthreads[1] * self._numthreads[2]
         if nt > 1024:
             raise ValueError(f"[numthreads{self._numthreads}] has {nt} threads per group; CUDA allows at most 1024")
+
+    def __getattr__(self, name: str):
+        if name in CudaComputeKernel._LAZY and "_load_lock" in self.__dict__:
+            self._load()
+            return self.__dict__[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def _load(self) -> None:
+        """The image (waiting for its build), the module, the function and what depends on them."""
+        with self._load_lock:
+            if "_fn" in self.__dict__:
+                return
+            ctx, compiled = self._ctx, self.compiled
+            t0 = time.perf_counter()
+            img = cuda_compiler.compile_cached(compiled.source, ctx.arch, compiled.source_sha256())
+            t1 = time.perf_counter()
+            with ctx.modules_lock:
+                ctx.make_current()
+                mod = ctx.modules.get(img.key)
+                if mod is None:
+                    mod = ctx.modules[img.key] = _Module(ctx, img.image)
+            fn = mod.function(self.entry.symbol)
+            dynamic_shared = int(getattr(self.entry, "dynamic_shared", 0))
+            need_arch = int(getattr(self.entry, "dynamic_shared_arch", 0))
+            if need_arch and int(ctx.arch.split("_")[-1]) < need_arch:
+                dynamic_shared = 0        # the kernel's fallback for this GPU uses no dynamic shared memory
+            if dynamic_shared > 48 * 1024:
+                self._allow_dynamic_shared(ctx, fn, dynamic_shared)
+            timings = dict(compiled.timings)
+            timings["nvrtc"] = img.compile_seconds
+            timings["cubin_lookup"] = max(0.0, (t1 - t0) - img.compile_seconds)   # a background build overlaps it
+            timings["cache_hit"] = float(img.cached)
+            timings["load"] = time.perf_counter() - t1
+            # The module's error record is read back after each launch (which synchronizes) in the checked mode,
+            # and in the default mode for programs with a [MaxIters] loop in a reverse-mode derivative (an overrun
+            # would otherwise be a silently wrong gradient) or with recursion (its stack guard, emit/cuda.py); the
+            # other default-mode checks record nothing on CUDA.
+            check_ptr = None
+            sites = compiled.reflection.error_sites
+            if self._device.checked or any("[MaxIters(" in site or ": recursion too deep in " in site for site in sites):
+                r = ctx.d.cuModuleGetGlobal(mod.module, ERROR_RECORD_SYMBOL.encode())
+                if int(r[0]) == 0:
+                    check_ptr = int(r[1])
+            self.__dict__.update(_module=mod, _dynamic_shared=dynamic_shared, timings=timings, _check_ptr=check_ptr)
+            self.__dict__["_fn"] = fn                  # last: its presence says the kernel is loaded
 
     def _check_after(self) -> None:
         """Checked mode: wait for the launch, read the module's error record (kernel_errors.ErrorRecord),
@@ -526,19 +546,19 @@ class CudaComputeKernel(KernelBase):
             except Exception:  # noqa: BLE001  (interpreter shutdown)
                 pass
 
-    def _allow_dynamic_shared(self, ctx) -> None:
+    def _allow_dynamic_shared(self, ctx, fn, dynamic_shared: int) -> None:
         """Raise the kernel's dynamic shared memory limit (over 48 KB must be asked for)."""
         d = ctx.d
         try:
             most = int(_ck(d.cuDeviceGetAttribute(
                 d.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, ctx.dev), "attr"))
         except Exception:  # noqa: BLE001 - a driver without the query: let the launch report it
-            most = self._dynamic_shared
-        if self._dynamic_shared > most:
-            raise RuntimeError(f"kernel '{self.entry_name}' keeps its gradient slots in {self._dynamic_shared} bytes "
+            most = dynamic_shared
+        if dynamic_shared > most:
+            raise RuntimeError(f"kernel '{self.entry_name}' keeps its gradient slots in {dynamic_shared} bytes "
                                f"of shared memory per group; this GPU allows {most}")
-        _ck(d.cuFuncSetAttribute(self._fn, d.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                 self._dynamic_shared), "cuFuncSetAttribute")
+        _ck(d.cuFuncSetAttribute(fn, d.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                 dynamic_shared), "cuFuncSetAttribute")
 
     def _resident_blocks(self) -> int:
         """Blocks of this kernel the whole GPU holds at once (occupancy x multiprocessors)."""
@@ -583,11 +603,19 @@ class CudaDevice(Device):
                  ordinal: Optional[int] = None, compile_options: PipelineOptions = DEFAULT_OPTIONS):
         if ordinal is None:
             ordinal = int(os.environ.get("SLANGJIT_CUDA_DEVICE", "0") or 0)
+        cuda_compiler.prefetch_toolchain()     # NVRTC's libraries into the page cache while the context starts
         self._ctx = _Context.get(ordinal)
         super().__init__(DeviceType.cuda, include_paths, compiler_args, enable_debug_layers, compile_options)
 
     def _make_info(self) -> DeviceInfo:
         return CudaDeviceInfo(self._ctx)
+
+    def _compile(self, modules, entry_points, compile_options=None) -> CompiledProgram:
+        prog = super()._compile(modules, entry_points, compile_options)
+        # NVRTC starts now, in the background (cuda_compiler.compile_async): the kernel created from this
+        # program waits for the image, and a module's next program goes through the front end meanwhile.
+        cuda_compiler.compile_async(prog.source, self._ctx.arch, prog.source_sha256())
+        return prog
 
     @property
     def cuda_stream(self) -> int:

@@ -50,6 +50,7 @@ from ..passes.red_plan import RedAddPlan, grid_flush
 from ..passes.red_slots import RedSlots
 from ..reflection import CUDA_GLOBALS_SYMBOL, EntryPointInfo
 from .cpp import CppEmitter
+from .cuda_prelude import trimmed_prelude
 
 # A program with recursion defines this device array: its size is the per-thread stack (bytes) its
 # depth-counted recursion guard was sized for (CudaTarget.depth_limit); the runtime reads the size when it
@@ -312,6 +313,9 @@ class CudaTarget(Target):
               if plan.shared_bytes and not plan.mma_tiles else []),
             *(["#define SJ_RACC_SHARED_HALF 1   // ... as half values"] if plan.shared_bytes and plan.half_slots else []),
         ]
+
+    def prelude(self, generated: str) -> str:
+        return trimmed_prelude(generated)      # only the sections the code uses (emit/cuda_prelude.py)
 
     def trailer(self) -> list[str]:
         # A program with recursion asks the runtime for a larger per-thread stack (runtime/cuda.py reads

@@ -52,6 +52,11 @@ class Target:
         """Parts between the prelude and the struct definitions."""
         return []
 
+    def prelude(self, generated: str) -> str:
+        """The prelude for a translation unit whose other parts are `generated` (the whole prelude here;
+        the CUDA target keeps only the sections the code uses: emit/cuda_prelude.py)."""
+        return prelude_text()
+
     def check_offset(self, struct: str, member: str, offset: int, what: str) -> str:
         return f"static_assert(offsetof({struct}, {member}) == {offset}, \"layout of {what}\");"
 
@@ -113,9 +118,7 @@ def assemble(program: Program, target: Target) -> tuple[str, ProgramReflection]:
         launchers.append("\n".join(lines))
         refl.entry_points[fn.slang_name] = target.entry_info(fn, numthreads, symbol, p_fields, p_size)
 
-    parts = [
-        *target.header(),
-        prelude_text(),
+    head, rest = target.header(), [
         *target.after_prelude(),
         "\n".join(em.struct_out),
         "\n".join(g_lines),
@@ -125,6 +128,7 @@ def assemble(program: Program, target: Target) -> tuple[str, ProgramReflection]:
         "\n\n".join(launchers),
         *target.trailer(),
     ]
+    parts = [*head, target.prelude("\n".join(head + rest)), *rest]
     refl.error_sites = list(em.sites)       # "file:line: what" per failure site (runtime/kernel_errors.py)
     return "\n\n".join(parts) + "\n", refl
 

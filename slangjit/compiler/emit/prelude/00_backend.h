@@ -1,5 +1,6 @@
 // slangjit C++ prelude, part of prelude.h (pasted in order; not a standalone header).
 // ============================================================================ backend
+// @section backend always
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #define SJ_CUDA 1
 // Device-only: the generated code is never run on the host, and wave / atomic intrinsics are
@@ -57,6 +58,7 @@
 // CUDA: the same primitives on atomicCAS / atomicAdd / ... (device scope, relaxed: CUDA's
 // atomic* functions; a __threadfence() is not implied).  Operands of 1 or 2 bytes that have no
 // native instruction use a compare-exchange on the aligned 32-bit word that contains them.
+// @section cuda_atomics
 namespace sj_cuda {
 template <class T> __device__ inline uint64_t to_bits(const T& x) {
     if constexpr (sizeof(T) == 8) { uint64_t u; memcpy(&u, &x, 8); return u; }
@@ -141,6 +143,40 @@ template <class T> __device__ inline void store(T* p, T* v) {
 }
 // Native floating-point add (sm_60+ double, sm_70+ half) and integer min/max.
 template <class T> __device__ inline T add_fp(T* p, T v) { return atomicAdd(p, v); }
+template <class T> __device__ inline T min_int(T* p, T v) {
+    typedef typename std::conditional<sizeof(T) == 8,
+        typename std::conditional<std::is_signed<T>::value, long long, unsigned long long>::type,
+        typename std::conditional<std::is_signed<T>::value, int, unsigned int>::type>::type N;
+    return T(atomicMin((N*)p, N(v)));
+}
+template <class T> __device__ inline T max_int(T* p, T v) {
+    typedef typename std::conditional<sizeof(T) == 8,
+        typename std::conditional<std::is_signed<T>::value, long long, unsigned long long>::type,
+        typename std::conditional<std::is_signed<T>::value, int, unsigned int>::type>::type N;
+    return T(atomicMax((N*)p, N(v)));
+}
+}  // namespace sj_cuda
+#define SJ_ATOMIC_LOAD(p, out) ::sj_cuda::load((p), (out))
+#define SJ_ATOMIC_STORE(p, v) ::sj_cuda::store((p), (v))
+#define SJ_ATOMIC_CAS(p, expected, desired) ::sj_cuda::cas((p), (expected), (desired))
+#define SJ_ATOMIC_FETCH_ADD(p, v) ::sj_cuda::fetch_add((p), (v))
+#define SJ_ATOMIC_FETCH_SUB(p, v) ::sj_cuda::fetch_sub((p), (v))
+#define SJ_ATOMIC_FETCH_AND(p, v) ::sj_cuda::fetch_and((p), (v))
+#define SJ_ATOMIC_FETCH_OR(p, v) ::sj_cuda::fetch_or((p), (v))
+#define SJ_ATOMIC_FETCH_XOR(p, v) ::sj_cuda::fetch_xor((p), (v))
+#define SJ_ATOMIC_XCHG(p, v) ::sj_cuda::exchange((p), (v))
+#define SJ_LAUNDER_PTR(p) ((void)0)
+// @section cuda_base always
+namespace sj_cuda {
+__device__ __forceinline__ unsigned lane_id() {
+    unsigned l;
+    asm("mov.u32 %0, %%laneid;" : "=r"(l));
+    return l;
+}
+struct grid3 { uint32_t x, y, z; };
+}  // namespace sj_cuda
+// @section red_add needs: cuda_base
+namespace sj_cuda {
 // Floating-point add whose result is not needed (InterlockedAdd(dest, v), gradient accumulation).
 // Many threads adding into one parameter must not serialise on it, so the adds are combined
 // before they reach global memory, in two ways:
@@ -160,11 +196,6 @@ template <class T> __device__ inline T add_fp(T* p, T v) { return atomicAdd(p, v
 //    accurate than half-by-half accumulation).  A full table falls back to warp aggregation.
 // Thread-private (local) addresses are added directly.  The sum's association order differs from
 // one-atomic-per-thread, as any atomic order does.
-__device__ __forceinline__ unsigned lane_id() {
-    unsigned l;
-    asm("mov.u32 %0, %%laneid;" : "=r"(l));
-    return l;
-}
 #ifndef SJ_RED_CACHE
 #define SJ_RED_CACHE 0
 #endif
@@ -295,32 +326,10 @@ template <class T> __device__ inline void red_add_fp(T* p, T v) {
     (void)atomicAdd(p, v);
 #endif
 }
-struct grid3 { uint32_t x, y, z; };
-template <class T> __device__ inline T min_int(T* p, T v) {
-    typedef typename std::conditional<sizeof(T) == 8,
-        typename std::conditional<std::is_signed<T>::value, long long, unsigned long long>::type,
-        typename std::conditional<std::is_signed<T>::value, int, unsigned int>::type>::type N;
-    return T(atomicMin((N*)p, N(v)));
-}
-template <class T> __device__ inline T max_int(T* p, T v) {
-    typedef typename std::conditional<sizeof(T) == 8,
-        typename std::conditional<std::is_signed<T>::value, long long, unsigned long long>::type,
-        typename std::conditional<std::is_signed<T>::value, int, unsigned int>::type>::type N;
-    return T(atomicMax((N*)p, N(v)));
-}
 }  // namespace sj_cuda
-#define SJ_ATOMIC_LOAD(p, out) ::sj_cuda::load((p), (out))
-#define SJ_ATOMIC_STORE(p, v) ::sj_cuda::store((p), (v))
-#define SJ_ATOMIC_CAS(p, expected, desired) ::sj_cuda::cas((p), (expected), (desired))
-#define SJ_ATOMIC_FETCH_ADD(p, v) ::sj_cuda::fetch_add((p), (v))
-#define SJ_ATOMIC_FETCH_SUB(p, v) ::sj_cuda::fetch_sub((p), (v))
-#define SJ_ATOMIC_FETCH_AND(p, v) ::sj_cuda::fetch_and((p), (v))
-#define SJ_ATOMIC_FETCH_OR(p, v) ::sj_cuda::fetch_or((p), (v))
-#define SJ_ATOMIC_FETCH_XOR(p, v) ::sj_cuda::fetch_xor((p), (v))
-#define SJ_ATOMIC_XCHG(p, v) ::sj_cuda::exchange((p), (v))
-#define SJ_LAUNDER_PTR(p) ((void)0)
 #endif
 
+// @section backend_tail always
 // How atomics on half work: 1 = compare-exchange on the aligned 32-bit word that contains
 // the half (only needs 32-bit CAS: the CUDA choice; it touches the 2 neighbouring bytes,
 // which AddressSanitizer reports for a lone half), 0 = native 16-bit compare-exchange.

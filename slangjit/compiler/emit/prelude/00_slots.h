@@ -2,6 +2,7 @@
 // ir/red_slots.py): per-thread (or tensor-core) accumulation of thread-uniform adds, and the flushes
 // that add the sums into memory at the end of the kernel.  Needs 00_backend.h (lane_id, red_add_fp).
 #if SJ_CUDA
+// @section slots needs: red_add cuda_base
 namespace sj_cuda {
 // Per-thread accumulation of gradient adds (the coarsened kernels of emit/cuda.py, slot numbering in
 // ir/red_slots.py).  One GPU thread runs many logical threads in turn; each thread-uniform add site

@@ -1,4 +1,5 @@
 // slangjit C++ prelude, part of prelude.h (pasted in order; not a standalone header).
+// @section scalars always
 namespace sj {
 // ============================================================================ scalar types
 // half: the compiler's _Float16 where it exists (GCC >= 12, clang >= 15 on x86_64; aarch64);

@@ -1,5 +1,6 @@
 // slangjit C++ prelude, part of prelude.h (pasted in order; not a standalone header).
 // ============================================================================ integer safety
+// @section integer
 // Division by zero returns all-ones (-1 for signed, UINT_MAX for unsigned; what D3D does
 // for unsigned) and modulo by zero returns the dividend, which keeps a == (a/b)*b + a%b.
 // INT_MIN / -1 wraps to INT_MIN and INT_MIN % -1 is 0 instead of trapping.

@@ -1,5 +1,6 @@
 // slangjit C++ prelude, part of prelude.h (pasted in order; not a standalone header).
 // ============================================================================ vectors
+// @section vectors needs: integer
 template <class T, int N>
 struct vec {
     static_assert(N >= 1, "vector size must be at least 1");   // > 4: CoopVec<T, N>
@@ -175,6 +176,7 @@ template <class T, int N>
 SJ_FN vec<T, N> operator--(vec<T, N>& a, int) { vec<T, N> o = a; a -= T(1); return o; }
 
 // ---- swizzles
+// @section swizzle needs: vectors
 namespace detail {
 template <int... I> struct idx_list {};
 template <int N, int... I>
@@ -268,6 +270,7 @@ SJ_FN T& swizzle_ref(T& s) {
 }
 
 // vector forms of the integer-safety helpers
+// @section vectors
 template <class T, int N>
 SJ_FN vec<T, N> div(const vec<T, N>& a, const vec<T, N>& b) { return a / b; }
 template <class T, int N>

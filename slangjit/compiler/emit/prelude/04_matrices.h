@@ -1,5 +1,6 @@
 // slangjit C++ prelude, part of prelude.h (pasted in order; not a standalone header).
 // ============================================================================ matrices
+// @section matrices needs: vectors
 template <class T, int R, int C>
 struct mat {
     static_assert(R >= 1 && R <= 4 && C >= 1 && C <= 4, "matrix size must be 1..4");

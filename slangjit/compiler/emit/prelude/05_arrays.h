@@ -1,5 +1,6 @@
 // slangjit C++ prelude, part of prelude.h (pasted in order; not a standalone header).
 // ============================================================================ arrays
+// @section arrays
 // Value-semantics fixed array (C arrays cannot be returned or assigned).
 template <class T, int N>
 struct array {

@@ -4,6 +4,7 @@
 // or truncation to a smaller shape as HLSL allows), scalar->vec/mat splat, vec->scalar
 // takes .x, identity for everything else.  Float->int of NaN/out-of-range values is a
 // plain static_cast (an unspecified value on x86/aarch64, never a trap).
+// @section conversions needs: vectors
 namespace detail {
 template <class To, class From> struct conv {
     SJ_FN static To go(const From& x) { return static_cast<To>(x); }
@@ -22,6 +23,9 @@ template <class B, int N, class A> struct conv<vec<B, N>, A> {
 template <class B, class A, int N> struct conv<B, vec<A, N>> {
     SJ_FN static B go(const vec<A, N>& x) { return static_cast<B>(x.v[0]); }
 };
+}  // namespace detail
+// @section conv_mat auto needs: conversions matrices
+namespace detail {
 template <class B, int R2, int C2, class A, int R, int C> struct conv<mat<B, R2, C2>, mat<A, R, C>> {
     SJ_FN static mat<B, R2, C2> go(const mat<A, R, C>& x) {
         static_assert(R2 <= R && C2 <= C, "convert: cannot widen a matrix");
@@ -35,5 +39,6 @@ template <class B, int R, int C, class A> struct conv<mat<B, R, C>, A> {
     SJ_FN static mat<B, R, C> go(const A& x) { return msplat<B, R, C>(static_cast<B>(x)); }
 };
 }  // namespace detail
+// @section conversions
 template <class To, class From>
 SJ_FN To convert(const From& x) { return detail::conv<To, From>::go(x); }

@@ -1,5 +1,6 @@
 // slangjit C++ prelude, part of prelude.h (pasted in order; not a standalone header).
 // ============================================================================ math
+// @section math_lift needs: vectors
 // Lifting of scalar functions to vectors and matrices (element-wise).  The result element
 // type follows the scalar overload, so isnan(vec<float,3>) is vec<bool,3>.
 #define SJ_LIFT1(name)                                                                        \
@@ -43,6 +44,7 @@
         return r;                                                                             \
     }
 
+// @section cmath needs: math_lift
 // C math library wrappers: float uses the f-suffixed function, half goes through float.
 #define SJ_CMATH1(name, cfn)                                                       \
     SJ_FN float name(float x) { return ::cfn##f(x); }                              \
@@ -86,6 +88,7 @@ SJ_CMATH2(fmax, fmax)
 #undef SJ_CMATH1
 #undef SJ_CMATH2
 
+// @section minmax needs: math_lift
 SJ_FN float abs(float x) { return ::fabsf(x); }
 SJ_FN double abs(double x) { return ::fabs(x); }
 SJ_FN half abs(half x) { return half(::fabsf(float(x))); }
@@ -129,6 +132,7 @@ SJ_FN int sign(T x) {
 }
 SJ_LIFT1(sign)
 
+// @section math needs: math_lift cmath minmax
 // Floating-point helpers computed in calc_t (float for half) and rounded once.
 #define SJ_FPFN1(name, EXPR)                                         \
     template <class T, SJ_IF(detail::is_fp<T>::value)>               \

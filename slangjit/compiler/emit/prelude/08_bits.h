@@ -1,5 +1,6 @@
 // slangjit C++ prelude, part of prelude.h (pasted in order; not a standalone header).
 // ============================================================================ bit operations
+// @section bits needs: math_lift
 template <class T, SJ_IF(detail::is_int<T>::value)>
 SJ_FN uint32_t countbits(T x) {
     typedef typename std::make_unsigned<T>::type U;

@@ -1,5 +1,6 @@
 // slangjit C++ prelude, part of prelude.h (pasted in order; not a standalone header).
 // ============================================================================ atomics
+// @section atomics needs: cuda_atomics red_add minmax
 // All atomic RMW ops return the previous value.  Integers use native fetch ops; float and
 // double use a compare-exchange loop on the object bytes (so -0.0/NaN payloads compare
 // bitwise, like InterlockedCompareExchangeFloatBitwise).  half uses either a 16-bit CAS

@@ -3,6 +3,7 @@
 // Out-of-bounds accesses never touch memory outside [data, data+count): element access
 // returns a per-thread scratch element that is zeroed on every OOB access, so an OOB read
 // yields 0 and an OOB write lands in the scratch and is discarded.
+// @section bounds
 namespace detail {
 template <class T> struct alignas(T) scratch_bytes { unsigned char b[sizeof(T)]; };
 template <class T>
@@ -26,6 +27,7 @@ SJ_FN bool in_bounds(I i, uint64_t count) {
 }
 }  // namespace detail
 
+// @section buffers needs: bounds
 #define SJ_STRUCTURED_BUFFER(NAME)                                                            \
     template <class T>                                                                        \
     struct NAME {                                                                             \
@@ -48,6 +50,7 @@ SJ_STRUCTURED_BUFFER(StructuredBuffer)
 SJ_STRUCTURED_BUFFER(RWStructuredBuffer)
 #undef SJ_STRUCTURED_BUFFER
 
+// @section byte_buffers needs: bounds vectors atomics
 // Byte-address buffers: offsets are in bytes; loads/stores use memcpy so any alignment
 // works.  Interlocked ops align the offset down to the operand size (D3D ignores the low
 // address bits) because hardware atomics require natural alignment.
@@ -159,6 +162,7 @@ SJ_BYTE_ADDRESS_BUFFER(RWByteAddressBuffer)
 #undef SJ_BYTE_ADDRESS_BUFFER
 #undef SJ_BAB_ATOMIC
 
+// @section layout_checks auto needs: buffers byte_buffers atomics matrices
 static_assert(sizeof(StructuredBuffer<float>) == 16, "buffer handle layout");
 static_assert(sizeof(RWStructuredBuffer<vec<float, 3>>) == 16, "buffer handle layout");
 static_assert(sizeof(RWByteAddressBuffer) == 16, "buffer handle layout");

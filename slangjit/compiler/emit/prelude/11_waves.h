@@ -1,5 +1,6 @@
 // slangjit C++ prelude, part of prelude.h (pasted in order; not a standalone header).
 // ============================================================================ waves & barriers
+// @section waves needs: minmax conversions
 #if SJ_CUDA
 // CUDA: a wave is a warp of 32 lanes; the participating lanes are __activemask() (the lanes
 // converged at the call, as in Slang's CUDA target).  Reductions over a full warp are
@@ -7,7 +8,7 @@
 // mask each lane combines the active lanes' values in lane order with __shfl_sync.  Values of
 // any type (scalars, vectors, matrices, arrays, structs) are shuffled as 32-bit words.
 namespace detail {
-SJ_FN uint32_t lane_id() { uint32_t r; asm volatile("mov.u32 %0, %%laneid;" : "=r"(r)); return r; }
+SJ_FN uint32_t wave_lane() { uint32_t r; asm volatile("mov.u32 %0, %%laneid;" : "=r"(r)); return r; }
 template <class T> SJ_FN T shfl(unsigned mask, const T& x, int lane) {
     if constexpr (sizeof(T) == 4 && std::is_trivially_copyable<T>::value) {
         return bit_cast<T>(__shfl_sync(mask, bit_cast<unsigned>(x), lane));
@@ -64,7 +65,7 @@ template <class T, class Op> SJ_FN T wave_reduce(const T& x, Op op) {
 // Exclusive scan over the active lanes below this one, in lane order.
 template <class T, class Op> SJ_FN T wave_prefix(const T& x, Op op, const T& identity) {
     const unsigned mask = __activemask();
-    const unsigned below = mask & ((1u << lane_id()) - 1u);
+    const unsigned below = mask & ((1u << wave_lane()) - 1u);
     T v = identity;
     unsigned rest = mask;
     while (rest) {
@@ -76,9 +77,9 @@ template <class T, class Op> SJ_FN T wave_prefix(const T& x, Op op, const T& ide
     return v;
 }
 }  // namespace detail
-SJ_FN uint32_t WaveGetLaneIndex() { return detail::lane_id(); }
+SJ_FN uint32_t WaveGetLaneIndex() { return detail::wave_lane(); }
 SJ_FN uint32_t WaveGetLaneCount() { return 32u; }
-SJ_FN bool WaveIsFirstLane() { return int(detail::lane_id()) == __ffs(__activemask()) - 1; }
+SJ_FN bool WaveIsFirstLane() { return int(detail::wave_lane()) == __ffs(__activemask()) - 1; }
 template <class T> SJ_FN T WaveActiveSum(const T& x) { return detail::wave_reduce(x, detail::op_sum()); }
 template <class T> SJ_FN T WaveActiveProduct(const T& x) { return detail::wave_reduce(x, detail::op_prod()); }
 template <class T> SJ_FN T WaveActiveMin(const T& x) { return detail::wave_reduce(x, detail::op_min()); }
@@ -110,7 +111,7 @@ SJ_FN bool WaveActiveAllTrue(bool b) { return __all_sync(__activemask(), b) != 0
 SJ_FN bool WaveActiveAnyTrue(bool b) { return __any_sync(__activemask(), b) != 0; }
 SJ_FN uint32_t WaveActiveCountBits(bool b) { return uint32_t(__popc(__ballot_sync(__activemask(), b))); }
 SJ_FN uint32_t WavePrefixCountBits(bool b) {
-    return uint32_t(__popc(__ballot_sync(__activemask(), b) & ((1u << detail::lane_id()) - 1u)));
+    return uint32_t(__popc(__ballot_sync(__activemask(), b) & ((1u << detail::wave_lane()) - 1u)));
 }
 SJ_FN vec<uint32_t, 4> WaveActiveBallot(bool b) {
     return vec<uint32_t, 4>{{__ballot_sync(__activemask(), b), 0u, 0u, 0u}};
@@ -221,5 +222,6 @@ SJ_FN void GroupMemoryBarrier() {}
 SJ_FN void GroupMemoryBarrierWithGroupSync() { fiber::barrier(); }
 #endif  // SJ_CUDA
 
+// @section sj_close always
 }  // namespace sj
 #undef SJ_IF

@@ -3,6 +3,7 @@
 // compiler/check/dynamic.py): the type's conformance id and the concrete value's bytes.  The
 // checker sizes N (32-bit words) for the largest conforming type.  Bytes are copied, not
 // converted, because Slang reinterprets the data of createDynamicObject the same way.
+// @section dynamic
 namespace sj {
 
 template <int N>

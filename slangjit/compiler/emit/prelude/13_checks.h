@@ -8,6 +8,7 @@
 // The checked mode (PipelineOptions.checked) also records the failure (sj::at_chk); in both modes a
 // null pointer dereference, a [MaxIters] overrun of a reverse-mode loop and too deep recursion are
 // recorded (and the dereference reads 0 / drops its write).
+// @section checks always
 namespace sj {
 struct ErrorRecord {
     uint32_t code;
@@ -52,12 +53,37 @@ SJ_FN bool fail(uint32_t code, uint32_t site) {
     return false;
 }
 
+// Depth-counted recursion guard (the CUDA target's; it assumes nothing about where or how the stack
+// grows): every function on a call cycle takes a hidden `int sj_depth` (its guarded callers pass one more
+// than their own, other callers 0) and calls this first.  Deeper than `limit` (emit/cuda.py chooses it so
+// that `limit` frames fit the per-thread stack the runtime sets) records ERR_RECURSION and returns a zero
+// value; from then on every guarded call of the dispatch returns at once too (unwinding, as on the CPU:
+// the record's code is read back).
+SJ_FN bool depth_exceeded(int depth, int limit, uint32_t site) {
+    if (SJ_LIKELY(depth <= limit))
+        return *reinterpret_cast<volatile uint32_t*>(&error_record()->code) == ERR_RECURSION;
+    report(ERR_RECURSION, site, 0, 0);
+    return true;
+}
+}  // namespace sj
+// @section checks_index needs: bounds arrays vectors
+namespace sj {
 namespace detail {
 template <class T, int N> SJ_FN uint64_t extent(const array<T, N>&) { return uint64_t(N); }
 template <class T, int N> SJ_FN uint64_t extent(const vec<T, N>&) { return uint64_t(N); }
 template <class T, int R, int C> SJ_FN uint64_t extent(const mat<T, R, C>&) { return uint64_t(R); }
+}  // namespace detail
+}  // namespace sj
+// @section checks_buf auto needs: checks_index buffers
+namespace sj {
+namespace detail {
 template <class T> SJ_FN uint64_t extent(const StructuredBuffer<T>& b) { return b.count; }
 template <class T> SJ_FN uint64_t extent(const RWStructuredBuffer<T>& b) { return b.count; }
+}  // namespace detail
+}  // namespace sj
+// @section checks_index
+namespace sj {
+namespace detail {
 template <class T> struct elem_of { typedef T type; };
 template <class T> struct elem_of<T&> { typedef typename std::remove_cv<T>::type type; };
 template <class I> SJ_FN int64_t as_i64(I i) { return static_cast<int64_t>(i); }
@@ -126,16 +152,4 @@ inline bool stack_exhausted(uint32_t site) {
     return false;
 }
 #endif
-// Depth-counted recursion guard (the CUDA target's; it assumes nothing about where or how the stack
-// grows): every function on a call cycle takes a hidden `int sj_depth` (its guarded callers pass one more
-// than their own, other callers 0) and calls this first.  Deeper than `limit` (emit/cuda.py chooses it so
-// that `limit` frames fit the per-thread stack the runtime sets) records ERR_RECURSION and returns a zero
-// value; from then on every guarded call of the dispatch returns at once too (unwinding, as on the CPU:
-// the record's code is read back).
-SJ_FN bool depth_exceeded(int depth, int limit, uint32_t site) {
-    if (SJ_LIKELY(depth <= limit))
-        return *reinterpret_cast<volatile uint32_t*>(&error_record()->code) == ERR_RECURSION;
-    report(ERR_RECURSION, site, 0, 0);
-    return true;
-}
 }  // namespace sj
