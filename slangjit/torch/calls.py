@@ -338,7 +338,7 @@ class Plan:
         gs = [g for g in grads if g is not None]
         for g in gs:
             log_event("backward", "fill", "general", 0, nbytes_touched(g))
-        r = sum(nbytes_touched(tensors[i]) for i in self.read_idx) + 2 * sum(nbytes_touched(g) for g in gs)
+        r = sum(nbytes_touched(tensors[i]) for i in self.read_idx) + sum(nbytes_touched(g) for g in gs)
         r += sum(nbytes_touched(g) for g in grads_out if g is not None)
         log_event("backward", "kernel", "general", r, sum(nbytes_touched(g) for g in gs))
 

@@ -4,7 +4,7 @@ A `FastCall` belongs to one call `Plan` (one signature: the function, where the 
 arguments, their dtypes, ranks and devices).  It is built once the general path has resolved the plan's
 forward CallData, and only where it can prove that every leaf of that CallData is either a plain value of the
 call (a `ValueLeaf` fed from a non-tensor argument) or one torch tensor read as a strided container (a plain
-`ContainerLeaf`: no element conversion, no staging, no numpy); the call has no `this`, no dict arguments, no
+`ContainerLeaf`: no element conversion, no numpy array); the call has no `this`, no dict arguments, no
 call groups, no `_thread_count`, no CallShapeInfo.  Anything else keeps the general path.  The `.bwds`
 CallData of each pattern of needed gradients is resolved by the general path on the first backward with that
 pattern, then driven the same way.
@@ -79,12 +79,13 @@ def _leaf_sources(cd) -> Optional[list]:
 
 
 def _plain_container(lf) -> bool:
-    return type(lf) is ContainerLeaf and not lf.is_numpy and not lf.convert and not lf.temp and lf.stage is None
+    """A strided container read in place (every leaf of a CUDA call carries the call's Staging, which only numpy
+    containers use)."""
+    return type(lf) is ContainerLeaf and not lf.is_numpy and not lf.convert and not lf.temp
 
 
 def _call_data_ok(cd) -> bool:
-    return (cd.groups is None and not cd.tc_mode and not cd.instance_leaves and not cd.uses_csi and
-            (cd.stage is None or cd.gpu))
+    return cd.groups is None and not cd.tc_mode and not cd.instance_leaves and not cd.uses_csi
 
 
 # ----------------------------------------------------------------------------------------- one CallData

@@ -318,3 +318,20 @@ def test_threads_share_a_plan(m, device):
     for t in ts:
         t.join()
     assert not errors
+
+
+def test_staged_device_takes_the_direct_path(device):
+    """A CPU device in staged mode (the GPU path's data movement without a GPU): every leaf of its calls carries
+    the call's Staging, as on CUDA; torch tensors still take the direct path (only numpy arrays are staged)."""
+    if not getattr(device, "_host_memory", True):
+        pytest.skip("the staged CPU device is a CPU-only stand-in for CUDA")
+    dev = spy.create_device(type=spy.DeviceType.cpu)
+    dev.functional_staged = True
+    ms = spy.Module.load_from_source(dev, "torch_fast_staged", SRC)
+    x = torch.linspace(-1, 1, 33, requires_grad=True)
+    for k in range(3):
+        x.grad = None
+        with launch_log() as log:
+            ms.polynomial(2.0, float(k), 0.5, x).sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), 4 * x.detach().numpy() + k, rtol=1e-5, atol=1e-6)
+    assert _paths(log, "forward") == ["fast"] and _paths(log, "backward") == ["fast"]
