@@ -417,7 +417,7 @@ class FastCall:
         if self.host:
             bl.launch(mem, grads, modes, vals, cs, n)
         else:
-            with on_torch_stream(self.device, [t for t in saved if t is not None]):
+            with on_torch_stream(self.device, [t for t in mem if t is not None]):
                 bl.launch(mem, grads, modes, vals, cs, n)
         if _LOG:
             self._log_backward(mem, grads, modes, zeros, conv, "fast")

@@ -335,3 +335,24 @@ def test_staged_device_takes_the_direct_path(device):
             ms.polynomial(2.0, float(k), 0.5, x).sum().backward()
         np.testing.assert_allclose(x.grad.numpy(), 4 * x.detach().numpy() + k, rtol=1e-5, atol=1e-6)
     assert _paths(log, "forward") == ["fast"] and _paths(log, "backward") == ["fast"]
+
+
+def test_kernel_errors_raise_on_the_direct_path(m, device):
+    """A failure the kernel records (a reverse-mode loop past its [MaxIters(16)] bound) is raised on the direct
+    path as on the general one, and the signature keeps working afterwards."""
+    if not getattr(device, "_host_memory", True):
+        pytest.skip("CUDA reads its error record in the checked mode only")
+    x = torch.linspace(0.1, 0.5, 4, dtype=torch.float64, requires_grad=True)
+    ok = torch.tensor([1, 2, 3, 4], dtype=torch.int32)
+    for _ in range(3):
+        x.grad = None
+        m.powloop(x, ok).sum().backward()
+    assert _plan(m.powloop, x, ok).fast
+    with pytest.raises(RuntimeError, match="MaxIters"):
+        m.powloop(x, torch.tensor([1, 2, 30, 4], dtype=torch.int32)).sum().backward()
+    x.grad = None
+    m.powloop(x, ok).sum().backward()
+    eps = 1e-6
+    xd = x.detach()
+    fd = (m.powloop(xd + eps, ok) - m.powloop(xd - eps, ok)) / (2 * eps)
+    np.testing.assert_allclose(x.grad.numpy(), fd.numpy(), rtol=1e-6, atol=1e-8)
