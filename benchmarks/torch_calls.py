@@ -2,8 +2,8 @@
 forward + backward through torch.autograd over 2^26 float32 against the copy-bandwidth limit and
 torch.compile.  Ratios are printed side by side in one run.
 
-    python benchmarks/torch_calls.py [--repeats 2000] [--gpu-n-log2 26] [--iters 20] [--no-gpu]
-                                     [--traffic-n-log2 16]
+    python benchmarks/torch_calls.py [--repeats 2000] [--device auto|cuda|cpu] [--gpu-n-log2 26] [--iters 20]
+                                     [--no-gpu] [--no-compile] [--traffic-n-log2 16]
 
 Host overhead (CPU device, 4-element tensors, cached call signature; median of --repeats calls):
   spy       module.polynomial(2.0, 8.0, -1.0, spy_tensor)               the plain functional call
@@ -142,9 +142,12 @@ def cpu_traffic(n_log2: int) -> dict:
     return {"direct": traffic(f, x, gy), "general": traffic(fg, x, gy)}
 
 
-def gpu(n_log2: int, iters: int) -> dict:
+def gpu(n_log2: int, iters: int, tdev="cuda", compile_step: bool = True) -> dict:
+    """The 2^n poly step on `tdev` (cuda; 'cpu' runs the same section on the CPU device, timed by the host
+    clock: a check of this code without a GPU, not a figure of the issue)."""
     n = 1 << n_log2
-    tdev = torch.device("cuda")
+    tdev = torch.device(tdev)
+    cuda = tdev.type == "cuda"
     device = spy.create_torch_device(tdev)
     m = spy.Module.load_from_source(device, "bench_torch_calls", SRC)
     f = m.polynomial
@@ -154,9 +157,15 @@ def gpu(n_log2: int, iters: int) -> dict:
     def timed(step):
         for _ in range(3):
             step()
-        torch.cuda.synchronize()
+        if cuda:
+            torch.cuda.synchronize()
         ts = []
         for _ in range(iters):
+            if not cuda:
+                t0 = time.perf_counter()
+                step()
+                ts.append(time.perf_counter() - t0)
+                continue
             e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             e0.record()
             step()
@@ -191,8 +200,9 @@ def gpu(n_log2: int, iters: int) -> dict:
     bw = 8 * n / copy
     limit = 24 * n / bw
     r = {"n": n, "copy_GBps": bw / 1e9, "limit_ms": limit * 1e3, "slang_ms": timed(slang_step) * 1e3,
-         "general_ms": timed(general_step) * 1e3, "compiled_ms": timed(compiled_step) * 1e3,
-         "device": torch.cuda.get_device_name()}
+         "general_ms": timed(general_step) * 1e3,
+         "compiled_ms": timed(compiled_step) * 1e3 if compile_step else float("nan"),
+         "device": "GPU " + torch.cuda.get_device_name() if cuda else "CPU device (host clock)"}
     r["traffic"] = {"direct": traffic(f, x, gy), "general": traffic(fg, x, gy)}
     return r
 
@@ -204,6 +214,10 @@ def main():
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--no-gpu", action="store_true")
     ap.add_argument("--traffic-n-log2", type=int, default=16)
+    ap.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto",
+                    help="where the 2^--gpu-n-log2 step runs: auto (a GPU when torch has one, else skipped), "
+                    "cuda, or cpu (a check of the section without a GPU)")
+    ap.add_argument("--no-compile", action="store_true", help="skip the torch.compile step")
     a = ap.parse_args()
     h = host_overhead(a.repeats)
     print("host overhead per cached call, CPU device, 4 elements (median, us):")
@@ -216,15 +230,19 @@ def main():
           "8 and 12 B/element):")
     print_traffic("slangjit, direct path", t["direct"])
     print_traffic("slangjit, general path", t["general"])
-    if not a.no_gpu and torch.cuda.is_available():
-        g = gpu(a.gpu_n_log2, a.iters)
-        print(f"GPU {g['device']}: poly fwd+bwd through torch.autograd over 2^{a.gpu_n_log2} float32 (ms): "
+    step_dev = None if a.no_gpu else "cuda" if a.device == "cuda" or (a.device == "auto" and torch.cuda.is_available()) \
+        else "cpu" if a.device == "cpu" else None
+    if step_dev == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("--device cuda: this torch has no CUDA device")
+    if step_dev is not None:
+        g = gpu(a.gpu_n_log2, a.iters, step_dev, not a.no_compile)
+        print(f"{g['device']}: poly fwd+bwd through torch.autograd over 2^{a.gpu_n_log2} float32 (ms): "
               f"slangjit {g['slang_ms']:.3f}  limit {g['limit_ms']:.3f} (copy {g['copy_GBps']:.0f} GB/s)  "
               f"torch.compile {g['compiled_ms']:.3f}  slangjit general path {g['general_ms']:.3f}  |  "
               f"slangjit/limit {g['slang_ms'] / g['limit_ms']:.2f} (goal <= 1.15)  "
               f"slangjit/compiled {g['slang_ms'] / g['compiled_ms']:.2f} (goal < 1)  "
               f"general/limit {g['general_ms'] / g['limit_ms']:.2f}")
-        print("traffic of that step on the GPU:")
+        print(f"traffic of that step on {g['device']}:")
         print_traffic("slangjit, direct path", g["traffic"]["direct"])
         print_traffic("slangjit, general path", g["traffic"]["general"])
     else:
