@@ -471,13 +471,20 @@ class FastCall:
         return grads
 
     def _modes(self, bl, saved, needs, cs, mk):
-        """`_goa` per slot: 2 where no two threads of the call share an element of a fresh contiguous gradient
-        of the input's shape (every element is then written exactly once), else 1 (zeros, atomic adds)."""
+        """`_goa` per slot: 2 where the threads of the call write every element of a fresh contiguous gradient of
+        the input's shape exactly once (no two threads share an element, and there are as many threads as
+        elements along the call dims), else 1 (zeros, atomic adds)."""
         modes = [0] * (self.plan.n + 1)
+        n = 1
+        for c in cs:
+            n *= c
         for i, lf in bl.go_leaves.items():
             shp = tuple(saved[i].shape) or (1,)
             st, _ = C.contig_geometry(shp, 1)
-            modes[i] = 2 if lf._distinct_per_thread(shp, st, cs) else 1
+            m = 1
+            for d in shp[:lf.k]:
+                m *= d
+            modes[i] = 2 if m == n and lf._distinct_per_thread(shp, st, cs) else 1
         if len(self.modes) < 256:
             self.modes[mk] = modes
         return modes

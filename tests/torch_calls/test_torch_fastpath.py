@@ -356,3 +356,18 @@ def test_kernel_errors_raise_on_the_direct_path(m, device):
     xd = x.detach()
     fd = (m.powloop(xd + eps, ok) - m.powloop(xd - eps, ok)) / (2 * eps)
     np.testing.assert_allclose(x.grad.numpy(), fd.numpy(), rtol=1e-6, atol=1e-8)
+
+
+def test_gradient_of_an_input_no_thread_reaches_is_zero(m, device):
+    """A broadcast input of a call with no threads (x has no elements) gets a zero gradient from torch.zeros, not
+    uninitialised memory (a plain-store gradient is only used where the threads write every element)."""
+    d = tdev(device)
+    a = torch.tensor([1.5], device=d, requires_grad=True)
+    x = torch.empty(0, device=d, requires_grad=True)
+    for _ in range(4):
+        a.grad = None
+        with launch_log() as log:
+            m.polynomial(a, 2.0, 1.0, x).sum().backward()
+        assert a.grad.item() == 0.0 and x.grad.shape == (0,)
+    assert _paths(log, "backward") == ["fast"]
+    assert log.summary()["backward"]["fills"] == 1
