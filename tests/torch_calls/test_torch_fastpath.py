@@ -208,6 +208,16 @@ def test_backward_fresh_gradient_is_taken_without_a_copy(m, device):
     names = [e.name for e in prof.events()]
     assert "aten::copy_" not in names and "aten::zero_" not in names and "aten::fill_" not in names, names
     np.testing.assert_allclose(x.grad.cpu().numpy(), 4 * x.detach().cpu().numpy() + 1.0, rtol=1e-5, atol=1e-6)
+    # .sum().backward(): the incoming gradient is an expanded stride-0 tensor, read in place (not materialised)
+    x.grad = None
+    y = m.polynomial(2.0, 1.0, 0.0, x).sum()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
+        y.backward()
+    names = [e.name for e in prof.events()]
+    assert not {"aten::copy_", "aten::contiguous", "aten::clone"} & set(names), names
+    # the only fill is torch's ones_like for the 0-dim y
+    assert [e.input_shapes[0] for e in prof.events() if e.name == "aten::fill_"] == [[]]
+    np.testing.assert_allclose(x.grad.cpu().numpy(), 4 * x.detach().cpu().numpy() + 1.0, rtol=1e-5, atol=1e-6)
 
 
 def test_non_contiguous_grad_output(m, device):
