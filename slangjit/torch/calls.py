@@ -14,7 +14,9 @@
 * under `torch.compile` the call goes through a `torch.library.custom_op` (ops.py), the same two kernels.
 
 A call with torch tensors is described by a `Plan` (where the tensors sit in the arguments, which ones the
-kernel writes, the CallData), cached per argument signature.
+kernel writes, the CallData), cached per argument signature.  This module is the general path; once a plan
+has run, dispatch.py gives it a direct launcher where fastpath.py can prove one (`Plan.fast`), and later calls
+of that signature skip the views and CallData.run.
 """
 from __future__ import annotations
 

@@ -524,7 +524,8 @@ class FastFunction(torch.autograd.Function):
 
 # torch.autograd.Function.apply without its Python wrapper (which only matters under functorch transforms: then
 # the wrapper runs)
-_C_APPLY = torch._C._FunctionBase.__dict__["apply"].__get__(None, FastFunction)
+_C_APPLY = torch._C._FunctionBase.__dict__["apply"].__get__(None, FastFunction) \
+    if "apply" in getattr(torch._C._FunctionBase, "__dict__", {}) else FastFunction.apply
 _functorch_active = torch._C._are_functorch_transforms_active
 
 
