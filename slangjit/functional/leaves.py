@@ -276,7 +276,9 @@ class ContainerLeaf(Leaf):
         if not self.grad_out:
             return None
         # `_goa` (packed per call): 0 when no two threads of the call touch the same gradient element, then a
-        # plain read-modify-write accumulates; else an atomic add (warp-aggregated on CUDA).  The read of the
+        # plain read-modify-write accumulates; 1: an atomic add (warp-aggregated on CUDA); 2 (slangjit.torch's
+        # direct launcher, for a fresh uninitialised gradient that every thread writes one distinct element
+        # of): a plain store, nothing read (prev stays zero).  The read of the
         # old value happens in the load phase, with the thread's other reads, so that the elements a thread
         # handles keep their loads in flight together (the store comes after the call).
         p = self.u + "_go"
@@ -304,16 +306,16 @@ class ContainerLeaf(Leaf):
         if isinstance(D, S.StructT):
             # A struct Differential (e.g. the compiler's synthesized {x, y} of `struct S { float x; int n;
             # float y; }`): added with S.dadd, atomically one float at a time.
-            kb.line(f"if ({p}a != 0) {{")
+            kb.line(f"if ({p}a == 1) {{")
             for path in _float_paths(D):
                 kb.line(f"    InterlockedAdd((*({p}d + {var}_o)){path}, {var}{path});")
             kb.line(f"}} else {p}d[{var}_o] = {self.ptype.name}.dadd({var}_prev, {var});")
             return
         if not self.ne:
-            kb.line(f"if ({p}a != 0) _sj_atomic_add({p}d + {var}_o, {var}); "
+            kb.line(f"if ({p}a == 1) _sj_atomic_add({p}d + {var}_o, {var}); "
                     f"else {p}d[{var}_o] = {var}_prev + {var};")
             return
-        kb.line(f"if ({p}a != 0) {{")
+        kb.line(f"if ({p}a == 1) {{")
         for path in _idx_paths(self.ptype.shape):
             e = " + ".join([f"{var}_o"] + [f"{i} * {p}es[{j}]" for j, i in enumerate(path)])
             kb.line(f"    _sj_atomic_add({p}d + ({e}), {var}{''.join(f'[{i}]' for i in path)});")

@@ -18,6 +18,7 @@ from ..tensor import Tensor
 from . import convert
 from .calls import SlangFunction
 from .dispatch import torch_call
+from .launchlog import LaunchLog, launch_log
 from .ops import op_and_args
 from .convert import check_device, from_spy, spy_from_torch
 
@@ -28,7 +29,7 @@ for _tp in (torch.Tensor, torch.nn.Parameter):
 from .bindings import DiffTensorView, autograd_function, clearSessionShaderCache, loadModule   # seed 004
 
 __all__ = ["loadModule", "DiffTensorView", "autograd_function", "clearSessionShaderCache", "create_torch_device", "to_torch", "from_torch", "torch_call", "SlangFunction", "custom_op_for",
-           "is_torch_tensor_type"]
+           "is_torch_tensor_type", "launch_log", "LaunchLog"]
 
 
 def is_torch_tensor_type(tp) -> bool:

@@ -14,7 +14,9 @@
 * under `torch.compile` the call goes through a `torch.library.custom_op` (ops.py), the same two kernels.
 
 A call with torch tensors is described by a `Plan` (where the tensors sit in the arguments, which ones the
-kernel writes, the CallData), cached per argument signature.
+kernel writes, the CallData), cached per argument signature.  This module is the general path; once a plan
+has run, dispatch.py gives it a direct launcher where fastpath.py can prove one (`Plan.fast`), and later calls
+of that signature skip the views and CallData.run.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from ..functional.calldata import signature
 from ..functional.leaves import TensorParamLeaf
 from ..tensor import Tensor
 from . import convert as C
+from .launchlog import _LOG, log_event, nbytes_touched
 from .streams import on_torch_stream
 
 
@@ -168,6 +171,7 @@ class Plan:
         self.cs_cache: Optional[dict] = {} if only_numbers else None
         self.autograd_error = _autograd_error(self)
         self.int_slots = [i for i in range(self.n) if not self.dtypes[i].is_floating_point]
+        self.fast = None                  # the direct path (fastpath.FastCall), False where it cannot serve
 
     # -- running
 
@@ -245,10 +249,14 @@ class Plan:
                 if cd is None:
                     cd = self.cd_res = self.node.resolve(*args[len(self.this):], **kwargs)
                 cd.run(args, kwargs)
+                if _LOG:
+                    self._log_forward(tensors, result)
                 if self.scalar_call and cs == (1,):
                     result = result.reshape(es)
                 return result, result
             ret = self.node(*args[len(self.this):], **kwargs)
+        if _LOG:
+            self._log_forward(tensors, None)
         if self.result_slot is not None:
             return tensors[self.result_slot], tensors[self.result_slot]
         if isinstance(ret, Tensor) and self.struct_result:
@@ -308,12 +316,33 @@ class Plan:
             if cd is None:
                 cd = self._resolve_bwds(bk, args, kwargs)
             cd.run(args, kwargs)
-            return grads
-        with on_torch_stream(self.device, [t for t in tensors if t is not None]):
-            if cd is None:
-                cd = self._resolve_bwds(bk, args, kwargs)
-            cd.run(args, kwargs)
+        else:
+            with on_torch_stream(self.device, [t for t in tensors if t is not None]):
+                if cd is None:
+                    cd = self._resolve_bwds(bk, args, kwargs)
+                cd.run(args, kwargs)
+        if fwd_views is not None:
+            # the node keeps the forward's views: none may keep a gradient alive (torch's AccumulateGrad copies
+            # a gradient something else still references instead of taking it as .grad)
+            for v in fwd_views:
+                if v is not None:
+                    v.grad_out = None
+        if _LOG:
+            self._log_backward(tensors, grads_out, grads)
         return grads
+
+    def _log_forward(self, tensors, result):
+        log_event("forward", "kernel", "general", sum(nbytes_touched(tensors[i]) for i in self.read_idx),
+                  sum(nbytes_touched(tensors[i]) for i in self.write_idx) +
+                  (nbytes_touched(result) if result is not None else 0))
+
+    def _log_backward(self, tensors, grads_out, grads):
+        gs = [g for g in grads if g is not None]
+        for g in gs:
+            log_event("backward", "fill", "general", 0, nbytes_touched(g))
+        r = sum(nbytes_touched(tensors[i]) for i in self.read_idx) + sum(nbytes_touched(g) for g in gs)
+        r += sum(nbytes_touched(g) for g in grads_out if g is not None)
+        log_event("backward", "kernel", "general", r, sum(nbytes_touched(g) for g in gs))
 
     def _resolve_bwds(self, bk, args, kwargs):
         if self.bwds_node is None:

@@ -27,6 +27,7 @@ import torch
 from ..functional.function import Function, FunctionNode
 from . import convert as C
 from .calls import Plan, _Slot, _asig, _fill, _tsig, check_autograd, common_device, plan_for, split
+from .fastpath import FastCall
 
 _SPECS: dict = {}
 _COUNTER = itertools.count()
@@ -78,7 +79,8 @@ class OpSpec:
 
     def _eager_plan(self, tensors):
         """The eager plan of this spec's call with `tensors`, bound to the spec's own argument values."""
-        return _Bound(*plan_for(self.node, _fill(self.targs, tensors), _fill(self.tkw, tensors)))
+        args, kwargs = _fill(self.targs, tensors), _fill(self.tkw, tensors)
+        return _Bound(*plan_for(self.node, args, kwargs), args, kwargs)
 
     # -- registration
 
@@ -174,17 +176,41 @@ class OpSpec:
 
 
 class _Bound:
-    """A plan with one call's `template` (its non-tensor argument values)."""
-    __slots__ = ("plan", "tpl")
+    """A plan with one call's `template` (its non-tensor argument values) and arguments: the plan's direct path
+    (fastpath.py) where it has one, else the general path."""
+    __slots__ = ("plan", "tpl", "args", "kwargs")
 
-    def __init__(self, plan, tensors, tpl):
-        self.plan, self.tpl = plan, tpl
+    def __init__(self, plan, tensors, tpl, args, kwargs):
+        self.plan, self.tpl, self.args, self.kwargs = plan, tpl, args, kwargs
 
     def run(self, tensors):
-        return self.plan.run(tensors, None, self.tpl)
+        """(the call's return value, the auto-created result or None)."""
+        plan = self.plan
+        fc = plan.fast
+        if fc:
+            result, _ = fc.forward(tensors, fc.values(self.args, self.kwargs))
+            if result is None and plan.result_slot is not None:
+                result = tensors[plan.result_slot]
+            return result, result
+        r = plan.run(tensors, None, self.tpl)
+        if plan.fast is None:
+            plan.fast = FastCall.build(plan) or False
+        return r
 
     def backward(self, tensors, shapes, grads_out, needs):
-        return self.plan.backward(tensors, shapes, grads_out, needs, None, self.tpl)
+        """`grads_out`: [the result's gradient or None] + the written tensors' (as Plan.backward)."""
+        plan = self.plan
+        fc = plan.fast
+        if fc:
+            vals = fc.values(self.args, self.kwargs)
+            full = [t if t is not None else torch.empty(0) for t in tensors]
+            for k, i in enumerate(plan.write_idx):
+                full[i] = grads_out[1 + k]
+            shp = tuple([t.shape for t in full])
+            e = fc.entries.get(shp) or fc._entry(full, vals, shp)
+            gin = grads_out if plan.alloc is not None else grads_out[1:]
+            return fc.backward(tensors, e, gin, needs, vals)
+        return plan.backward(tensors, shapes, grads_out, needs, None, self.tpl)
 
 
 def _vsig(v):
