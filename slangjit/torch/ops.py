@@ -25,6 +25,7 @@ import itertools
 import torch
 
 from ..functional.function import Function, FunctionNode
+from ..functional.hooks import register_pytree_constants
 from . import convert as C
 from .calls import Plan, _Slot, _asig, _fill, _tsig, check_autograd, common_device, plan_for, split
 from .fastpath import FastCall
@@ -241,8 +242,7 @@ def spec_for(node, args, kwargs):
     return s, tensors
 
 
-for _cls in (FunctionNode, Function):
-    torch.utils._pytree.register_constant(_cls)
+register_pytree_constants(torch, (FunctionNode, Function))
 
 
 @torch._dynamo.nonstrict_trace
