@@ -44,6 +44,7 @@ class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, Op
         self.extensions: list[tuple[ast.ExtensionDecl, Env]] = []
         self.functions: list[ir.Function] = []     # instantiated, in creation order
         self.structs: list[StructInstance] = []
+        self.dyn_ifaces: list = []        # interfaces with dynamic values (check/dynamic.py dyn_table)
         self.globals: list[ir.GlobalVar] = []
         self.pending_bodies: list = []
         self.body_errors: list = []       # CompileErrors raised while checking a function body
