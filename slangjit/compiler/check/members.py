@@ -357,7 +357,8 @@ class MembersMixin:
                         return ir.MethodCall(T.VOID, obj, "template StoreT<%s>" % "@T0", [arg(0, U), args[1]], loc=loc)
                     return ir.MethodCall(T.VOID, obj, name, [arg(0, U), arg(1, vt)], loc=loc)
                 if name.startswith("Interlocked"):
-                    vt = U
+                    # the F16/F32/F64 forms (InterlockedAddF32, ...) take a floating-point operand
+                    vt = {"F16": T.HALF, "F32": T.FLOAT, "F64": T.DOUBLE}.get(name[-3:], U)
                     conv = [arg(0, U)] + [self.coerce_arg(a, vt, ctx) if i < len(args) - 1 or name == "InterlockedCompareStore" or len(args) == 2
                                           else self.out_arg(a, vt, loc) for i, a in enumerate(args[1:], start=1)]
                     if name in ("InterlockedCompareExchange",) and len(args) == 4:
