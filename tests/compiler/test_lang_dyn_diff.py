@@ -344,3 +344,76 @@ def test_out_inout_struct_results_and_getter(device, tmp_path):
 @pytest.mark.parametrize("name", ["DIFF_THIS", "MATERIALS", "PROPS_GENERIC", "OUT_PARAMS"])
 def test_cuda_compiles(name):
     nvrtc_compiles(globals()[name].replace("KINDS", "0, 1, 0"), name.lower())
+
+
+PARAM_AND_LOOP = """RWStructuredBuffer<float> outputBuffer;
+
+[anyValueSize(16)]
+interface IMaterial : IDifferentiable
+{
+    [Differentiable]
+    float eval(float x);
+}
+struct A : IMaterial { float k; [Differentiable] float eval(float x) { return k * x * x; } }
+struct B : IMaterial { float k; float c; [Differentiable] float eval(float x) { return k * sin(x) + c; } }
+
+[Differentiable]
+float shadeWith(IMaterial m, float x) { return m.eval(x) * 2.0; }
+
+[Differentiable]
+IMaterial build(int id, float p)
+{
+    if (id == 0) return A(p);
+    return B(p, p * p);
+}
+
+[Differentiable]
+float scene(float p, float x, int n)
+{
+    IMaterial mats[2];
+    mats[0] = build(0, p);
+    mats[1] = build(1, p * 0.5);
+    float s = 0.0;
+    for (int i = 0; i < n; i++)
+        s += shadeWith(mats[i % 2], x + float(i));
+    return s;
+}
+
+[numthreads(1, 1, 1)]
+void computeMain()
+{
+    var pp = diffPair(1.5);
+    var px = diffPair(0.3);
+    bwd_diff(scene)(pp, px, 3, 1.0);
+    outputBuffer[0] = scene(1.5, 0.3, 3);
+    outputBuffer[1] = pp.d;
+    outputBuffer[2] = px.d;
+    outputBuffer[3] = fwd_diff(scene)(diffPair(1.5, 1.0), diffPair(0.3, 0.0), 3).d;
+}
+"""
+
+
+def scene_ref(p, x, n=3):
+    s = 0.0
+    for i in range(n):
+        xx = x + i
+        if i % 2 == 0:
+            v = p * xx * xx
+        else:
+            q = p * 0.5
+            v = q * math.sin(xx) + q * q
+        s += 2.0 * v
+    return s
+
+
+@DEV
+def test_interface_parameter_array_element_and_runtime_loop(device, tmp_path):
+    # a dynamic value passed to an interface-typed parameter, taken from an array by a run-time index
+    # in a loop whose trip count is a parameter (replayed in reverse mode)
+    got = run_program(device, tmp_path, PARAM_AND_LOOP, 4, "dyn_param_loop")
+    dp = fd(lambda p: scene_ref(p, 0.3), 1.5)
+    np.testing.assert_allclose(got, [scene_ref(1.5, 0.3), dp, fd(lambda x: scene_ref(1.5, x), 0.3), dp], rtol=1e-5)
+
+
+def test_cuda_compiles_param_and_loop():
+    nvrtc_compiles(PARAM_AND_LOOP, "dyn_param_loop")
