@@ -191,6 +191,39 @@ def test_differentiable_derived_struct(device, tmp_path):
     np.testing.assert_allclose(got, [value, q, 9.8 * m + 2.0 * m, dmass, pos[0], m * v[0], dmass], rtol=1e-5)
 
 
-@pytest.mark.parametrize("name", ["INHERIT", "OVERRIDE", "GENERIC_BASE", "DIFFERENTIABLE"])
+THIS_IN_BASE = """RWStructuredBuffer<float> outputBuffer;
+struct Base
+{
+    float a;
+    float getA() { return a; }
+    float viaThis() { return this.getA() * 3.0; }
+    property float pa { get { return this.a + 0.5; } }
+}
+struct Derived : Base
+{
+    float getA() { return a + 100.0; }
+    float own() { return this.getA(); }
+}
+[numthreads(1, 1, 1)]
+void computeMain()
+{
+    Derived d;
+    d.a = 1.0;
+    outputBuffer[0] = d.viaThis();
+    outputBuffer[1] = d.own();
+    outputBuffer[2] = d.pa;
+}
+"""
+
+
+@DEV
+def test_this_in_a_base_method_is_the_base(device, tmp_path):
+    # `this.getA()` inside Base.viaThis calls Base.getA (3, the reference compiler's value); Derived's
+    # own `this.getA()` calls its own (101)
+    got = run_program(device, tmp_path, THIS_IN_BASE, 3, "this_in_base")
+    np.testing.assert_allclose(got, [3.0, 101.0, 1.5])
+
+
+@pytest.mark.parametrize("name", ["INHERIT", "OVERRIDE", "GENERIC_BASE", "DIFFERENTIABLE", "THIS_IN_BASE"])
 def test_cuda_compiles(name):
     nvrtc_compiles(globals()[name], name.lower())

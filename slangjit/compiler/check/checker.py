@@ -440,6 +440,7 @@ class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, Op
         constructors), re-declared for the derived struct `st`, with bt's own bases behind them."""
         layer = Env(bt.info.env.parent, "struct")
         layer.this_type = st
+        layer.inherited_for = st                 # `this.m` in these members means bt's m (members.py)
         bdecl = bt.info.sym.decl
         own_fields = {m.name for m in bdecl.members if isinstance(m, ast.VarDecl) and "static" not in m.mods}
         for f in bt.info.fields:
