@@ -30,7 +30,7 @@ from .check.checker import Checker
 from .check.results import BuiltinIfaceRes, GenericRes, TypeRes
 from .ir import nodes as ir
 from .check.scope import Env, FuncSym, InterfaceSym, StructSym
-from .check.samples import describe_sample, errors_in_all, sample_type_args
+from .check.samples import describe_sample, errors_in_all, sample_struct_args, sample_type_args
 from .layout import type_layout
 from .parse import ast
 from .parse.parser import parse_module
@@ -170,10 +170,33 @@ class ModuleDecls:
                 what = f"generic '{sym.decl.name}'" if sym.decl.generic_params else f"'{sym.decl.name}'"
                 note(CompileError([Diagnostic(d.code, f"{d.message} (checking {what} with "
                                                       f"{describe_sample(sym, first)})", d.loc)]))
+        def check_generic_struct(ssym):
+            # a generic struct's (non-generic) methods, with sample generic arguments
+            runs, first = [], None
+            for args in sample_struct_args(chk, ssym, structs):
+                found: list = []
+                try:
+                    t = chk.instantiate_struct(ssym, args, ssym.decl.loc)
+                    for mem in ssym.decl.members:
+                        if isinstance(mem, ast.FuncDecl) and not mem.generic_params:
+                            for f in chk.member_syms(t, mem.name):
+                                if isinstance(f, FuncSym) and f.decl is mem:
+                                    run(f, [], lambda e: found.extend(e.diagnostics))
+                except CompileError as e:
+                    found.extend(e.diagnostics)
+                runs.append(found)
+                first = first or args
+            for d in errors_in_all(runs):
+                binds = ", ".join(f"{p.name} = {a}" for p, a in zip(ssym.decl.generic_params, first))
+                note(CompileError([Diagnostic(d.code, f"{d.message} (checking generic '{ssym.decl.name}' with "
+                                                      f"{binds})", d.loc)]))
+
         for name, syms in list(m.env.names.items()):
             for sym in syms:
                 if isinstance(sym, FuncSym) and sym.env is m.env:
                     check(sym)
+                elif isinstance(sym, StructSym) and sym.env is m.env and sym.decl.generic_params:
+                    check_generic_struct(sym)
                 elif isinstance(sym, StructSym) and sym.env is m.env and not sym.decl.generic_params:
                     # the methods of a non-generic struct
                     try:

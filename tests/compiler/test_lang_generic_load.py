@@ -66,3 +66,27 @@ def test_errors_that_depend_on_the_sample_are_not_reported(device):
     src = GOOD + "float useBits(int x) { return float(bits(x)); }\n"
     m = load(device, "generic_bits", src)
     assert m.useBits(np.int32(6)) == 0.0
+
+
+GENERIC_STRUCT = """
+struct Feature<let N : int>
+{
+    float w[N];
+    float eval(float x) { float s = 0.0; for (int i = 0; i < N; i++) s += w[i] * x; return s + missing; }
+}
+struct Good<T : __BuiltinFloatingPointType>
+{
+    T v;
+    T twice() { return v + v; }
+}
+float ok(float x) { return x; }
+"""
+
+
+def test_generic_struct_methods_are_checked_at_load(device):
+    with pytest.raises(CompileError) as ei:
+        load(device, "generic_struct_broken", GENERIC_STRUCT)
+    d = ei.value.diagnostics
+    assert [(x.code, x.loc.line) for x in d] == [("E2052", 5)] and "generic 'Feature'" in d[0].message
+    m = load(device, "generic_struct_good", GENERIC_STRUCT.replace(" + missing", ""))
+    assert m.ok(2.0) == 2.0

@@ -19,14 +19,12 @@ from .results import const_expr
 _SCALARS = [T.FLOAT, T.INT, T.DOUBLE, T.UINT, T.HALF, T.BOOL]    # (varied kinds first)
 
 
-def sample_type_args(chk, sym: FuncSym, structs: list) -> list:
-    """Up to two type-argument lists for instantiate_function(sym, ...); [] when the function
-    cannot be sampled.  `structs`: the module's non-generic struct types."""
-    d = sym.decl
+def _param_choices(chk, d, env: Env, structs: list):
+    """Candidates per generic parameter of declaration d (binding the first of each in env as it
+    goes, for later constraints); None when some parameter cannot be sampled."""
     if any(p.kind == "pack" for p in d.generic_params):
-        return []
-    choices: list = []                 # per generic parameter: its candidates
-    env = Env(sym.env, "generic")
+        return None
+    choices: list = []
     ctx = chk.ctx_for_env(env)
     for p in d.generic_params:
         if p.kind == "value":
@@ -34,7 +32,7 @@ def sample_type_args(chk, sym: FuncSym, structs: list) -> list:
                 try:
                     v = chk.generic_args([p.default], ctx)[0]
                 except CompileError:
-                    return []
+                    return None
                 cands = [v]
             else:
                 cands = [4, 7]
@@ -45,15 +43,40 @@ def sample_type_args(chk, sym: FuncSym, structs: list) -> list:
                 for c in ([p.type] if p.type is not None else []) + list(p.also):
                     constraints.append(chk.resolve_base(c, ctx))
             except CompileError:
-                return []
+                return None
             if not constraints:
-                return []                      # unconstrained: no sample stands for every type
+                return None                    # unconstrained: no sample stands for every type
             cands = [t for t in _SCALARS + [T.VectorType(T.FLOAT, 3)] + structs
                      if all(_conforms(chk, t, c) for c in constraints)][:2]
             if not cands:
-                return []
+                return None
             env.add(p.name, TypeSym(p.name, cands[0]))
         choices.append(cands)
+    return choices
+
+
+def sample_struct_args(chk, ssym, structs: list) -> list:
+    """Up to two generic-argument lists for a generic struct (its methods are then checked)."""
+    choices = _param_choices(chk, ssym.decl, Env(ssym.env, "generic"), structs)
+    if choices is None or getattr(ssym.decl, "where", None):
+        return []
+    out = []
+    for k in (0, 1):
+        args = [c[min(k, len(c) - 1)] for c in choices]
+        if out and _same(args, out[0]):
+            break
+        out.append(args)
+    return out
+
+
+def sample_type_args(chk, sym: FuncSym, structs: list) -> list:
+    """Up to two type-argument lists for instantiate_function(sym, ...); [] when the function
+    cannot be sampled.  `structs`: the module's non-generic struct types."""
+    d = sym.decl
+    env = Env(sym.env, "generic")
+    choices = _param_choices(chk, d, env, structs)   # per generic parameter: its candidates
+    if choices is None:
+        return []
     # interface-typed parameters are implicit generics
     impl: list = []
     try:
