@@ -30,11 +30,12 @@ from .check.checker import Checker
 from .check.results import BuiltinIfaceRes, GenericRes, TypeRes
 from .ir import nodes as ir
 from .check.scope import Env, FuncSym, InterfaceSym, StructSym
+from .check.samples import describe_sample, errors_in_all, sample_struct_args, sample_type_args
 from .layout import type_layout
 from .parse import ast
 from .parse.parser import parse_module
 from .reflection import TypeLayout
-from .source import CompileError, NO_LOC
+from .source import CompileError, Diagnostic, NO_LOC
 
 _DIFF_ATTRS = {"Differentiable", "BackwardDifferentiable", "ForwardDifferentiable"}
 
@@ -123,26 +124,80 @@ class ModuleDecls:
                 if key not in seen and not d.code.startswith("E9") and d.code != "E2056":
                     seen.add(key)
                     diags.append(d)
-        def check(sym):
-            if sym.decl.generic_params or sym.decl.body is None:
-                return
+        structs: list = []
+        for syms in m.env.names.values():
+            for s in syms:
+                if isinstance(s, StructSym) and s.env is m.env and not s.decl.generic_params:
+                    try:
+                        structs.append(chk.instantiate_struct(s, [], s.decl.loc))
+                    except CompileError:
+                        pass
+
+        def run(sym, args, sink):
             try:
-                ptypes = chk.param_types(sym, Env(sym.env, "generic"))
-                if any(isinstance(t, T.InterfaceType) for t in ptypes):
-                    return          # an interface-typed parameter makes it generic: checked per call
-                chk.instantiate_function(sym, [], sym.decl.loc)
+                chk.instantiate_function(sym, args, sym.decl.loc)
             except CompileError as e:
-                note(e)
+                sink(e)
                 return
             while chk.pending_bodies:
                 try:
                     chk.check_pending_bodies()
                 except CompileError as e:
+                    sink(e)
+
+        def check(sym):
+            if sym.decl.body is None:
+                return
+            generic = bool(sym.decl.generic_params)
+            if not generic:
+                try:
+                    ptypes = chk.param_types(sym, Env(sym.env, "generic"))
+                except CompileError as e:
                     note(e)
+                    return
+                generic = any(isinstance(t, T.InterfaceType) for t in ptypes)
+            if not generic:
+                run(sym, [], note)
+                return
+            # A generic body (or one with interface-typed parameters): checked with sample
+            # arguments; the errors every sample shows are the body's (check/samples.py).
+            runs, first = [], None
+            for args in sample_type_args(chk, sym, structs):
+                found: list = []
+                run(sym, args, lambda e: found.extend(e.diagnostics))
+                runs.append(found)
+                first = first or args
+            for d in errors_in_all(runs):
+                what = f"generic '{sym.decl.name}'" if sym.decl.generic_params else f"'{sym.decl.name}'"
+                note(CompileError([Diagnostic(d.code, f"{d.message} (checking {what} with "
+                                                      f"{describe_sample(sym, first)})", d.loc)]))
+        def check_generic_struct(ssym):
+            # a generic struct's (non-generic) methods, with sample generic arguments
+            runs, first = [], None
+            for args in sample_struct_args(chk, ssym, structs):
+                found: list = []
+                try:
+                    t = chk.instantiate_struct(ssym, args, ssym.decl.loc)
+                    for mem in ssym.decl.members:
+                        if isinstance(mem, ast.FuncDecl) and not mem.generic_params:
+                            for f in chk.member_syms(t, mem.name):
+                                if isinstance(f, FuncSym) and f.decl is mem:
+                                    run(f, [], lambda e: found.extend(e.diagnostics))
+                except CompileError as e:
+                    found.extend(e.diagnostics)
+                runs.append(found)
+                first = first or args
+            for d in errors_in_all(runs):
+                binds = ", ".join(f"{p.name} = {a}" for p, a in zip(ssym.decl.generic_params, first))
+                note(CompileError([Diagnostic(d.code, f"{d.message} (checking generic '{ssym.decl.name}' with "
+                                                      f"{binds})", d.loc)]))
+
         for name, syms in list(m.env.names.items()):
             for sym in syms:
                 if isinstance(sym, FuncSym) and sym.env is m.env:
                     check(sym)
+                elif isinstance(sym, StructSym) and sym.env is m.env and sym.decl.generic_params:
+                    check_generic_struct(sym)
                 elif isinstance(sym, StructSym) and sym.env is m.env and not sym.decl.generic_params:
                     # the methods of a non-generic struct
                     try:

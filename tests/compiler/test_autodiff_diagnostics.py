@@ -1,7 +1,7 @@
 """Autodiff diagnostics (issue 3, acceptance point 3): every user-facing error the AD work adds, with its code
 and line.  Each source marks the line the diagnostic must point at with a `//@` comment.
 
-Codes: E6001 loop without a known trip-count bound under bwd_diff, E6002/E3020 differentiating a function with
+Codes: E6001 loop without a known trip-count bound under bwd_diff whose body has effects (so it cannot be replayed), E6002/E3020 differentiating a function with
 no body, E6004 no derivative rule for a core function, E6005 core function with out parameters not
 differentiable, E6006 reverse-mode storage too large, E6008 switch fall-through under bwd_diff, E6010
 DifferentialPair / Differential of a non-differentiable type, E6011 fwd_diff/bwd_diff of something that is not
@@ -110,14 +110,65 @@ def _bwd_call(name: str) -> str:
     return BWD1
 
 
+def _with_effect(src: str) -> str:
+    """The loop's body also writes a buffer, so reverse mode cannot replay its iterations."""
+    return src.replace("        y = y * 2.0;", "    { y = y * 2.0; outputBuffer[1] += 1.0; }") \
+              .replace("        y = y * x;", "    { y = y * x; outputBuffer[1] += 1.0; }") \
+              .replace("        i++;", "        i++;\n        outputBuffer[1] += 1.0;") \
+              .replace("            y = y + x * x;", "        { y = y + x * x; outputBuffer[1] += 1.0; }")
+
+
 @pytest.mark.parametrize("name", list(UNBOUNDED))
 def test_e6001_loop_without_bound_under_bwd_diff(name):
-    src = HEAD + UNBOUNDED[name] + kernel(_bwd_call(name))
+    # Without a bound, reverse mode replays the loop's iterations (recompute.py) - unless the body has
+    # effects outside its locals: then it is E6001, asking for [MaxIters].
+    src = HEAD + _with_effect(UNBOUNDED[name]) + kernel(_bwd_call(name))
+    assert "outputBuffer[1] += 1.0" in src
     e = expect_error(src, "E6001")
     msg = message(e)
     line = marked_line(src)
     assert "'f'" in msg and f"line {line}" in msg, msg       # names the function and the loop's line
-    assert "[MaxIters" in msg, msg                              # and says how to fix it
+    assert "[MaxIters" in msg and "replayed" in msg, msg        # and says how to fix it
+
+
+def _unbounded_ref(name: str, x: float) -> float:
+    import math
+    y = x
+    if name == "while":
+        while y < 10.0:
+            y *= 2.0
+    elif name.startswith("for"):
+        for _ in range(3):
+            y *= x
+    elif name == "do-while":
+        while True:
+            y = math.sin(y) + x
+            if not y < 2.0:
+                break
+    else:
+        for _ in range(3):
+            while y < 4.0:
+                y += x * x
+            y *= 0.5
+    return y
+
+
+@pytest.mark.parametrize("name", list(UNBOUNDED))
+def test_pure_loops_without_bound_are_replayed(name, tmp_path):
+    # The same loops without the effect: reverse mode replays them, gradients match finite differences.
+    import numpy as np
+    import slangjit as spy
+    dev = spy.create_device(type=spy.DeviceType.cpu)
+    src = HEAD + UNBOUNDED[name].replace(" //@", "") + kernel(_bwd_call(name))
+    path = tmp_path / "m.slang"
+    path.write_text(src)
+    k = dev.create_compute_kernel(dev.load_program(str(path), ["computeMain"]))
+    buf = dev.create_buffer(size=8, usage=spy.BufferUsage.unordered_access | spy.BufferUsage.shader_resource,
+                            data=np.zeros(2, np.float32))
+    k.dispatch(thread_count=[1, 1, 1], vars={"outputBuffer": buf})
+    h = 1e-6
+    want = (_unbounded_ref(name, 1.5 + h) - _unbounded_ref(name, 1.5 - h)) / (2 * h)
+    np.testing.assert_allclose(buf.to_numpy().view(np.float32)[0], want, rtol=1e-4)
 
 
 def test_e6001_loop_in_a_callee_points_at_the_callee_loop():
@@ -127,7 +178,7 @@ float inner(float x, int n)
 {
     float y = x;
     for (int i = 0; i < n; i++) //@
-        y = y * x;
+    { y = y * x; outputBuffer[1] += 1.0; }
     return y;
 }
 
@@ -148,7 +199,7 @@ float f(float x, int limitCount)
 {
     float y = x;
     for (int i = 0; i < limitCount; i++) //@
-        y = y * x;
+    { y = y * x; outputBuffer[1] += 1.0; }
     return y;
 }
 """ + kernel("    var p = diffPair(1.5, 0.0);\n    bwd_diff(f)(p, 3, 1.0);\n    outputBuffer[0] = p.d;")

@@ -706,10 +706,12 @@ def test_nested_loops_bounded_by_outer_counters(device):
     np.testing.assert_allclose(got, [10.0, 7 * 1.1 ** 6], rtol=1e-5)
 
 
-def test_unbounded_loop_still_asks_for_maxiters(device):
+def test_unbounded_loop_with_effects_still_asks_for_maxiters(device):
+    # (a pure loop with a run-time bound is replayed instead: test_lang_runtime_loops.py)
     with pytest.raises(CompileError) as ei:
         run(device, """
-            [Differentiable] float f(float x, int n) { float r = 1.0; for (int i = 0; i < n; i++) r = r * x; return r; }
+            [Differentiable] float f(float x, int n) { float r = 1.0;
+                for (int i = 0; i < n; i++) { r = r * x; outputBuffer[1] = r; } return r; }
             [numthreads(1,1,1)]
             void computeMain(uint3 tid : SV_DispatchThreadID)
             { var p = diffPair(2.0, 0.0); bwd_diff(f)(p, 3, 1.0); outputBuffer[0] = p.d; }""", 1)

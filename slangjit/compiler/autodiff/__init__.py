@@ -20,7 +20,7 @@ from typing import Optional
 from .. import types as T
 from ..ir import nodes as ir
 from ..ir.derivatives import Derivatives
-from ..ir.difftypes import zero
+from ..ir.difftypes import diff_type, zero
 from ..ir.program import Program
 from ..source import error
 from .forward import ForwardTransform
@@ -36,6 +36,41 @@ def run(program: Program) -> Program:
         AutoDiff(program.derivatives).run_pending()
     return program
 
+
+
+def dyn_tangent(node: ir.Intrinsic, jvp) -> Optional[ir.Expr]:
+    """Unpacking and packing a dynamic interface value (check/dynamic.py): its Differential holds
+    one field per conforming type, so the tangent of `dyn_get<T>(x)` is the field of T in x's
+    tangent, and that of packing a T value the Differential with only T's field set."""
+    if node.name == "sj::dyn_get<$T0>":
+        iface = node.args[0].type
+        dt = diff_type(iface) if isinstance(iface, T.InterfaceType) else None
+        if dt is None:
+            return None
+        fname = dyn_diff_field(iface, node.type)
+        tx = jvp(node.args[0]) if fname is not None else None
+        if tx is None:
+            return None
+        return ir.Field(dt.info.field_type(fname), tx, fname)
+    if node.name == "sj::dyn_make<$T0>":
+        iface = node.type
+        dt = diff_type(iface) if isinstance(iface, T.InterfaceType) else None
+        if dt is None:
+            return None
+        fname = dyn_diff_field(iface, node.args[1].type)
+        tv = jvp(node.args[1]) if fname is not None else None
+        if tv is None:
+            return None
+        return ir.Construct(dt, [tv if n == fname else zero(ft) for n, ft in dt.info.field_list()])
+    return None
+
+
+def dyn_diff_field(iface: T.InterfaceType, t: T.Type) -> Optional[str]:
+    """The field of a dynamic `iface` value's Differential that holds a `t` value's derivative."""
+    for ty, fname in iface.info.__dict__.get("dyn_diff_fields", ()):
+        if ty is t:
+            return fname
+    return None
 
 class AutoDiff:
     """The transforms' view of the program's derivatives: the recorded facts (`Derivatives`) plus
@@ -119,7 +154,7 @@ class AutoDiff:
     def intrinsic_tangent(self, node: ir.Intrinsic, jvp) -> Optional[ir.Expr]:
         fn = getattr(node, "func", None)
         if fn is None:
-            return None
+            return dyn_tangent(node, jvp)
         pd, rd = self.signature(fn)
         if rd is None:
             return None

@@ -21,6 +21,7 @@ from .transpose import Transposer
 from .ptrs import ptr_vars_with_diff
 from .ptrs import ptr_diff_expr
 from .ptrs import ptr_diff_expr, unknown_ptr_diff
+from .recompute import RecomputeLoops
 
 MAX_STACK = 1 << 16
 
@@ -34,7 +35,7 @@ class Stack:
         self.capacity = 0
 
 
-class ReverseTransform:
+class ReverseTransform(RecomputeLoops):
     def __init__(self, ad, fn: ir.Function, g: ir.Function, loc):
         self.ad, self.fn, self.g, self.loc = ad, fn, g, loc
         self.adj: dict[int, ir.Var] = {}
@@ -48,6 +49,8 @@ class ReverseTransform:
         self.no_adjoint = {p.uid for p, d in zip(fn.params, pd) if d is None}
         self.n = 0
         self.pdiff: dict[int, ir.Var] = {}      # pointer variable -> its differential pointer (ptrs.py)
+        self.recomputed: dict = {}              # id(loop) -> its entry-state copies (recompute.py)
+        self.extra_decls: list = []             # locals the sweeps add at function level
 
     # ------------------------------------------------------------------ variables
 
@@ -195,7 +198,7 @@ class ReverseTransform:
             s.var.type = T.ArrayType(s.elem, max(1, s.capacity))
             stack_decls.append(ir.VarDecl(s.var, None))
             stack_decls.append(ir.VarDecl(s.sp, ir.Const(T.INT, 0)))
-        stmts = head + prologue + adj_decls + stack_decls + fwd + norm.seed_outs + rev + tail
+        stmts = head + prologue + self.extra_decls + adj_decls + stack_decls + fwd + norm.seed_outs + rev + tail
         return ir.Block(stmts)
 
     # ------------------------------------------------------------------ analysis
@@ -496,6 +499,16 @@ class ReverseTransform:
             out.append(ir.If(cref, ir.Block(a), ir.Block(b) if b else None))
             self.push(cref, out)
         elif isinstance(s, ir.Loop):
+            if s.attrs["bound"] is None:
+                self.sweep_loop_fwd_or_recompute(s, out)          # recompute.py
+            else:
+                self.sweep_loop_fwd(s, out)
+        else:
+            raise error("E6007", f"internal: unexpected statement {type(s).__name__} in reverse mode", self.loc)
+
+    def sweep_loop_fwd(self, s: ir.Loop, out: list):
+        """A loop's forward sweep storing what each iteration overwrites (its bound sizes the storage)."""
+        if True:
             bound = s.attrs["bound"]
             cnt = self.temp(T.INT, "cnt")
             out.append(ir.VarDecl(cnt, ir.Const(T.INT, 0)))
@@ -508,9 +521,11 @@ class ReverseTransform:
             elif self.mult is not None:
                 self.mult *= bound
             body: list = []
-            self.sweep_fwd(s.body, body)
-            self.mult = saved
-            self.unbounded_loop = saved_loop
+            try:
+                self.sweep_fwd(s.body, body)
+            finally:
+                self.mult = saved
+                self.unbounded_loop = saved_loop
             body.append(ir.ExprStmt(ir.Assign(T.INT, "=", cref, ir.Binary(T.INT, "+", cref, ir.Const(T.INT, 1)))))
             if bound is not None:
                 limit = ir.Binary(T.BOOL, "<", cref, ir.Const(T.INT, bound))
@@ -532,8 +547,6 @@ class ReverseTransform:
                 cond = s.cond if s.cond is not None else ir.Const(T.BOOL, True)
             out.append(ir.Loop("do" if s.kind == "do" else "while", [], cond, None, ir.Block(body)))
             self.push(cref, out)
-        else:
-            raise error("E6007", f"internal: unexpected statement {type(s).__name__} in reverse mode", self.loc)
 
     # ------------------------------------------------------------------ reverse sweep
 
@@ -562,6 +575,8 @@ class ReverseTransform:
             if s.else_ is not None:
                 self.sweep_rev(s.else_, b)
             out.append(ir.If(ir.LocalRef(T.BOOL, cv), ir.Block(a), ir.Block(b) if b else None))
+        elif isinstance(s, ir.Loop) and id(s) in self.recomputed:
+            self.recompute_loop_rev(s, out)                      # recompute.py
         elif isinstance(s, ir.Loop):
             n = self.temp(T.INT, "n")
             out.append(ir.VarDecl(n, self.pop(T.INT, out)))

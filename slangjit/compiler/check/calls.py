@@ -27,6 +27,7 @@ COST_TRUNCATE = 200
 COST_INIT_LIST = 50
 COST_GENERIC = 1           # prefer a non-generic overload on ties
 COST_INTERFACE = 5
+COST_UPCAST = 15           # a derived struct where one of its base structs is expected (per level)
 
 
 @dataclass
@@ -128,6 +129,9 @@ class CallsMixin:
         if isinstance(dst, T.OptionalType):
             c = self.conv_cost(src, dst.elem)
             return None if c is None else c + 1
+        if isinstance(src, T.StructType) and isinstance(dst, T.StructType):
+            depth = base_depth(src, dst)
+            return None if depth is None else COST_UPCAST * depth
         return None
 
     def coerce(self, e: ir.Expr, dst: T.Type, loc: Loc, explicit: bool = False) -> ir.Expr:
@@ -189,6 +193,16 @@ class CallsMixin:
             return ir.Convert(dst, e, loc=loc)
         if isinstance(src, T.BufferType) and cost is not None:
             return ir.Convert(dst, e, loc=loc)
+        if isinstance(src, T.StructType) and isinstance(dst, T.StructType) and base_depth(src, dst):
+            # a derived struct as its base: the leading fields it inherited (evaluated once)
+            tmp = None
+            if not isinstance(e, ir.LocalRef):
+                tmp = ir.Var("__base_of", src, loc=loc)
+                obj = ir.LocalRef(src, tmp, loc=loc)
+            else:
+                obj = e
+            value = ir.Construct(dst, [ir.Field(ft, obj, n, loc=loc) for n, ft in dst.info.field_list()], loc=loc)
+            return value if tmp is None else ir.StmtExpr(dst, [ir.VarDecl(tmp, e)], value, loc=loc)
         if isinstance(src, T.TupleType) and isinstance(dst, T.TupleType) and cost is not None:
             return ir.Construct(dst, [self.coerce(ir.Field(a, e, f"_{i}", loc=loc), b, loc)
                                       for i, (a, b) in enumerate(zip(src.elems, dst.elems))], loc=loc)
@@ -650,6 +664,18 @@ class CallsMixin:
 
 
 
+
+
+def base_depth(src: T.Type, dst: T.Type) -> Optional[int]:
+    """How many levels of struct inheritance lead from struct src up to struct dst (None: dst is
+    not one of src's base structs)."""
+    for b in getattr(getattr(src, "info", None), "struct_bases", ()):
+        if b is dst:
+            return 1
+        d = base_depth(b, dst)
+        if d is not None:
+            return d + 1
+    return None
 
 
 def types_eq(a, b) -> bool:

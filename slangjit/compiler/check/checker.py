@@ -44,6 +44,7 @@ class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, Op
         self.extensions: list[tuple[ast.ExtensionDecl, Env]] = []
         self.functions: list[ir.Function] = []     # instantiated, in creation order
         self.structs: list[StructInstance] = []
+        self.dyn_ifaces: list = []        # interfaces with dynamic values (check/dynamic.py dyn_table)
         self.globals: list[ir.GlobalVar] = []
         self.pending_bodies: list = []
         self.body_errors: list = []       # CompileErrors raised while checking a function body
@@ -423,19 +424,10 @@ class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, Op
                 struct_bases.add(id(b))
                 for f in bt.info.fields:
                     inst.fields.append(f)
-                    menv.add(f[0], FieldSym(f[0], f[1]))
-                # Its methods, properties and subscripts, checked again as Derived's own (they name the
-                # same fields), unless Derived declares that name itself.
-                own = {getattr(m, "name", None) for m in d.members}
-                bdecl = bt.info.sym.decl
-                for p in bdecl.generic_params:
-                    if not menv.lookup_local(p.name):
-                        for gs in bt.info.env.lookup(p.name)[:1]:
-                            menv.add(p.name, gs)
-                for m in bdecl.members:
-                    if isinstance(m, (ast.FuncDecl, ast.PropertyDecl, ast.SubscriptDecl)) and \
-                            getattr(m, "name", "__subscript") not in own and getattr(m, "name", "") != "__init":
-                        self.declare(m, menv, owner=st)
+                # Its members, checked again as Derived's (they name the same leading fields), in a
+                # layer of their own that Derived's members hide: a base method calls the base's
+                # methods even where Derived declares one of the same name, as in Slang.
+                menv.usings.append(self.inherited_layer(bt, st))
         for m in d.members:
             if isinstance(m, ast.VarDecl) and "static" not in m.mods:
                 ft = self.resolve_type(m.type, fctx)
@@ -446,10 +438,33 @@ class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, Op
         inst.bases = [self.resolve_base(b, fctx) for b in d.bases if id(b) not in struct_bases]
         for bt in inherited:
             inst.bases += [x for x in bt.info.bases if all(x is not y for y in inst.bases)]
+        inst.struct_bases = inherited
         inst.has_init = any(isinstance(m, ast.FuncDecl) and m.name == "__init" for m in d.members)
         self.structs.append(inst)
         inst.ready = True
         return st
+
+    def inherited_layer(self, bt: T.StructType, st: T.StructType) -> Env:
+        """The members struct `bt` declares (fields, methods, properties, subscripts; not its
+        constructors), re-declared for the derived struct `st`, with bt's own bases behind them."""
+        layer = Env(bt.info.env.parent, "struct")
+        layer.this_type = st
+        layer.inherited_for = st                 # `this.m` in these members means bt's m (members.py)
+        bdecl = bt.info.sym.decl
+        own_fields = {m.name for m in bdecl.members if isinstance(m, ast.VarDecl) and "static" not in m.mods}
+        for f in bt.info.fields:
+            if f[0] in own_fields:
+                layer.add(f[0], FieldSym(f[0], f[1]))
+        for m in bdecl.members:
+            if isinstance(m, (ast.FuncDecl, ast.PropertyDecl, ast.SubscriptDecl)):
+                if getattr(m, "name", "") != "__init":
+                    self.declare(m, layer, owner=st)
+            elif not (isinstance(m, ast.VarDecl) and "static" not in m.mods) and getattr(m, "name", None):
+                for sym in bt.info.env.names.get(m.name, ()):     # nested types, statics: bt's own
+                    layer.add(m.name, sym)
+        for bb in getattr(bt.info, "struct_bases", ()):
+            layer.usings.append(self.inherited_layer(bb, st))
+        return layer
 
     def resolve_base(self, b: ast.Expr, ctx):
         res = self.resolve(b, ctx)

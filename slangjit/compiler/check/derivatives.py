@@ -29,12 +29,23 @@ class DerivativeResolver:
         self.derivs = None            # the Derivatives this resolver serves (set by the checker)
         self.prepared: set = set()    # id(fn) whose facts (and callees) prepare() has recorded
         self.structs_done = 0         # checker.structs[:structs_done] have their facts
+        self.ifaces_done = 0          # likewise checker.dyn_ifaces (interfaces with dynamic values)
 
     # ------------------------------------------------------------------ structs
 
     def struct_facts(self, t: T.StructType):
         """Compute (once) and record t's autodiff facts on its info; see ir/difftypes.py."""
         info = t.info
+        if isinstance(t, T.InterfaceType):
+            if "diff_type" not in info.__dict__:
+                info.ptr_kind = False
+                info.diff_type = None
+                info.diff_fields = {}
+                try:
+                    info.diff_type = self.chk.dyn_diff_type(t, self._diff, self._is_ptr)
+                except CompileError as ex:
+                    info.diff_error = ex
+            return info
         if "ptr_kind" not in info.__dict__:
             info.ptr_kind = False            # (re-entry while the bases are resolved)
             info.ptr_kind = self.chk.conforms(t, BuiltinIfaceRes("IDifferentiablePtrType"))
@@ -391,7 +402,14 @@ class DerivativeResolver:
         and structs that this instantiated, and asks again)."""
         d, did = self.derivs, False
         structs = self.chk.structs
-        while self.structs_done < len(structs):
+        while self.structs_done < len(structs) or self.ifaces_done < len(self.chk.dyn_ifaces):
+            if self.ifaces_done < len(self.chk.dyn_ifaces):
+                # a dynamic interface value's Differential (check/dynamic.py dyn_diff_type)
+                t = self.chk.dyn_ifaces[self.ifaces_done]
+                self.ifaces_done += 1
+                self.struct_facts(t)
+                did = True
+                continue
             t = structs[self.structs_done].type
             self.structs_done += 1
             if not T.contains_vars(t):

@@ -24,7 +24,8 @@ from ..ir import nodes as ir
 from ..source import CompileError, Loc
 from .. import types as T
 from .scope import FuncSym, NamespaceSym, StructSym
-from .results import OverloadRes, types_equal
+from .members import TypeLiteral
+from .results import BuiltinIfaceRes, OverloadRes, PropertyRes, types_equal
 
 # The requirement's attributes that make its dispatcher differentiable (custom-derivative
 # attributes name functions of the interface, which has no bodies: they are not carried over).
@@ -101,9 +102,44 @@ class DynamicMixin:
                     raise self.err("E5014", f"'{ty}' ({size} bytes) does not fit in the {limit} bytes that "
                                             f"[anyValueSize({limit})] allows a '{iface.name}' value", where)
         info.dyn_table = entries
+        self.dyn_ifaces.append(iface)
         # Bytes of the largest conforming type, in 32-bit words (at least one).
         info.dyn_words = max(1, max((T.size_align(t)[0] + 3) // 4 for _, t in entries))
         return entries
+
+    def dyn_diff_type(self, iface: T.InterfaceType, diff, is_ptr):
+        """The Differential of a dynamic value of an interface that extends IDifferentiable (None for
+        any other): a struct with one field per conforming type that has a Differential, holding that
+        type's Differential (`case<id>`).  A value's derivative lives in the field of its own type,
+        so zero, addition and scaling are field-wise and unpacking / packing a value are a field
+        read and a construction (autodiff's `dyn_tangent`).  `diff(t)` / `is_ptr(t)`: the
+        derivative resolver's views of a type."""
+        info = iface.info
+        info.dyn_diff_fields = []
+        if not self.iface_extends(iface, BuiltinIfaceRes("IDifferentiable")):
+            return None
+        try:
+            table = self.dyn_table(iface, info.sym.decl.loc)
+        except CompileError:
+            return None                 # no dynamic value can exist (reported where one is made)
+        fields = []
+        for ident, ty in table:
+            dt = None if is_ptr(ty) else diff(ty)
+            if dt is not None:
+                fields.append((f"case{ident}", dt))
+                info.dyn_diff_fields.append((ty, f"case{ident}"))
+        if not fields:
+            return None
+        decl = info.sym.decl
+        sdecl = ast.StructDecl(f"{decl.name}_DynDifferential", [ast.VarDecl(n, TypeLiteral(ft)) for n, ft in fields],
+                               loc=decl.loc)
+        dt = self.instantiate_struct(StructSym(sdecl, info.env), [], decl.loc)
+        dt.name = f"{iface.name}.Differential"
+        dt.info.differential_of = iface
+        dt.info.ptr_kind = False
+        dt.info.diff_type = dt
+        dt.info.diff_fields = {n: n for n, _ in fields}
+        return dt
 
     def any_value_size(self, iface: T.InterfaceType):
         """The byte limit of `[anyValueSize(N)]` on the interface's declaration, or None."""
@@ -195,32 +231,44 @@ class DynamicMixin:
 
     # ------------------------------------------------------------------ method calls
 
-    def dyn_requirements(self, iface: T.InterfaceType, name: str) -> list:
-        found = [m for m in iface.info.sym.decl.members if isinstance(m, ast.FuncDecl) and m.name == name]
+    def dyn_requirements(self, iface: T.InterfaceType, name: str, kind=ast.FuncDecl) -> list:
+        """[(owning interface, declaration)] of the requirements `name` (methods, or with kind
+        ast.PropertyDecl the property) of iface or the nearest base interface declaring one."""
+        found = [m for m in iface.info.sym.decl.members if isinstance(m, kind) and m.name == name]
         if found:
             return [(iface, m) for m in found]
         for b in iface.info.bases:
             if isinstance(b, T.InterfaceType):
-                r = self.dyn_requirements(b, name)
+                r = self.dyn_requirements(b, name, kind)
                 if r:
                     return r
         return []
 
+    def dyn_member(self, obj: ir.Expr, t: T.InterfaceType, name: str, loc: Loc):
+        if self.dyn_requirements(t, name):
+            return DynMethodRes(obj, t, name)
+        props = self.dyn_requirements(t, name, ast.PropertyDecl)
+        if props:
+            return self.dyn_property(obj, t, props[0][0], props[0][1], loc)
+        raise self.err("E2040", f"'{t.name}' has no method or property named '{name}' (a dynamic interface "
+                                f"value only offers the interface's requirements)", loc)
+
     def call_dyn_method(self, res: DynMethodRes, args: list, loc: Loc, ctx) -> ir.Expr:
         reqs = self.dyn_requirements(res.iface, res.name)
-        if not reqs:
-            raise self.err("E2040", f"'{res.iface.name}' has no method named '{res.name}'", loc)
-        fns = []
+        best = None
         for owner, req in reqs:
-            if len(req.params) == len(args):
-                fns.append(self.dyn_dispatcher(res.iface, owner, req, loc))
-        for fn in fns:
-            params = fn.params[1:]
-            if all(a.type == p.type or self.conv_cost(a.type, p.type) is not None for a, p in zip(args, params)):
-                break
-        else:
+            sym = FuncSym(req, owner.info.env)
+            m = self.match_candidate(sym, OverloadRes([sym], name=req.name), args, loc)
+            if m is not None and (best is None or m.cost < best[0].cost):
+                best = (m, owner, req)
+        if best is None:
+            for owner, req in reqs:
+                if len(req.params) == len(args):
+                    self.dyn_signature(res.iface, owner, req, None, loc)     # E3062 if it names `This`
             desc = ", ".join(str(getattr(a, "type", "{...}")) for a in args)
             raise self.err("E3010", f"no requirement '{res.name}' of '{res.iface.name}' matches arguments ({desc})", loc)
+        m, owner, req = best
+        fn = self.dyn_dispatcher(res.iface, owner, req, m, loc)
         call_args = [res.obj]
         if fn.params[0].direction == "inout":
             self.require_lvalue(res.obj, loc, "mutating method's `this`")
@@ -232,31 +280,91 @@ class DynamicMixin:
                 call_args.append(self.coerce_arg(a, p.type, ctx))
         return ir.Call(fn.ret, fn, call_args, loc=loc)
 
-    def dyn_dispatcher(self, iface: T.InterfaceType, owner: T.InterfaceType, req: ast.FuncDecl,
-                       loc: Loc) -> ir.Function:
-        cache = iface.info.__dict__.setdefault("dyn_dispatch", {})
-        if id(req) in cache:
-            return cache[id(req)]
+    def dyn_signature(self, iface, owner, req: ast.FuncDecl, m, loc):
+        """The dispatcher's parameter types and result: the requirement's, with its generic
+        parameters (and interface-typed parameters) bound by the call's match m."""
         what = f"'{req.name}' of '{owner.name}' cannot be called on a dynamic '{iface.name}' value"
-        if req.generic_params or "static" in req.mods:
-            raise self.err("E3062", f"{what}: it is {'generic' if req.generic_params else 'static'}", loc)
-        ictx = self.ctx_for_env(owner.info.env)
+        env = owner.info.env
+        if req.generic_params and m is not None:
+            env = self.bind_generics(req.generic_params, [a for a in m.type_args if not isinstance(a, tuple)],
+                                     env, loc, None)
         try:
-            ptypes = [self.resolve_type(p.type, ictx) for p in req.params]
+            ictx = self.ctx_for_env(env)
+            ptypes = list(m.param_types) if m is not None else [self.resolve_type(p.type, ictx) for p in req.params]
             ret = self.resolve_type(req.return_type, ictx) if req.return_type is not None else T.VOID
         except CompileError:
             raise self.err("E3062", f"{what}: its signature uses `This` or an associated type", loc) from None
+        return ptypes, ret
+
+    def dyn_dispatcher(self, iface: T.InterfaceType, owner: T.InterfaceType, req: ast.FuncDecl, m,
+                       loc: Loc) -> ir.Function:
+        ptypes, ret = self.dyn_signature(iface, owner, req, m, loc)
+        key = (id(req), self.generic_key(ptypes))
+        cache = iface.info.__dict__.setdefault("dyn_dispatch", {})
+        if key in cache:
+            return cache[key]
         mutating = any(a.name == "mutating" for a in req.attrs) or "mutating" in req.mods
-        this = ir.Var("this", iface, "inout" if mutating else "in", loc=req.loc)
-        params = [this] + [ir.Var(p.name, pt, p.direction if p.direction != "ref" else "inout", loc=p.loc)
-                           for p, pt in zip(req.params, ptypes)]
-        fn = ir.Function(self.unique(f"{iface.name}_{req.name}_dyn"), params, ret, loc=req.loc)
-        fn.slang_name = req.name
-        attrs = {a.name: a for a in req.attrs if a.name in _DIFF_ATTRS}
-        fn.attrs.update({"decl": req, "attrs": attrs, "env": owner.info.env, "type_args": [], "is_init": False})
-        cache[id(req)] = fn
-        differentiable = any(a in attrs for a in ("Differentiable", "ForwardDifferentiable", "BackwardDifferentiable"))
-        cases = [(ident, self.dyn_case(fn, ty, req, differentiable, loc)) for ident, ty in self.dyn_table(iface, loc)]
+        params = [(p.name, pt, p.direction if p.direction != "ref" else "inout") for p, pt in zip(req.params, ptypes)]
+
+        def case(fn, ty, objref, argrefs):
+            syms = [s for s in self.member_syms(ty, req.name) if isinstance(s, FuncSym)]
+            try:
+                call = self.resolve_overload(OverloadRes(syms, this=objref, name=req.name),
+                                             argrefs, loc, self.ctx_for_env(owner.info.env))
+            except CompileError:
+                raise self.err("E3062", f"'{ty}' does not implement '{req.name}' as '{iface.name}' "
+                                        f"requires, so it cannot be called on a dynamic value", loc) from None
+            return call
+        fn = self.dyn_build(iface, req.name, req.name, params, ret, mutating, req.attrs, owner.info.env, req, case, loc)
+        cache[key] = fn
+        return fn
+
+    def dyn_property(self, obj: ir.Expr, iface: T.InterfaceType, owner: T.InterfaceType, prop: ast.PropertyDecl,
+                     loc: Loc):
+        """`v.p` for a property requirement p: get and set call dispatchers of the accessors."""
+        ptype = self.resolve_type(prop.type, self.ctx_for_env(owner.info.env))
+        cache = iface.info.__dict__.setdefault("dyn_dispatch", {})
+        acc_fns = {}
+        for acc in prop.accessors:
+            key = (id(acc),)
+            if key not in cache:
+                cache[key] = self.dyn_accessor(iface, owner, prop, acc, ptype, loc)
+            acc_fns[acc.kind] = cache[key]
+        return PropertyRes(obj, acc_fns.get("get"), acc_fns.get("set"), ptype, prop.name)
+
+    def dyn_accessor(self, iface, owner, prop: ast.PropertyDecl, acc: ast.Accessor, ptype: T.Type, loc: Loc):
+        ctx = self.ctx_for_env(owner.info.env)
+        if acc.kind == "get":
+            def case(fn, ty, objref, argrefs):
+                return self.value_of(self.member(objref, ty, prop.name, loc, ctx), loc, ctx)
+            return self.dyn_build(iface, f"get_{prop.name}", prop.name, [], ptype, "mutating" in acc.mods,
+                                  acc.attrs, owner.info.env, None, case, loc)
+
+        def case(fn, ty, objref, argrefs):
+            res = self.member(objref, ty, prop.name, loc, ctx)
+            if isinstance(res, PropertyRes):
+                if res.setter is None:
+                    raise self.err("E3062", f"'{ty}.{prop.name}' has no setter, which '{iface.name}' requires", loc)
+                return self.make_call(res.setter, [objref, argrefs[0]], loc)
+            lhs = self.value_of(res, loc, ctx)
+            return ir.Assign(lhs.type, "=", lhs, self.coerce(argrefs[0], lhs.type, loc), loc=loc)
+        pname = acc.param.name if acc.param is not None else "newValue"
+        return self.dyn_build(iface, f"set_{prop.name}", prop.name, [(pname, ptype, "in")], T.VOID,
+                              "nonmutating" not in acc.mods, acc.attrs, owner.info.env, None, case, loc)
+
+    def dyn_build(self, iface: T.InterfaceType, fname: str, slang_name: str, params: list, ret: T.Type,
+                  mutating: bool, attrs: list, env, decl, case, loc: Loc) -> ir.Function:
+        """A dispatcher: `this` (the dynamic value) then params [(name, type, direction)]; for each
+        conforming type, `case(fn, type, unpacked this, [param refs])` gives the call (or value)."""
+        this = ir.Var("this", iface, "inout" if mutating else "in", loc=loc)
+        fparams = [this] + [ir.Var(n, pt, d, loc=loc) for n, pt, d in params]
+        fn = ir.Function(self.unique(f"{iface.name}_{fname}_dyn"), fparams, ret, loc=getattr(decl, "loc", loc))
+        fn.slang_name = slang_name
+        dattrs = {a.name: a for a in attrs if a.name in _DIFF_ATTRS}
+        fn.attrs.update({"decl": decl, "attrs": dattrs, "env": env, "type_args": [], "is_init": False})
+        differentiable = any(a in dattrs for a in ("Differentiable", "ForwardDifferentiable", "BackwardDifferentiable"))
+        cases = [(ident, self.dyn_case(fn, ty, slang_name, differentiable, case, loc))
+                 for ident, ty in self.dyn_table(iface, loc)]
         # if (tag == id1) {...} else if (tag == id2) {...} else {first entry's}
         tree = cases[0][1]
         for ident, body in reversed(cases[1:]):
@@ -266,29 +374,21 @@ class DynamicMixin:
         self.functions.append(fn)
         return fn
 
-    def dyn_case(self, fn: ir.Function, ty: T.Type, req: ast.FuncDecl, differentiable: bool, loc: Loc) -> ir.Block:
+    def dyn_case(self, fn: ir.Function, ty: T.Type, name: str, differentiable: bool, case, loc: Loc) -> ir.Block:
         """The dispatcher's branch for one conforming type: unpack, call its implementation."""
         this = fn.params[0]
         thisref = ir.LocalRef(this.type, this, loc=loc)
         stmts: list = []
         obj = ir.Var("obj", ty, loc=loc)
         stmts.append(ir.VarDecl(obj, _dyn_get(ty, thisref, loc)))
-        syms = [s for s in self.member_syms(ty, req.name) if isinstance(s, FuncSym)]
         args = [ir.LocalRef(p.type, p, loc=loc) for p in fn.params[1:]]
-        try:
-            call = self.resolve_overload(OverloadRes(syms, this=ir.LocalRef(ty, obj, loc=loc), name=req.name),
-                                         args, loc, self.ctx_for_env(fn.attrs["env"]))
-        except CompileError:
-            raise self.err("E3062", f"'{ty}' does not implement '{req.name}' as '{fn.params[0].type.name}' "
-                                    f"requires, so it cannot be called on a dynamic value", loc) from None
-        if not isinstance(call, ir.Call):
-            raise self.err("E3062", f"'{ty}.{req.name}' cannot be called through a dynamic value", loc)
-        if differentiable and not self.derivs.is_differentiable(call.func):
-            raise self.err("E6017", f"'{ty}.{req.name}' implements differentiable requirement '{req.name}' but is "
+        call = case(fn, ty, ir.LocalRef(ty, obj, loc=loc), args)
+        if differentiable and isinstance(call, ir.Call) and not self.derivs.is_differentiable(call.func):
+            raise self.err("E6017", f"'{ty}.{name}' implements differentiable requirement '{name}' but is "
                                     f"not differentiable: mark it [Differentiable]", call.func.loc or loc)
-        if not types_equal(call.type, fn.ret):
-            raise self.err("E3062", f"'{ty}.{req.name}' returns '{call.type}' but interface requirement "
-                                    f"'{req.name}' returns '{fn.ret}'", call.func.loc or loc)
+        if fn.ret != T.VOID and not types_equal(call.type, fn.ret):
+            raise self.err("E3062", f"'{ty}.{name}' returns '{call.type}' but interface requirement "
+                                    f"'{name}' returns '{fn.ret}'", getattr(getattr(call, "func", None), "loc", None) or loc)
         if fn.ret == T.VOID:
             stmts.append(ir.ExprStmt(call))
         else:
@@ -300,9 +400,3 @@ class DynamicMixin:
                                                _dyn_make(this.type, _tag(thisref, loc), ir.LocalRef(ty, obj), loc))))
         stmts.append(ir.Return(None if fn.ret == T.VOID else ir.LocalRef(fn.ret, r)))
         return ir.Block(stmts)
-
-    def dyn_member(self, obj: ir.Expr, t: T.InterfaceType, name: str, loc: Loc):
-        if not self.dyn_requirements(t, name):
-            raise self.err("E2040", f"'{t.name}' has no method named '{name}' (a dynamic interface value only "
-                                    f"offers the interface's methods)", loc)
-        return DynMethodRes(obj, t, name)

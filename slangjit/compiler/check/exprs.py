@@ -8,7 +8,7 @@ from ..ir import nodes as ir
 from ..source import CompileError, Loc
 from .. import types as T
 from ..ir.fold import round_float
-from .calls import InitListArg, types_eq
+from .calls import InitListArg, base_depth, types_eq
 from .members import BuiltinMethodRes, TypeLiteral
 from .scope import AliasSym, FuncSym, InterfaceSym, PackSym, StructSym, SubscriptSym
 from .diffs import DiffStaticRes
@@ -383,6 +383,8 @@ class ExprsMixin:
         if isinstance(t, (T.VectorType, T.MatrixType)):
             return self.vector_construct(t, args, loc, ctx)
         if isinstance(t, T.StructType):
+            if len(args) == 1 and not isinstance(args[0], InitListArg) and base_depth(args[0].type, t):
+                return self.coerce(args[0], t, loc)      # `(Base)derived`, `Base(derived)`: its base part
             return self.init_call(t, args, loc, ctx)
         if isinstance(t, T.ArrayType):
             # `int[3](1, 2)`: as the initializer list {1, 2} (the remaining elements are zero)
@@ -523,6 +525,8 @@ class ExprsMixin:
             return x if types_eq(x.type, t) else ir.Convert(t, x, loc=loc)
         if isinstance(t, T.StructType):
             if isinstance(x.type, T.StructType):
+                if base_depth(x.type, t):
+                    return self.coerce(x, t, loc)          # a derived struct's base part
                 raise self.err("E3001", f"cannot convert '{x.type}' to '{t}'", loc)
             return self.init_call(t, [x], loc, ctx)
         return self.coerce(x, t, loc, explicit=True)

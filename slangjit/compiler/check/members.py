@@ -227,7 +227,7 @@ class MembersMixin:
                 if syms:
                     return self.sym_to_res(syms, obj, loc, ctx, name)
                 return BuiltinMethodRes(obj, name, t)
-        syms = self.member_syms(t, name)
+        syms = self.inherited_this_member(obj, t, name, ctx) or self.member_syms(t, name)
         if syms:
             if obj is None:
                 # Type.member: statics, nested types, enum cases; instance methods stay unbound.
@@ -245,6 +245,18 @@ class MembersMixin:
             if r is not None:
                 return r
         raise self.err("E2040", f"'{t}' has no member named '{name}'", loc)
+
+    def inherited_this_member(self, obj, t, name: str, ctx) -> list:
+        """`this.m` inside a base struct's member, checked for a derived struct: `this` is the base
+        there, so the base's m, not a member of the same name the derived struct declares."""
+        if not (isinstance(obj, ir.LocalRef) and obj.var.name == "this" and isinstance(t, T.StructType)):
+            return []
+        env = getattr(ctx, "env", None)
+        while env is not None:
+            if getattr(env, "inherited_for", None) is t:
+                return env.lookup_local(name)
+            env = env.parent
+        return []
 
     def _field_without_object(self, name, loc):
         raise self.err("E2030", f"field '{name}' used without an object", loc)
@@ -382,7 +394,8 @@ class MembersMixin:
                         return ir.MethodCall(T.VOID, obj, "template StoreT<%s>" % "@T0", [arg(0, U), args[1]], loc=loc)
                     return ir.MethodCall(T.VOID, obj, name, [arg(0, U), arg(1, vt)], loc=loc)
                 if name.startswith("Interlocked"):
-                    vt = U
+                    # the F16/F32/F64 forms (InterlockedAddF32, ...) take a floating-point operand
+                    vt = {"F16": T.HALF, "F32": T.FLOAT, "F64": T.DOUBLE}.get(name[-3:], U)
                     conv = [arg(0, U)] + [self.coerce_arg(a, vt, ctx) if i < len(args) - 1 or name == "InterlockedCompareStore" or len(args) == 2
                                           else self.out_arg(a, vt, loc) for i, a in enumerate(args[1:], start=1)]
                     if name in ("InterlockedCompareExchange",) and len(args) == 4:

@@ -76,7 +76,10 @@ def diff_type(t: T.Type, struct_facts: Callable = recorded_facts) -> Optional[T.
         # Optional<T>.Differential = Optional<T.Differential> (none: no derivative)
         e = diff_type(t.elem, struct_facts) if not is_ptr_kind(t.elem, struct_facts) else None
         return T.OptionalType(e) if e is not None else None
-    if isinstance(t, T.StructType) and t.info is not None:
+    if isinstance(t, T.InterfaceType) and struct_facts is recorded_facts and "diff_type" not in t.info.__dict__:
+        return None             # an interface no dynamic value was made of
+    if isinstance(t, (T.StructType, T.InterfaceType)) and t.info is not None:
+        # (an interface type here is a dynamic value: check/dynamic.py records its Differential)
         info = struct_facts(t)
         err = info.__dict__.get("diff_error")
         if err is not None:
