@@ -61,7 +61,15 @@ _WAVE_IDENTITY = {f"sj::{n}" for n in (
     "WaveActiveBitXor WaveReadLaneFirst WaveReadLaneAt WaveBroadcastLaneAt").split()}
 _WAVE_CONST = {"sj::WaveIsFirstLane": "true", "sj::WaveGetLaneIndex": "0u", "sj::WaveGetLaneCount": "1u"}
 
-LANE_LOOPS_PRELUDE = r"""namespace sj {
+LANE_LOOPS_PRELUDE = r"""#if defined(__x86_64__) && (defined(__F16C__) || defined(__AVX512F__))
+#include <immintrin.h>
+#endif
+#if defined(__AVX512F__)
+#define SJ_LANES_FN __attribute__((target("prefer-vector-width=512")))
+#else
+#define SJ_LANES_FN
+#endif
+namespace sj {
 // Round a float to the nearest half (ties to even) and back, in integer/float arithmetic the compiler
 // vectorises (GCC does not vectorise _Float16 without AVX512-FP16).  Equal to float(half(x)).
 SJ_FN float rh(float x) {
@@ -73,6 +81,25 @@ SJ_FN float rh(float x) {
     uint32_t r = a < 0x38800000u ? __builtin_bit_cast(uint32_t, sub) : n;
     r = a > 0x7f800000u ? ((a | 0x00400000u) & 0xffffe000u) : r;     // NaN stays a (quiet) NaN
     return __builtin_bit_cast(float, r | (b & 0x80000000u));
+}
+// A row of W lanes rounded to half in place: the F16C / AVX-512 conversions where the ISA has them.
+template <int W> SJ_FN void rh_row(float* x) {
+#if defined(__x86_64__) && defined(__AVX512F__)
+    if constexpr (W % 16 == 0) {
+        for (int i = 0; i < W; i += 16)
+            _mm512_store_ps(x + i, _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_load_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+        return;
+    }
+#endif
+#if defined(__x86_64__) && defined(__F16C__)
+    if constexpr (W % 8 == 0) {
+        for (int i = 0; i < W; i += 8)
+            _mm256_store_ps(x + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_load_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+        return;
+    }
+#endif
+#pragma omp simd
+    for (int i = 0; i < W; ++i) x[i] = rh(x[i]);
 }
 // Privatised adds per lane (emit/cpu_lane_loops.py): lacc[slot * W + lane]; acc/tab as pacc_*.
 __attribute__((noinline)) inline void lacc_claim(float* acc, float* lacc, uintptr_t* tab, int s, uintptr_t key, int W) {
@@ -319,6 +346,8 @@ class LoopLaneKernel:
         self.guard = False                  # after a return: statements run only while a lane lives
         self.slot_base: list[str] = ["0"]
         self.ranges: dict[int, tuple[int, int]] = {}
+        self.hcount = 0                     # half-rounding rows of the statement being emitted (sj_h*)
+        self.hmax = 0
 
     @classmethod
     def build(cls, em, fn, numthreads, sname, call_args, varying_params, slots_n, width) -> Optional["LoopLaneKernel"]:
@@ -413,14 +442,15 @@ class LoopLaneKernel:
         self.lines[0:0] = uni
         self._stmt(fn.body, [], d)
         self.lines = [
-            f"static void sj_lanes_{fn.slang_name}(const {self.sname}* sj_P, uint32_t sj_gx, uint32_t sj_gy, "
+            f"SJ_LANES_FN static void sj_lanes_{fn.slang_name}(const {self.sname}* sj_P, uint32_t sj_gx, uint32_t sj_gy, "
             f"uint32_t sj_gz, uint32_t sj_t0, float* sj_acc, float* sj_lacc, uintptr_t* sj_tab)",
             "{", "    (void)sj_P; (void)sj_gx; (void)sj_gy; (void)sj_gz; (void)sj_acc; (void)sj_lacc; (void)sj_tab;",
             "    sj_Globals* const sj_g = ::sj_g;   // the thread-local once: no TLS lookup per lane",
             "    (void)sj_g;",
             f"    alignas(64) int32_t sj_alive[{W}];",
             "    bool sj_live = true; (void)sj_live;"] + head + \
-            [f"    alignas(64) int32_t sj_m{i}[{W}];" for i in range(self.masks)] + self.lines + ["}"]
+            [f"    alignas(64) int32_t sj_m{i}[{W}];" for i in range(self.masks)] + \
+            [f"    alignas(64) float sj_h{i}[{W}];" for i in range(self.hmax)] + self.lines + ["}"]
         return True
 
     def _lctype(self, st) -> str:
@@ -544,6 +574,16 @@ class LoopLaneKernel:
             return self._intrinsic(e, sel, pre)
         raise _Unsupported(type(e).__name__)
 
+    def _rh(self, value: str, pre: list) -> str:
+        """A half-rounded lane value: computed for every lane into a row, rounded by sj::rh_row (F16C)."""
+        name = f"sj_h{self.hcount}"
+        self.hcount += 1
+        self.hmax = max(self.hmax, self.hcount)
+        pre.append("#pragma omp simd")
+        pre.append(f"for (int sj_l = 0; sj_l < {self.W}; ++sj_l) {{ {name}[sj_l] = {value}; }}")
+        pre.append(f"sj::rh_row<{self.W}>({name});")
+        return f"{name}[sj_l]"
+
     def _opnd(self, x, sel, pre):
         return self.lx(x, sel if not isinstance(x.type, T.ScalarType) else [], pre), \
             self._comp_type(x.type, sel if not isinstance(x.type, T.ScalarType) else [])
@@ -554,7 +594,7 @@ class LoopLaneKernel:
         st = self._comp_type(e.type, sel)
         if _is_half(at) or _is_half(bt):
             if e.op in ("+", "-", "*", "/") and _is_half(st):
-                return f"sj::rh(({a}) {e.op} ({b}))"
+                return self._rh(f"({a}) {e.op} ({b})", pre)
             if e.op in ("<", ">", "<=", ">=", "==", "!="):
                 return f"(({a}) {e.op} ({b}))"
             raise _Unsupported(f"half operator {e.op}")
@@ -573,9 +613,9 @@ class LoopLaneKernel:
             return x
         if _is_half(tt):
             if isinstance(ft, T.ScalarType) and ft.kind == "float" and ft.bits == 32:
-                return f"sj::rh({x})"
+                return self._rh(x, pre)
             if isinstance(ft, T.ScalarType) and ft.kind in ("int", "uint") and ft.bits <= 32:
-                return f"sj::rh((float)({x}))"
+                return self._rh(f"(float)({x})", pre)
             if isinstance(ft, T.ScalarType) and ft.kind == "bool":
                 return f"(({x}) ? 1.0f : 0.0f)"
             raise _Unsupported(f"{ft} to half")
@@ -640,7 +680,7 @@ class LoopLaneKernel:
                 a = self.lx(e.args[0], [str(i)], pre)
                 b = self.lx(e.args[1], [str(i)], pre)
                 acc = f"({acc} + (({a}) * ({b})))"
-            return f"sj::rh({acc})" if _is_half(vt.elem) else acc
+            return self._rh(acc, pre) if _is_half(vt.elem) else acc
         if e.name in _ELEMENTWISE and not e.out_params:
             st = self._comp_type(e.type, sel)
             parts, types = [], []
@@ -669,6 +709,7 @@ class LoopLaneKernel:
         loc = getattr(s, "loc", None)
         if loc is not None and loc.line:
             em.cur_loc = loc
+        self.hcount = 0
         if isinstance(s, ir.Block):
             for x in s.stmts:
                 self._stmt(x, masks, d)
