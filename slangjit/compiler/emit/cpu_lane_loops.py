@@ -833,10 +833,41 @@ class LoopLaneKernel:
         for branch, mk in ((s.then, t), (s.else_, f)):
             if branch is None:
                 continue
+            if self._selects_only(branch):
+                # a few lane assignments: masked selects for every lane, no branch to mispredict
+                self._stmt(branch, masks + [mk], d)
+                continue
             self._out(d, f"if (sj::lanes_any({mk}, {self.W}))")
             self._out(d, "{")
             self._stmt(branch, masks + [mk], d + 1)
             self._out(d, "}")
+
+    def _selects_only(self, s) -> bool:
+        """Only assignments of pure values to varying locals (and ifs of them), small: if-converted."""
+        if sum(1 for _ in scan.walk(s)) > 120:
+            return False
+        stack = [s]
+        while stack:
+            x = stack.pop()
+            if isinstance(x, ir.Block):
+                stack.extend(x.stmts)
+            elif isinstance(x, ir.If):
+                if _side_effects(x.cond) or _loads(x.cond):
+                    return False
+                stack.append(x.then)
+                if x.else_ is not None:
+                    stack.append(x.else_)
+            elif isinstance(x, ir.ExprStmt) and isinstance(x.expr, ir.Assign):
+                r = _root(x.expr.lhs)
+                if r is None or r.uid not in self.cls.varying or _side_effects(x.expr.rhs) or \
+                        _side_effects(x.expr.lhs) or _loads(x.expr.rhs):
+                    return False
+            elif isinstance(x, ir.VarDecl):
+                if x.var.uid not in self.cls.varying or (x.init is not None and (_side_effects(x.init) or _loads(x.init))):
+                    return False
+            else:
+                return False
+        return True
 
     def _loop(self, s, masks, d) -> None:
         em = self.em
