@@ -38,11 +38,13 @@ not counted, ...) raises _Unsupported, and the entry point keeps the scalar laun
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Optional
 
 from ..ir import nodes as ir
 from ..ir import walk as scan
 from .. import types as T
+from ..passes.add_aliasing import separate_sites
 from ..passes.cpu_lanes import lane_shape
 from ..passes.red_slots import counted_loop, is_red_add
 from .cpu_lanes import PURE_INTRINSICS
@@ -101,6 +103,8 @@ template <int W> SJ_FN void rh_row(float* x) {
 #pragma omp simd
     for (int i = 0; i < W; ++i) x[i] = rh(x[i]);
 }
+// A combined atomic of a lane-blocked kernel, deferred to the end of the worker's range: its address, its value.
+struct LaneRed { void* key; uint64_t bits; };
 // Privatised adds per lane (emit/cpu_lane_loops.py): lacc[slot * W + lane]; acc/tab as pacc_*.
 __attribute__((noinline)) inline void lacc_claim(float* acc, float* lacc, uintptr_t* tab, int s, uintptr_t key, int W) {
     if (tab[s]) {
@@ -217,6 +221,12 @@ def _side_effects(e) -> bool:
         if isinstance(n, ir.Intrinsic) and n.out_params:
             return True
     return False
+
+
+def _atomic_obj(obj) -> bool:
+    """Is obj (or what it points to) an Atomic<T>?  (Its add / max / min are atomic read-modify-writes.)"""
+    t = obj.type.elem if isinstance(obj.type, T.PointerType) else obj.type
+    return isinstance(t, T.AtomicType)
 
 
 def _loads(e) -> bool:
@@ -346,6 +356,8 @@ class LoopLaneKernel:
         self.guard = False                  # after a return: statements run only while a lane lives
         self.slot_base: list[str] = ["0"]
         self.ranges: dict[int, tuple[int, int]] = {}
+        self.red_apply: list[str] = []      # per deferred combined atomic: its apply function
+        self.deferred: set = set()
         self.hcount = 0                     # half-rounding rows of the statement being emitted (sj_h*)
         self.hmax = 0
 
@@ -392,6 +404,7 @@ class LoopLaneKernel:
     def _emit(self) -> bool:
         em, fn = self.em, self.fn
         self.cls = Classify(fn, {fn.params[i].uid for i in self.varying_params})
+        self.deferred = self._deferrable()
         decls = [n.var for n in scan.walk(fn.body) if isinstance(n, ir.VarDecl)]
         for n in scan.walk(fn.body):
             if isinstance(n, ir.AddressOf) and _root(n.operand) is not None and \
@@ -441,10 +454,10 @@ class LoopLaneKernel:
         self._out(d, f"for (int sj_l = 0; sj_l < {W}; ++sj_l) {{ {' '.join(init)} }}")
         self.lines[0:0] = uni
         self._stmt(fn.body, [], d)
-        self.lines = [
+        self.lines = self.red_apply + [
             f"SJ_LANES_FN static void sj_lanes_{fn.slang_name}(const {self.sname}* sj_P, uint32_t sj_gx, uint32_t sj_gy, "
-            f"uint32_t sj_gz, uint32_t sj_t0, float* sj_acc, float* sj_lacc, uintptr_t* sj_tab)",
-            "{", "    (void)sj_P; (void)sj_gx; (void)sj_gy; (void)sj_gz; (void)sj_acc; (void)sj_lacc; (void)sj_tab;",
+            f"uint32_t sj_gz, uint32_t sj_t0, float* sj_acc, float* sj_lacc, uintptr_t* sj_tab, sj::LaneRed* sj_red)",
+            "{", "    (void)sj_P; (void)sj_gx; (void)sj_gy; (void)sj_gz; (void)sj_acc; (void)sj_lacc; (void)sj_tab; (void)sj_red;",
             "    sj_Globals* const sj_g = ::sj_g;   // the thread-local once: no TLS lookup per lane",
             "    (void)sj_g;",
             f"    alignas(64) int32_t sj_alive[{W}];",
@@ -938,7 +951,7 @@ class LoopLaneKernel:
         """(object text maker, method, value expr, C type) of an unused-result atomic add/max/min at a uniform
         address, whose value is a float (add) or a 32-bit integer."""
         if isinstance(e, ir.MethodCall) and e.name in ("add", "max", "min") and len(e.args) == 1 and \
-                e.type == T.VOID and self._uniform(e.obj) and not _side_effects(e.args[0]):
+                self._uniform(e.obj) and not _side_effects(e.args[0]) and _atomic_obj(e.obj):
             vt = e.args[0].type
             if isinstance(vt, T.ScalarType) and ((vt.kind == "float" and vt.bits == 32 and e.name == "add") or
                                                  (vt.kind in ("int", "uint") and vt.bits == 32)):
@@ -953,6 +966,22 @@ class LoopLaneKernel:
                 return ("intrinsic", op, e.args[1], vt)
         return None
 
+    def _deferrable(self) -> set:
+        """ids of the combinable atomics whose memory nothing else of the entry touches: their block values
+        are combined per worker and applied when the worker's range ends (as the privatised adds)."""
+        sites = []
+        for n in scan.walk(self.fn.body):
+            if isinstance(n, ir.ExprStmt) and self._reduction(n.expr) is not None:
+                e = n.expr
+                if isinstance(e, ir.MethodCall):
+                    sites.append((e, SimpleNamespace(args=[e if e.via_pointer else e.obj])))
+                elif not (self.em.slots is not None and id(e) in self.em.slots.offset):
+                    sites.append((e, SimpleNamespace(args=[e.args[0]])))
+        if not sites:
+            return set()
+        ok = separate_sites(self.fn, [self.fn], [a for _, a in sites])
+        return {id(e) for e, a in sites if id(a) in ok}
+
     def _reduce(self, e, red, masks, d) -> None:
         em = self.em
         kind, op, value, vt = red
@@ -966,6 +995,25 @@ class LoopLaneKernel:
                                           via_pointer=e.via_pointer, loc=e.loc)) + ";"
         else:
             apply = em.expr(ir.Intrinsic(e.type, e.name, [e.args[0], LaneRaw(vt, text="sj_r")], loc=e.loc)) + ";"
+
+        if id(e) in self.deferred:
+            # combined per worker (sj_red, flushed by the launcher): the memory is separate (passes/add_aliasing.py)
+            k = len(self.red_apply)
+            if kind == "method":
+                ot = e.obj.type.elem if e.via_pointer else e.obj.type
+                obj = ir.Deref(ot, e.obj, loc=e.loc) if e.via_pointer else e.obj
+                key = f"(void*)&({em.expr(obj)})"
+                call = f"reinterpret_cast<{em.ctype(ot)}*>(q.key)->{e.name}(v)"
+            else:
+                key = f"(void*)&({em.expr(e.args[0])})"
+                call = f"{e.name}(*reinterpret_cast<{em.ctype(e.args[0].type)}*>(q.key), v)"
+            fname = f"sj_redapply_{self.fn.slang_name}_{k}"
+            self.red_apply.append(f"static void {fname}(sj::LaneRed& q) {{ {ct} v; __builtin_memcpy(&v, &q.bits, sizeof v); "
+                                  f"(void){call}; }}")
+            apply = (f"{{ void* sj_k = {key}; sj::LaneRed& q = sj_red[{k}]; {ct} sj_v; "
+                     f"if (q.key != sj_k) {{ if (q.key) {fname}(q); q.key = sj_k; sj_v = sj_r; }} "
+                     f"else {{ __builtin_memcpy(&sj_v, &q.bits, sizeof sj_v); sj_v = ({ct})({comb}); }} "
+                     f"__builtin_memcpy(&q.bits, &sj_v, sizeof sj_v); }}")
 
         def emit(dd):
             self._out(dd, "{")

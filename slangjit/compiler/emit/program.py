@@ -234,7 +234,7 @@ class CppTarget(Target):
             loops = LoopLaneKernel.build(self.em, fn, numthreads, sname, call_args, varying, ns, self.lane_width)
         if loops is not None:
             self.used_lane_loops = True
-            W = loops.W
+            W, nred = loops.W, len(loops.red_apply)
             return loops.lines + [
                 f'extern "C" SJ_EXPORT void {symbol}(void* sj_gp, void* sj_pp, const uint32_t* sj_gc, uint32_t sj_begin, uint32_t sj_end, void* sj_ep)',
                 "{",
@@ -245,14 +245,16 @@ class CppTarget(Target):
                    f"    uintptr_t sj_tab[{ns}] = {{}};",
                    f"    alignas(64) float sj_lacc[{ns * W}];"] if ns else
                   ["    float* sj_acc = nullptr; float* sj_lacc = nullptr; uintptr_t* sj_tab = nullptr;"]),
+                f"    sj::LaneRed sj_red[{max(1, nred)}] = {{}};   // combined atomics, applied after the range",
                 "    for (uint32_t sj_lin = sj_begin; sj_lin < sj_end; ++sj_lin)",
                 "    {",
                 "        uint32_t sj_gx = sj_lin % sj_gc[0], sj_rest = sj_lin / sj_gc[0];",
                 "        uint32_t sj_gy = sj_rest % sj_gc[1], sj_gz = sj_rest / sj_gc[1];",
                 f"        for (uint32_t sj_t0 = 0; sj_t0 < {loops.group}u; sj_t0 += {W}u)   // lane-blocked",
-                f"            sj_lanes_{fn.slang_name}(sj_P, sj_gx, sj_gy, sj_gz, sj_t0, sj_acc, sj_lacc, sj_tab);",
+                f"            sj_lanes_{fn.slang_name}(sj_P, sj_gx, sj_gy, sj_gz, sj_t0, sj_acc, sj_lacc, sj_tab, sj_red);",
                 "    }",
                 *([f"    sj::lacc_flush(sj_acc, sj_lacc, sj_tab, {ns}, {W});"] if ns else []),
+                *[f"    if (sj_red[{k}].key) sj_redapply_{fn.slang_name}_{k}(sj_red[{k}]);" for k in range(nred)],
                 *self.launch_epilogue(),
                 "}",
             ]
