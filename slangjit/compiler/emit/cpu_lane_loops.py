@@ -105,6 +105,11 @@ template <int W> SJ_FN void rh_row(float* x) {
 }
 // A combined atomic of a lane-blocked kernel, deferred to the end of the worker's range: its address, its value.
 struct LaneRed { void* key; uint64_t bits; };
+}  // namespace sj"""
+
+
+# After PACC_PRELUDE (emit/cpu_adds.py), in programs with lane-blocked kernels.
+LACC_PRELUDE = r"""namespace sj {
 // Privatised adds per lane (emit/cpu_lane_loops.py): lacc[slot * W + lane]; acc/tab as pacc_*.
 __attribute__((noinline)) inline void lacc_claim(float* acc, float* lacc, uintptr_t* tab, int s, uintptr_t key, int W) {
     if (tab[s]) {
@@ -278,6 +283,33 @@ def _written_locals(e) -> set:
     return out
 
 
+def _counter_copies(fn: ir.Function) -> dict:
+    """uid -> counter uid for locals written once, by their declaration, with a counted loop's counter (an
+    inlined call's parameter): they take the counter's values only, so its range bounds them too."""
+    writes: dict = {}
+    for n in scan.walk(fn.body):
+        if isinstance(n, ir.VarDecl):
+            writes[n.var.uid] = writes.get(n.var.uid, 0) + 1
+        elif isinstance(n, (ir.ExprStmt,)):
+            for uid in _written_locals(n.expr):
+                writes[uid] = writes.get(uid, 0) + 2
+        elif isinstance(n, ir.Loop):
+            if n.step is not None:
+                for uid in _written_locals(n.step):
+                    writes[uid] = writes.get(uid, 0) + 2
+    counters = {counted_loop(n).var.uid for n in scan.walk(fn.body) if isinstance(n, ir.Loop) and counted_loop(n)}
+    out = {}
+    for n in scan.walk(fn.body):
+        if isinstance(n, ir.VarDecl) and writes.get(n.var.uid) == 1 and n.init is not None:
+            x = n.init
+            while isinstance(x, ir.Convert) and isinstance(x.type, T.ScalarType) and x.type.kind in ("int", "uint") \
+                    and x.type.bits >= 32:
+                x = x.operand
+            if isinstance(x, ir.LocalRef) and x.var.uid in counters:
+                out[n.var.uid] = x.var.uid
+    return out
+
+
 class Classify:
     """Which locals of the (inlined) entry are varying across the lanes of a block."""
 
@@ -358,6 +390,7 @@ class LoopLaneKernel:
         self.ranges: dict[int, tuple[int, int]] = {}
         self.red_apply: list[str] = []      # per deferred combined atomic: its apply function
         self.deferred: set = set()
+        self.copies: dict = {}
         self.hcount = 0                     # half-rounding rows of the statement being emitted (sj_h*)
         self.hmax = 0
 
@@ -365,6 +398,8 @@ class LoopLaneKernel:
     def build(cls, em, fn, numthreads, sname, call_args, varying_params, slots_n, width) -> Optional["LoopLaneKernel"]:
         if lane_shape(fn) is not None:
             return None
+        if not slots_n and not any(isinstance(n, ir.Loop) for n in scan.walk(fn.body)):
+            return None             # straight-line code: emit/cpu_lanes.py's business (or scalar)
         k = cls(em, fn, numthreads, sname, call_args, varying_params, slots_n, width)
         saved = (em.lane_alias, em.slot_base, dict(em.counter_ranges), em.site_ids.copy(), list(em.sites))
         try:
@@ -405,6 +440,7 @@ class LoopLaneKernel:
         em, fn = self.em, self.fn
         self.cls = Classify(fn, {fn.params[i].uid for i in self.varying_params})
         self.deferred = self._deferrable()
+        self.copies = _counter_copies(fn)
         decls = [n.var for n in scan.walk(fn.body) if isinstance(n, ir.VarDecl)]
         for n in scan.walk(fn.body):
             if isinstance(n, ir.AddressOf) and _root(n.operand) is not None and \
@@ -522,7 +558,7 @@ class LoopLaneKernel:
         while isinstance(inner, ir.Convert):
             inner = inner.operand
         if isinstance(inner, ir.LocalRef):
-            r = self.ranges.get(inner.var.uid)
+            r = self.ranges.get(self.copies.get(inner.var.uid, inner.var.uid))
             if r is not None and 0 <= r[0] and r[1] < n and inner.var.uid not in self.cls.varying:
                 return self.em.var_name(inner.var)
         raise _Unsupported("an array index that is not a constant or an in-range counter")

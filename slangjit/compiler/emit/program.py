@@ -20,7 +20,7 @@ from ..source import error
 from ..layout import block_layout
 from .cpp import CppEmitter, prelude_text
 from .cpu_adds import PACC_PRELUDE, CpuEmitter
-from .cpu_lane_loops import LANE_LOOPS_PRELUDE, LoopLaneKernel
+from .cpu_lane_loops import LACC_PRELUDE, LANE_LOOPS_PRELUDE, LoopLaneKernel
 from .cpu_lanes import LANES_PRELUDE, LaneKernel, vector_math_header
 
 SYSTEM_VALUES = {"sv_dispatchthreadid": "dtid", "sv_groupid": "gid", "sv_groupthreadid": "gtid",
@@ -185,6 +185,7 @@ class CppTarget(Target):
         return ["#include <cstddef>", *([PACC_PRELUDE] if self.privatised else []),
                 *([LANES_PRELUDE] if self.used_lanes or self.used_lane_loops else []),
                 *([LANE_LOOPS_PRELUDE] if self.used_lane_loops else []),
+                *([LACC_PRELUDE] if self.used_lane_loops and self.privatised else []),
                 "#ifndef SJ_EXPORT\n#define SJ_EXPORT __attribute__((visibility(\"default\")))\n#endif"]
 
     def launcher(self, fn: ir.Function, numthreads, symbol: str, sname: str, call_args: list[str]) -> list[str]:
