@@ -89,6 +89,123 @@ def _exprs_ok(e) -> Optional[str]:
     return None
 
 
+def _lv_root(lv):
+    while isinstance(lv, (ir.Field, ir.Swizzle, ir.Index, ir.Convert)):
+        if isinstance(lv, ir.Field) and lv.via_pointer:
+            return None
+        if isinstance(lv, ir.Index) and isinstance(scan.value_type(lv.obj), (T.PointerType, T.BufferType)):
+            return None
+        lv = lv.operand if isinstance(lv, ir.Convert) else lv.obj
+    return lv.var if isinstance(lv, ir.LocalRef) else None
+
+
+def _in_order(node):
+    """Every node in execution order as far as text can say (a loop's condition and step after its body)."""
+    if isinstance(node, ir.Loop):
+        yield node
+        for x in node.init:
+            yield from _in_order(x)
+        yield from _in_order(node.body)
+        for x in (node.cond, node.step):
+            if x is not None:
+                yield from _in_order(x)
+        return
+    yield node
+    if isinstance(node, ir.Block):
+        for x in node.stmts:
+            yield from _in_order(x)
+    elif isinstance(node, ir.SwitchCase):
+        for x in node.body:
+            yield from _in_order(x)
+    elif isinstance(node, (ir.Expr, ir.Stmt)):
+        for name in node.__dataclass_fields__:
+            if name in ("type", "loc", "var", "func"):
+                continue
+            val = getattr(node, name)
+            if isinstance(val, (ir.Expr, ir.Stmt)):
+                yield from _in_order(val)
+            elif isinstance(val, list):
+                for x in val:
+                    if isinstance(x, (ir.Expr, ir.Stmt, ir.SwitchCase)):
+                        yield from _in_order(x)
+
+
+def _write_positions(body) -> tuple[dict, set]:
+    """uid -> positions (_in_order indices) of every write of a local; uids whose address escapes."""
+    writes: dict = {}
+    escaped: set = set()
+    for pos, n in enumerate(_in_order(body)):
+        targets = []
+        if isinstance(n, ir.VarDecl):
+            writes.setdefault(n.var.uid, []).append(pos)
+        elif isinstance(n, ir.Assign):
+            targets = [n.lhs]
+        elif isinstance(n, ir.IncDec):
+            targets = [n.operand]
+        elif isinstance(n, ir.Call):
+            targets = [a for p, a in zip(n.func.params, n.args) if p.direction != "in"]
+        elif isinstance(n, ir.Intrinsic):
+            targets = [n.args[i] for i in n.out_params if i < len(n.args)]
+        elif isinstance(n, (ir.MethodCall, ir.AddressOf, ir.OutConvert)):
+            for m in scan.walk(n):
+                if isinstance(m, ir.LocalRef):
+                    escaped.add(m.var.uid)
+        for t in targets:
+            v = _lv_root(t)
+            if v is not None:
+                writes.setdefault(v.uid, []).append(pos)
+            for m in scan.walk(t):
+                if isinstance(m, ir.LocalRef) and _lv_root(t) is None:
+                    escaped.add(m.var.uid)
+    return writes, escaped
+
+
+def propagate_copies(fn: ir.Function) -> int:
+    """`T v = w;` where v is written by nothing else and w by nothing after it: uses of v read w.  Inlining
+    leaves chains of such copies (arguments, results); as lane arrays each is a copy per component."""
+    done = 0
+    while True:
+        writes, escaped = _write_positions(fn.body)
+        subst: dict = {}
+        drop: set = set()
+        for pos, n in enumerate(_in_order(fn.body)):
+            if not (isinstance(n, ir.VarDecl) and isinstance(n.init, ir.LocalRef)):
+                continue
+            v, w = n.var, n.init.var
+            if v.uid in escaped or w.uid in escaped or v.type != w.type or w.uid in subst or v.uid in subst:
+                continue
+            if writes.get(v.uid) != [pos] or any(p > pos for p in writes.get(w.uid, [])):
+                continue
+            subst[v.uid] = w
+            drop.add(id(n))
+        if not subst:
+            return done
+        done += len(subst)
+        fn.body = _rewrite(fn.body, subst, drop)
+
+
+def _rewrite(node, subst: dict, drop: set):
+    if isinstance(node, ir.Block):
+        node.stmts = [_rewrite(x, subst, drop) for x in node.stmts if id(x) not in drop]
+        return node
+    if isinstance(node, ir.LocalRef):
+        w = subst.get(node.var.uid)
+        return ir.LocalRef(node.type, w, loc=node.loc) if w is not None else node
+    if isinstance(node, (ir.Expr, ir.Stmt)):
+        for name in node.__dataclass_fields__:
+            if name in ("type", "loc", "var", "func"):
+                continue
+            val = getattr(node, name)
+            if isinstance(val, (ir.Expr, ir.Stmt)):
+                setattr(node, name, _rewrite(val, subst, drop))
+            elif isinstance(val, list):
+                setattr(node, name, [_rewrite(x, subst, drop) if isinstance(x, (ir.Expr, ir.Stmt, ir.SwitchCase)) else x
+                                     for x in val if id(x) not in drop])
+    elif isinstance(node, ir.SwitchCase):
+        node.body = [_rewrite(x, subst, drop) for x in node.body if id(x) not in drop]
+    return node
+
+
 def inline_for_lanes(entries: list, functions: list, plan: Optional[CpuAddPlan], max_slots: int,
                      group_barrier: bool) -> tuple[Optional[CpuAddPlan], list]:
     """Inline every call of the entry points that become lane-shaped by it.  Returns the add plan (planned
@@ -109,6 +226,7 @@ def inline_for_lanes(entries: list, functions: list, plan: Optional[CpuAddPlan],
         if lane_shape(fn) is not None:
             fn.body = old
             continue
+        propagate_copies(fn)
         remove_dead_code(fn, Effects())
         saved[id(fn)] = old
         changed.append(fn)
