@@ -96,8 +96,12 @@ def test_half_arithmetic_in_loops_rounds_as_the_scalar_kernel(nx, tmp_path):
     assert np.isinf(want).any() and (np.abs((a[600:800] * w[0]).astype(np.float16)) < 6.1e-5).any()
 
 
-def test_half_rounding_of_every_half_pattern(tmp_path):
-    """sj::rh / rh_row (float -> half -> float) on floats near every half value, ties, NaN, inf, zero signs."""
+@pytest.mark.parametrize("isa", ["host", "portable", "v3"])
+def test_half_rounding_of_every_half_pattern(isa, monkeypatch, tmp_path):
+    """sj::rh_row (float -> half -> float: AVX-512 / F16C conversions, or sj::rh's bit arithmetic on `portable`)
+    on floats at, next to and halfway between every half value, NaN, inf, overflow, zero signs."""
+    if isa != "host":
+        monkeypatch.setenv("SLANGJIT_CPU_ISA", isa)
     text = r"""
 RWStructuredBuffer<float> x;
 RWStructuredBuffer<half> o;

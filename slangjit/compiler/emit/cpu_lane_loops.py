@@ -46,7 +46,7 @@ from .. import types as T
 from ..passes.add_aliasing import separate_sites
 from ..passes.cpu_lanes import lane_shape
 from ..passes.red_slots import counted_loop, is_red_add
-from .cpu_lane_values import (LACC_PRELUDE, LANE_LOOPS_PRELUDE, MAX_LEAVES, Classify, LaneRaw, _ELEMENTWISE,
+from .cpu_lane_values import (LACC_PRELUDE, LANE_LOOPS_PRELUDE, MAX_LANE_BYTES, Classify, LaneRaw, _ELEMENTWISE,
                               _Lanewise, _Unsupported, _WAVE_CONST, _WAVE_IDENTITY, _atomic_obj, _counter_copies,
                               _is_half, _loads, _prod, _root, _side_effects, _sub_type, _written_locals, components,
                               leaves, _fields)
@@ -150,7 +150,7 @@ class LoopLaneKernel:
                     head.append(f"    alignas(64) {self._lctype(st)} {name}{suf}{dd}[{W}];")
             else:
                 head.append(f"    {em.ctype(v.type)} {name}{{}};")
-        if nleaves > MAX_LEAVES:
+        if nleaves * W * 8 > MAX_LANE_BYTES:
             raise _Unsupported("too many lane values")
         em.lane_alias = {}
         em.slot_base = []

@@ -11,7 +11,7 @@ from .. import types as T
 from ..passes.red_slots import counted_loop
 from .cpu_lanes import PURE_INTRINSICS
 
-MAX_LEAVES = 4096                 # scalar leaves of all varying locals of one kernel
+MAX_LANE_BYTES = 256 * 1024      # lane rows of all varying locals of one kernel (the worker's stack)
 
 # Elementwise pure intrinsics (a vector argument: the function of each component).
 _ELEMENTWISE = {f"sj::{n}" for n in (

@@ -143,7 +143,7 @@ class CppTarget(Target):
         self.lanes = bool(getattr(cpu_options, "lanes", False)) and not group_barrier   # emit/cpu_lanes.py
         self.vector_math = bool(getattr(cpu_options, "vector_math", False))
         self.lane_loops = self.lanes and bool(getattr(cpu_options, "lane_loops", False))   # emit/cpu_lane_loops.py
-        self.lane_width = int(getattr(cpu_options, "lane_width", 16))
+        self.lane_width = int(getattr(cpu_options, "lane_width", 32))
         self.used_lanes = False
         self.used_lane_loops = False
         self.privatised: dict = dict(cpu_plan.entries) if slots is not None else {}   # id(entry) -> slots
