@@ -22,12 +22,16 @@ def _names(target: str, options: PipelineOptions) -> list[str]:
 
 
 def test_passes_per_target_and_options():
-    assert _names("cpp", DEFAULT_OPTIONS) == ["simplify", "fuse_entries", "plan_cpu_adds", "fuse_privatised"]
-    assert _names("cpp", PipelineOptions().with_cpu(fuse_all=False)) == ["simplify", "plan_cpu_adds", "fuse_privatised"]
-    assert _names("cpp", PipelineOptions(fuse_entries=True)) == ["simplify", "fuse_entries", "plan_cpu_adds",
-                                                                 "fuse_privatised"]
-    assert _names("cpp", PipelineOptions().with_cpu(fuse=False, fuse_all=False)) == ["simplify", "plan_cpu_adds"]
-    assert _names("cpp", PipelineOptions().with_cpu(privatize_adds=False, fuse_all=False)) == ["simplify"]
+    assert _names("cpp", DEFAULT_OPTIONS) == ["simplify", "fuse_entries", "plan_cpu_adds", "fuse_privatised",
+                                              "inline_for_lanes"]
+    no_lanes = PipelineOptions().with_cpu(lane_loops=False)
+    assert _names("cpp", no_lanes) == ["simplify", "fuse_entries", "plan_cpu_adds", "fuse_privatised"]
+    assert _names("cpp", PipelineOptions().with_cpu(lanes=False)) == _names("cpp", no_lanes)
+    assert _names("cpp", no_lanes.with_cpu(fuse_all=False)) == ["simplify", "plan_cpu_adds", "fuse_privatised"]
+    assert _names("cpp", PipelineOptions(fuse_entries=True).with_cpu(lane_loops=False)) == \
+        ["simplify", "fuse_entries", "plan_cpu_adds", "fuse_privatised"]
+    assert _names("cpp", no_lanes.with_cpu(fuse=False, fuse_all=False)) == ["simplify", "plan_cpu_adds"]
+    assert _names("cpp", no_lanes.with_cpu(privatize_adds=False, fuse_all=False)) == ["simplify"]
     assert _names("cuda", DEFAULT_OPTIONS) == ["simplify", "lower_atomic_adds", "plan_red_adds", "fuse_coarse",
                                                "cover_slots"]
     assert _names("cuda", PipelineOptions().with_cuda(fuse_coarse=False, lower_atomic_adds=False)) == \

@@ -478,17 +478,20 @@ void computeMain(uint3 tid : SV_DispatchThreadID, uniform float* src, uniform fl
     np.testing.assert_allclose(got, np.exp(src[::4096].astype(np.float64)), rtol=1e-6)
 
 
-def test_kernels_with_loops_or_calls_stay_scalar():
+def test_kernels_with_loops_or_calls_and_cheap_kernels():
     loop = "RWStructuredBuffer<float> y;\n[numthreads(64,1,1)] void computeMain(uint3 t : SV_DispatchThreadID)\n" \
            "{ float s = 0; for (int k = 0; k < 3; k++) s += sin(float(k)); y[t.x] = s; }\n"
     call = "RWStructuredBuffer<float> y;\nfloat f(float v) { return sin(v); }\n" \
            "[numthreads(64,1,1)] void computeMain(uint3 t : SV_DispatchThreadID) { y[t.x] = f(float(t.x)); }\n"
     cheap = "RWStructuredBuffer<float> y;\n[numthreads(64,1,1)] void computeMain(uint3 t : SV_DispatchThreadID)\n" \
             "{ y[t.x] = float(t.x) * 2.0; }\n"
-    for text in (loop, cheap):
-        assert "sj_lanes_" not in _cpp(text)
-    # a call stays scalar unless fusion inlines it (CpuOptions.fuse_all, the default)
-    assert "sj_lanes_" not in _cpp(call, PipelineOptions().with_cpu(fuse_all=False))
+    assert "sj_lanes_" not in _cpp(cheap)
+    # a counted loop is lane-blocked by emit/cpu_lane_loops.py (CpuOptions.lane_loops), else it stays scalar
+    assert "sj_lanes_" in _cpp(loop)
+    assert "sj_lanes_" not in _cpp(loop, PipelineOptions().with_cpu(lane_loops=False))
+    # a call stays scalar unless fusion (CpuOptions.fuse_all) or the lanes' inlining (lane_loops) inlines it
+    assert "sj_lanes_" not in _cpp(call, PipelineOptions().with_cpu(fuse_all=False, lane_loops=False))
+    assert "sj_lanes_" in _cpp(call, PipelineOptions().with_cpu(fuse_all=False))
     assert "sj_lanes_" in _cpp(call)
 
 

@@ -47,12 +47,19 @@ class CpuEmitter(CppEmitter):
         self.slots = slots
         self.slot_base: list[str] = []
         self.lane_vars: Optional[set] = None      # lane-blocked emission (emit/cpu_lanes.py): uids of lane arrays
+        self.lane_alias: dict = {}                # emit/cpu_lane_loops.py: uid -> a lane's gathered C++ value
 
     def var_name(self, v: ir.Var) -> str:
+        alias = self.lane_alias.get(v.uid) if self.lane_alias else None
+        if alias is not None:
+            return alias
         name = super().var_name(v)
         if self.lane_vars is not None and v.uid in self.lane_vars:
             return f"{name}[sj_l]"
         return name
+
+    def x_LaneRaw(self, e):
+        return e.text
 
     def bears_slots(self, fn: ir.Function) -> bool:
         return self.slots is not None and self.slots.bears_slots(fn)

@@ -47,6 +47,7 @@ _MVEC_FUNCS = ("sin", "cos", "exp", "log", "pow")
 LANES_PRELUDE = r"""namespace sj {
 SJ_FN bool lanes_any(const int32_t* m, int n) {
     int32_t a = 0;
+#pragma omp simd reduction(|:a)
     for (int i = 0; i < n; ++i) a |= m[i];
     return a != 0;
 }

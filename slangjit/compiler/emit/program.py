@@ -20,6 +20,7 @@ from ..source import error
 from ..layout import block_layout
 from .cpp import CppEmitter, prelude_text
 from .cpu_adds import PACC_PRELUDE, CpuEmitter
+from .cpu_lane_loops import LACC_PRELUDE, LANE_LOOPS_PRELUDE, LoopLaneKernel
 from .cpu_lanes import LANES_PRELUDE, LaneKernel, vector_math_header
 
 SYSTEM_VALUES = {"sv_dispatchthreadid": "dtid", "sv_groupid": "gid", "sv_groupthreadid": "gtid",
@@ -145,7 +146,10 @@ class CppTarget(Target):
         self.group_barrier = group_barrier
         self.lanes = bool(getattr(cpu_options, "lanes", False)) and not group_barrier   # emit/cpu_lanes.py
         self.vector_math = bool(getattr(cpu_options, "vector_math", False))
+        self.lane_loops = self.lanes and bool(getattr(cpu_options, "lane_loops", False))   # emit/cpu_lane_loops.py
+        self.lane_width = int(getattr(cpu_options, "lane_width", 32))
         self.used_lanes = False
+        self.used_lane_loops = False
         self.privatised: dict = dict(cpu_plan.entries) if slots is not None else {}   # id(entry) -> slots
 
     def launch_prologue(self) -> list[str]:
@@ -183,7 +187,9 @@ class CppTarget(Target):
 
     def after_prelude(self) -> list[str]:
         return ["#include <cstddef>", *([PACC_PRELUDE] if self.privatised else []),
-                *([LANES_PRELUDE] if self.used_lanes else []),
+                *([LANES_PRELUDE] if self.used_lanes or self.used_lane_loops else []),
+                *([LANE_LOOPS_PRELUDE] if self.used_lane_loops else []),
+                *([LACC_PRELUDE] if self.used_lane_loops and self.privatised else []),
                 "#ifndef SJ_EXPORT\n#define SJ_EXPORT __attribute__((visibility(\"default\")))\n#endif"]
 
     def launcher(self, fn: ir.Function, numthreads, symbol: str, sname: str, call_args: list[str]) -> list[str]:
@@ -227,6 +233,36 @@ class CppTarget(Target):
             flush = [f"    sj::pacc_flush(sj_acc, sj_tab, {ns});"]
         elif self.em.bears_slots(fn):
             slot_args = ["nullptr", "nullptr", "-1"]
+        loops = None
+        if self.lane_loops and (ns or not slot_args):
+            varying = {i for i, a in enumerate(call_args) if not a.startswith("sj_P->")}
+            loops = LoopLaneKernel.build(self.em, fn, numthreads, sname, call_args, varying, ns, self.lane_width)
+        if loops is not None:
+            self.used_lane_loops = True
+            W, nred = loops.W, len(loops.red_apply)
+            return loops.lines + [
+                f'extern "C" SJ_EXPORT void {symbol}(void* sj_gp, void* sj_pp, const uint32_t* sj_gc, uint32_t sj_begin, uint32_t sj_end, void* sj_ep)',
+                "{",
+                "    sj_g = (sj_Globals*)sj_gp;",
+                *self.launch_prologue(),
+                f"    const {sname}* sj_P = (const {sname}*)sj_pp;",
+                *([f"    float sj_acc[{ns}];   // privatised gradient adds: {ns} slots, per lane in sj_lacc",
+                   f"    uintptr_t sj_tab[{ns}] = {{}};",
+                   f"    alignas(64) float sj_lacc[{ns * W}];"] if ns else
+                  ["    float* sj_acc = nullptr; float* sj_lacc = nullptr; uintptr_t* sj_tab = nullptr;"]),
+                f"    sj::LaneRed sj_red[{max(1, nred)}] = {{}};   // combined atomics, applied after the range",
+                "    for (uint32_t sj_lin = sj_begin; sj_lin < sj_end; ++sj_lin)",
+                "    {",
+                "        uint32_t sj_gx = sj_lin % sj_gc[0], sj_rest = sj_lin / sj_gc[0];",
+                "        uint32_t sj_gy = sj_rest % sj_gc[1], sj_gz = sj_rest / sj_gc[1];",
+                f"        for (uint32_t sj_t0 = 0; sj_t0 < {loops.group}u; sj_t0 += {W}u)   // lane-blocked",
+                f"            sj_lanes_{fn.slang_name}(sj_P, sj_gx, sj_gy, sj_gz, sj_t0, sj_acc, sj_lacc, sj_tab, sj_red);",
+                "    }",
+                *([f"    sj::lacc_flush(sj_acc, sj_lacc, sj_tab, {ns}, {W});"] if ns else []),
+                *[f"    if (sj_red[{k}].key) sj_redapply_{fn.slang_name}_{k}(sj_red[{k}]);" for k in range(nred)],
+                *self.launch_epilogue(),
+                "}",
+            ]
         lanes = LaneKernel.build(self.em, fn, numthreads, sname, call_args) if self.lanes and not slot_args else None
         if lanes is not None:
             self.used_lanes = True

@@ -3,7 +3,7 @@
 Each pass is named and runs on the whole program; which passes run depends on the target and the
 options (options.py), never on module state:
 
-    cpp:   simplify, [fuse_entries], [plan_cpu_adds], [fuse_privatised]
+    cpp:   simplify, [fuse_entries], [plan_cpu_adds], [fuse_privatised], [inline_for_lanes]
     cuda:  simplify, [lower_atomic_adds], plan_red_adds, [fuse_coarse], cover_slots
 
 * simplify (simplify.py): constant folding, branch folding, unreachable statements, unused locals.
@@ -12,6 +12,8 @@ options (options.py), never on module state:
 * plan_cpu_adds (cpu_adds.py; CpuOptions.privatize_adds): which thread-uniform float/half adds of which
   entry points accumulate per CPU worker.
 * fuse_privatised (cpu_adds.py; CpuOptions.fuse): inline + value reuse in the privatised entry points.
+* inline_for_lanes (cpu_lanes.py; CpuOptions.lane_loops): every call inlined in the entry points the lane emitter
+  with loops can take (emit/cpu_lane_loops.py).
 * lower_atomic_adds (atomic_adds.py; CudaOptions.lower_atomic_adds): unused-result float
   `Atomic<T>.add` calls become InterlockedAdd sites.
 * plan_red_adds (red_plan.py): how gradient adds are combined (coarsened kernels, slots, block cache).
@@ -29,6 +31,7 @@ from ..ir.fold import fold_value
 from ..ir.program import Program
 from .atomic_adds import lower_atomic_adds
 from .cpu_adds import CpuAddPlan, fuse_privatised, plan_cpu_adds
+from .cpu_lanes import inline_for_lanes
 from .fusion import inline_copy, reuse_and_prune
 from .options import DEFAULT_OPTIONS, PipelineOptions
 from .red_plan import RedAddPlan, covered_kernels, fuse_coarse_entries, plan_red_adds
@@ -80,6 +83,11 @@ def _fuse_privatised(state: Optimized) -> None:
                                      state.options.cpu.max_slots, state.program.uses_group_barrier)
 
 
+def _inline_for_lanes(state: Optimized) -> None:
+    state.cpu_plan, _ = inline_for_lanes(state.program.entries, state.program.functions, state.cpu_plan,
+                                         state.options.cpu.max_slots, state.program.uses_group_barrier)
+
+
 def _plan_red_adds(state: Optimized) -> None:
     state.plan = plan_red_adds(state.program.entries, state.program.functions, state.options.cuda)
 
@@ -106,7 +114,8 @@ def pipeline(target: str, fold) -> list[Pass]:
     else:
         passes += [Pass("fuse_entries", _fuse_entries, lambda o: o.fuse_entries or o.cpu.fuse_all),
                    Pass("plan_cpu_adds", _plan_cpu_adds, lambda o: o.cpu.privatize_adds),
-                   Pass("fuse_privatised", _fuse_privatised, lambda o: o.cpu.privatize_adds and o.cpu.fuse)]
+                   Pass("fuse_privatised", _fuse_privatised, lambda o: o.cpu.privatize_adds and o.cpu.fuse),
+                   Pass("inline_for_lanes", _inline_for_lanes, lambda o: o.cpu.lanes and o.cpu.lane_loops)]
     return passes
 
 

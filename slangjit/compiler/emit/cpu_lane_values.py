@@ -1,0 +1,339 @@
+"""The values of lane-blocked kernels with loops (emit/cpu_lane_loops.py): the C++ prelude they need,
+which locals are uniform or varying across a block's lanes (Classify), and the scalar leaves of a varying
+local's structure-of-arrays storage."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ir import nodes as ir
+from ..ir import walk as scan
+from .. import types as T
+from ..passes.red_slots import counted_loop
+from .cpu_lanes import PURE_INTRINSICS
+
+MAX_LANE_BYTES = 256 * 1024      # lane rows of all varying locals of one kernel (the worker's stack)
+
+# Elementwise pure intrinsics (a vector argument: the function of each component).
+_ELEMENTWISE = {f"sj::{n}" for n in (
+    "sin cos tan asin acos atan atan2 sinh cosh tanh asinh acosh atanh exp exp2 log log2 log10 sqrt rsqrt pow "
+    "abs min max clamp saturate floor ceil round trunc frac fmod lerp step smoothstep sign rcp fma mad "
+    "degrees radians exp10 copysign").split()}
+# Wave operations: the CPU runs every thread as a wave of one lane (prelude 11_waves.h), so these are the
+# identity of their first argument.
+_WAVE_IDENTITY = {f"sj::{n}" for n in (
+    "WaveActiveSum WaveActiveProduct WaveActiveMin WaveActiveMax WaveActiveBitAnd WaveActiveBitOr "
+    "WaveActiveBitXor WaveReadLaneFirst WaveReadLaneAt WaveBroadcastLaneAt").split()}
+_WAVE_CONST = {"sj::WaveIsFirstLane": "true", "sj::WaveGetLaneIndex": "0u", "sj::WaveGetLaneCount": "1u"}
+
+LANE_LOOPS_PRELUDE = r"""#if defined(__x86_64__) && (defined(__F16C__) || defined(__AVX512F__))
+#include <immintrin.h>
+#endif
+#if defined(__AVX512F__)
+#define SJ_LANES_FN __attribute__((target("prefer-vector-width=512")))
+#else
+#define SJ_LANES_FN
+#endif
+namespace sj {
+// Round a float to the nearest half (ties to even) and back, in integer/float arithmetic the compiler
+// vectorises (GCC does not vectorise _Float16 without AVX512-FP16).  Equal to float(half(x)).
+SJ_FN float rh(float x) {
+    const uint32_t b = __builtin_bit_cast(uint32_t, x);
+    const uint32_t a = b & 0x7fffffffu;
+    uint32_t n = (a + 0xfffu + ((a >> 13) & 1u)) & 0xffffe000u;     // normal halves: 10 mantissa bits
+    n = n > 0x477fe000u ? 0x7f800000u : n;                            // beyond 65504: infinity
+    const float sub = (__builtin_bit_cast(float, a) + 0.5f) - 0.5f;  // below 2^-14: multiples of 2^-24
+    uint32_t r = a < 0x38800000u ? __builtin_bit_cast(uint32_t, sub) : n;
+    r = a > 0x7f800000u ? ((a | 0x00400000u) & 0xffffe000u) : r;     // NaN stays a (quiet) NaN
+    return __builtin_bit_cast(float, r | (b & 0x80000000u));
+}
+// A row of W lanes rounded to half in place: the F16C / AVX-512 conversions where the ISA has them.
+template <int W> SJ_FN void rh_row(float* x) {
+#if defined(__x86_64__) && defined(__AVX512F__)
+    if constexpr (W % 16 == 0) {
+        for (int i = 0; i < W; i += 16)
+            _mm512_store_ps(x + i, _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_load_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+        return;
+    }
+#endif
+#if defined(__x86_64__) && defined(__F16C__)
+    if constexpr (W % 8 == 0) {
+        for (int i = 0; i < W; i += 8)
+            _mm256_store_ps(x + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_load_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+        return;
+    }
+#endif
+#pragma omp simd
+    for (int i = 0; i < W; ++i) x[i] = rh(x[i]);
+}
+// A combined atomic of a lane-blocked kernel, deferred to the end of the worker's range: its address, its value.
+struct LaneRed { void* key; uint64_t bits; };
+}  // namespace sj"""
+
+
+# After PACC_PRELUDE (emit/cpu_adds.py), in programs with lane-blocked kernels.
+LACC_PRELUDE = r"""namespace sj {
+// Privatised adds per lane (emit/cpu_lane_loops.py): lacc[slot * W + lane]; acc/tab as pacc_*.
+__attribute__((noinline)) inline void lacc_claim(float* acc, float* lacc, uintptr_t* tab, int s, uintptr_t key, int W) {
+    if (tab[s]) {
+        float t = acc[s];
+        for (int l = 0; l < W; ++l) t += lacc[s * W + l];
+        pacc_put(tab[s], t);
+    }
+    tab[s] = key;
+    acc[s] = 0.0f;
+    for (int l = 0; l < W; ++l) lacc[s * W + l] = 0.0f;
+}
+template <class T> SJ_FN void lacc_add(float* acc, float* lacc, uintptr_t* tab, int s, T* p, T v, int W) {
+    const uintptr_t key = reinterpret_cast<uintptr_t>(p) | (sizeof(T) == 2 ? 1u : 0u);
+    if (__builtin_expect(tab[s] != key, 0)) lacc_claim(acc, lacc, tab, s, key, W);
+    acc[s] += float(v);
+}
+inline void lacc_flush(const float* acc, const float* lacc, const uintptr_t* tab, int n, int W) {
+    for (int s = 0; s < n; ++s)
+        if (tab[s]) {
+            float t = acc[s];
+            for (int l = 0; l < W; ++l) t += lacc[s * W + l];
+            pacc_put(tab[s], t);
+        }
+}
+}  // namespace sj"""
+
+
+class _Unsupported(Exception):
+    pass
+
+
+class _Lanewise(_Unsupported):
+    """A value the lanes cannot compute together (a load at a varying address): the statement runs lane by lane."""
+
+
+@dataclass
+class LaneRaw(ir.Expr):
+    """C++ text standing for a lane-domain scalar value of `type` (printed by CpuEmitter.x_LaneRaw)."""
+    text: str = ""
+
+
+def _is_half(t) -> bool:
+    return isinstance(t, T.ScalarType) and t.kind == "float" and t.bits == 16
+
+
+def _fields(t: T.StructType) -> list:
+    info = getattr(t, "info", None)
+    if info is None or not hasattr(info, "field_list"):
+        raise _Unsupported(f"struct {t}")
+    return info.field_list()
+
+
+def leaves(t) -> list[tuple[str, list[int], T.Type]]:
+    """(name suffix, array dimensions, scalar type) of every scalar leaf of a value of type t."""
+    if isinstance(t, (T.ScalarType, T.PointerType, T.EnumType)):
+        return [("", [], t)]
+    if isinstance(t, T.VectorType) and isinstance(t.n, int):
+        return [(s, [t.n] + d, st) for s, d, st in leaves(t.elem)]
+    if isinstance(t, T.ArrayType) and isinstance(t.n, int) and t.n > 0:
+        return [(s, [t.n] + d, st) for s, d, st in leaves(t.elem)]
+    if isinstance(t, T.MatrixType) and isinstance(t.rows, int) and isinstance(t.cols, int):
+        return [("", [t.rows, t.cols], t.elem)]
+    if isinstance(t, T.StructType):
+        out = []
+        for fname, ft in _fields(t):
+            out += [(f"__{fname}{s}", d, st) for s, d, st in leaves(ft)]
+        return out
+    if isinstance(t, T.PairType):
+        return [(f"__p{s}", d, st) for s, d, st in leaves(t.primal)] + \
+            [(f"__d{s}", d, st) for s, d, st in leaves(t.diff)]
+    raise _Unsupported(f"a varying local of type {t}")
+
+
+def components(t) -> list[list]:
+    """Every scalar component of a value of type t as a selector list (('f', name) or a constant index)."""
+    if isinstance(t, (T.ScalarType, T.PointerType, T.EnumType)):
+        return [[]]
+    if isinstance(t, (T.VectorType, T.ArrayType)):
+        return [[str(i)] + c for i in range(t.n) for c in components(t.elem)]
+    if isinstance(t, T.MatrixType):
+        return [[str(r), str(c)] for r in range(t.rows) for c in range(t.cols)]
+    if isinstance(t, T.StructType):
+        return [[("f", n)] + c for n, ft in _fields(t) for c in components(ft)]
+    if isinstance(t, T.PairType):
+        return [[("f", "p")] + c for c in components(t.primal)] + [[("f", "d")] + c for c in components(t.diff)]
+    raise _Unsupported(f"components of {t}")
+
+
+def _sub_type(t, sel):
+    """The type reached from t by one selector."""
+    if isinstance(sel, tuple):
+        if isinstance(t, T.StructType):
+            for n, ft in _fields(t):
+                if n == sel[1]:
+                    return ft
+        if isinstance(t, T.PairType):
+            return t.primal if sel[1] == "p" else t.diff
+        raise _Unsupported(f"field {sel[1]} of {t}")
+    if isinstance(t, (T.VectorType, T.ArrayType)):
+        return t.elem
+    if isinstance(t, T.MatrixType):
+        return t.row_type
+    raise _Unsupported(f"index into {t}")
+
+
+def _side_effects(e) -> bool:
+    """Does evaluating e write anything or call anything with effects?  (Loads are no effects.)"""
+    for n in scan.walk(e):
+        if isinstance(n, (ir.Assign, ir.IncDec, ir.Call, ir.MethodCall, ir.StmtExpr, ir.OutConvert)):
+            return True
+        if isinstance(n, ir.Intrinsic) and not (n.name in PURE_INTRINSICS or n.name in _WAVE_IDENTITY
+                                                or n.name in _WAVE_CONST or n.name in ("sj::vcat",)) :
+            return True
+        if isinstance(n, ir.Intrinsic) and n.out_params:
+            return True
+    return False
+
+
+def _atomic_obj(obj) -> bool:
+    """Is obj (or what it points to) an Atomic<T>?  (Its add / max / min are atomic read-modify-writes.)"""
+    t = obj.type.elem if isinstance(obj.type, T.PointerType) else obj.type
+    return isinstance(t, T.AtomicType)
+
+
+def _loads(e) -> bool:
+    """Does e read memory (through a pointer, a buffer, a global)?  Such uniform values are computed once."""
+    for n in scan.walk(e):
+        if isinstance(n, (ir.Deref, ir.GlobalRef, ir.MethodCall, ir.Call)):
+            return True
+        if isinstance(n, ir.Field) and n.via_pointer:
+            return True
+        if isinstance(n, ir.Index) and not isinstance(scan.value_type(n.obj), (T.ArrayType, T.VectorType, T.MatrixType)):
+            return True
+    return False
+
+
+def _root(lv):
+    while True:
+        if isinstance(lv, (ir.Field, ir.Swizzle)) and not getattr(lv, "via_pointer", False):
+            lv = lv.obj
+        elif isinstance(lv, ir.Index) and not isinstance(scan.value_type(lv.obj), (T.PointerType, T.BufferType)):
+            lv = lv.obj
+        elif isinstance(lv, ir.Convert):
+            lv = lv.operand
+        else:
+            break
+    return lv.var if isinstance(lv, ir.LocalRef) else None
+
+
+def _written_locals(e) -> set:
+    """uids of the locals an expression statement may write (assignment targets, out arguments)."""
+    out = set()
+    for n in scan.walk(e):
+        targets = []
+        if isinstance(n, ir.Assign):
+            targets = [n.lhs]
+        elif isinstance(n, ir.IncDec):
+            targets = [n.operand]
+        elif isinstance(n, ir.Call):
+            targets = [a for p, a in zip(n.func.params, n.args) if p.direction != "in"]
+        elif isinstance(n, ir.Intrinsic):
+            targets = [n.args[i] for i in n.out_params if i < len(n.args)]
+        elif isinstance(n, ir.MethodCall):
+            targets = [n.obj] + list(n.args)
+        elif isinstance(n, ir.AddressOf):
+            targets = [n.operand]
+        for t in targets:
+            v = _root(t)
+            if v is not None:
+                out.add(v.uid)
+    return out
+
+
+def _counter_copies(fn: ir.Function) -> dict:
+    """uid -> counter uid for locals written once, by their declaration, with a counted loop's counter (an
+    inlined call's parameter): they take the counter's values only, so its range bounds them too."""
+    writes: dict = {}
+    for n in scan.walk(fn.body):
+        if isinstance(n, ir.VarDecl):
+            writes[n.var.uid] = writes.get(n.var.uid, 0) + 1
+        elif isinstance(n, (ir.ExprStmt,)):
+            for uid in _written_locals(n.expr):
+                writes[uid] = writes.get(uid, 0) + 2
+        elif isinstance(n, ir.Loop):
+            if n.step is not None:
+                for uid in _written_locals(n.step):
+                    writes[uid] = writes.get(uid, 0) + 2
+    counters = {counted_loop(n).var.uid for n in scan.walk(fn.body) if isinstance(n, ir.Loop) and counted_loop(n)}
+    out = {}
+    for n in scan.walk(fn.body):
+        if isinstance(n, ir.VarDecl) and writes.get(n.var.uid) == 1 and n.init is not None:
+            x = n.init
+            while isinstance(x, ir.Convert) and isinstance(x.type, T.ScalarType) and x.type.kind in ("int", "uint") \
+                    and x.type.bits >= 32:
+                x = x.operand
+            if isinstance(x, ir.LocalRef) and x.var.uid in counters:
+                out[n.var.uid] = x.var.uid
+    return out
+
+
+class Classify:
+    """Which locals of the (inlined) entry are varying across the lanes of a block."""
+
+    def __init__(self, fn: ir.Function, varying_params: set[int]):
+        self.varying: set[int] = set(varying_params)
+        while True:
+            n = len(self.varying)
+            self._stmt(fn.body, False)
+            if len(self.varying) == n:
+                break
+
+    def expr_varying(self, e) -> bool:
+        for n in scan.walk(e):
+            if isinstance(n, ir.LocalRef) and n.var.uid in self.varying:
+                return True
+            if isinstance(n, (ir.SystemValue, ir.Call, ir.MethodCall, ir.StmtExpr)):
+                return True
+            if isinstance(n, ir.Intrinsic) and n.name not in PURE_INTRINSICS and n.name not in _WAVE_CONST \
+                    and n.name != "sj::vcat":
+                if n.name in _WAVE_IDENTITY:
+                    continue
+                return True
+            if isinstance(n, ir.GlobalRef) and n.var.kind not in ("uniform", "const"):
+                return True
+        return False
+
+    def _mark(self, uids) -> None:
+        self.varying |= set(uids)
+
+    def _stmt(self, s, vctx: bool) -> None:
+        if isinstance(s, ir.Block):
+            for x in s.stmts:
+                self._stmt(x, vctx)
+        elif isinstance(s, ir.If):
+            v = vctx or self.expr_varying(s.cond)
+            self._stmt(s.then, v)
+            if s.else_ is not None:
+                self._stmt(s.else_, v)
+        elif isinstance(s, ir.Loop):
+            for i in s.init:
+                self._stmt(i, vctx)
+            self._stmt(s.body, vctx)
+        elif isinstance(s, ir.VarDecl):
+            if vctx or (s.init is not None and (self.expr_varying(s.init) or _side_effects(s.init))):
+                self._mark([s.var.uid])
+            if s.init is not None:
+                self._mark(_written_locals(s.init) if (vctx or _side_effects(s.init)) else ())
+        elif isinstance(s, ir.ExprStmt):
+            e = s.expr
+            if isinstance(e, ir.Assign) and _root(e.lhs) is not None and not _side_effects(e.rhs) and \
+                    not any(isinstance(n, (ir.Assign, ir.IncDec)) for n in scan.walk(e.lhs)):
+                if vctx or self.expr_varying(e.rhs) or self.expr_varying(e.lhs):
+                    self._mark([_root(e.lhs).uid])
+            elif isinstance(e, ir.IncDec) and _root(e.operand) is not None:
+                if vctx or self.expr_varying(e.operand):
+                    self._mark([_root(e.operand).uid])
+            else:
+                self._mark(_written_locals(e))
+
+
+def _prod(dims) -> int:
+    p = 1
+    for x in dims:
+        p *= x
+    return p
