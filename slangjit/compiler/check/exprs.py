@@ -574,7 +574,11 @@ class ExprsMixin:
     def coerce_init(self, init: ast.Expr, t: T.Type, ctx) -> ir.Expr:
         if isinstance(init, ast.InitList):
             return self.init_list(init, t, ctx)
-        return self.coerce(self.expr(init, ctx), t, init.loc)
+        v = self.expr(init, ctx)
+        if isinstance(t, T.StructType) and t.name.startswith("Conditional<") and v.type != t:
+            # The core library's Conditional<T, hasValue> converts implicitly from T (as in Slang).
+            return self.construct(t, [v], init.loc, ctx)
+        return self.coerce(v, t, init.loc)
 
     # ------------------------------------------------------------------ indexing
 

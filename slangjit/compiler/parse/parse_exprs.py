@@ -92,6 +92,10 @@ class ExprParserMixin:
             return args
 
     def parse_generic_arg(self):
+        # A matrix layout modifier on a type argument (`DifferentialPair<row_major float3x3>`) says how
+        # the matrix is stored in memory; values of either layout are the same type here.
+        while self.toks[self.pos].kind == "id" and self.toks[self.pos].text in ("row_major", "column_major"):
+            self.pos += 1
         save = self.pos
         t = self.toks[self.pos]
         if t.kind == "id":
