@@ -79,6 +79,9 @@ class CallsMixin:
             return None
         if isinstance(dst, T.InterfaceType):
             return COST_INTERFACE if self.conforms(src, dst) else None
+        if isinstance(dst, T.OptionalType) and not isinstance(src, T.OptionalType):
+            c = self.conv_cost(src, dst.elem)       # a value converts to Optional<T> implicitly
+            return None if c is None else c + 1
         if isinstance(src, T.ScalarType):
             if isinstance(dst, T.ScalarType):
                 return self.scalar_cost(src, dst)
@@ -125,9 +128,6 @@ class CallsMixin:
                     return None
                 total += c
             return total
-        if isinstance(dst, T.OptionalType):
-            c = self.conv_cost(src, dst.elem)
-            return None if c is None else c + 1
         return None
 
     def coerce(self, e: ir.Expr, dst: T.Type, loc: Loc, explicit: bool = False) -> ir.Expr:
@@ -250,6 +250,8 @@ class CallsMixin:
             if isinstance(act, T.ArrayType):
                 return self.unify(pat.elem, act.elem, b) and (pat.n is None or act.n is None or self.unify(pat.n, act.n, b))
             return False
+        if isinstance(pat, T.OptionalType) and not isinstance(act, T.OptionalType):
+            return self.unify(pat.elem, act, b)         # a value converts to Optional<T> implicitly
         if isinstance(pat, (T.PointerType, T.AtomicType, T.OptionalType)):
             return type(act) is type(pat) and self.unify(pat.elem, act.elem, b)
         if isinstance(pat, T.BufferType):
