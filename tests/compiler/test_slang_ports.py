@@ -63,6 +63,8 @@ class Spec:
                 self.buffers.append((m.group(1), _words(m.group(3)), bool(m.group(2))))
             elif m := _CONF.match(line):
                 self.conformances.append((m.group(2), m.group(1), int(m.group(3))))
+        m = re.search(r"^//TOLERANCE:\s*abs=([0-9.eE+-]+)", self.text, re.M)
+        self.abs_tol = float(m.group(1)) if m else None       # a stochastic estimate: absolute tolerance
         m = re.search(r"\[numthreads\((\d+),\s*(\d+),\s*(\d+)\)\]", self.text)
         self.threads = [int(v) for v in m.groups()] if m else [1, 1, 1]
 
@@ -117,7 +119,7 @@ def _run(device, spec: Spec) -> list[str]:
     return lines
 
 
-def _same(actual: str, expected: str) -> bool:
+def _same(actual: str, expected: str, abs_tol=None) -> bool:
     """slang-test's comparison: text equal, or floats within a relative 1e-4 (a zero matches only zero)."""
     if actual.strip() == expected.strip():
         return True
@@ -125,6 +127,8 @@ def _same(actual: str, expected: str) -> bool:
         a, e = float(actual), float(expected)
     except ValueError:
         return False
+    if abs_tol is not None:
+        return abs(a - e) <= abs_tol
     if a == 0.0 or e == 0.0:
         return abs(a - e) < 1e-6
     return abs(a - e) < 1e-4 * (abs(a) + abs(e))
@@ -136,7 +140,7 @@ def _check(device, name: str):
         expected = [ln for ln in f.read().splitlines() if ln.strip()]
     actual = _run(device, spec)
     assert len(actual) >= len(expected), f"{name}: {len(actual)} output lines, expected {len(expected)}"
-    bad = [(i, a, e) for i, (a, e) in enumerate(zip(actual, expected)) if not _same(a, e)]
+    bad = [(i, a, e) for i, (a, e) in enumerate(zip(actual, expected)) if not _same(a, e, spec.abs_tol)]
     assert not bad, f"{name}: lines differ (index, actual, expected): {bad}"
 
 

@@ -124,7 +124,7 @@ class Derivatives:
                 if "NoDiffThis" in attrs(fn):
                     out.append(None)
                     continue
-            elif ap is not None and "no_diff" in ap.mods:
+            elif ap is not None and ("no_diff" in ap.mods or i - offset in fn.attrs.get("generic_nodiff", ())):
                 out.append(None)
                 continue
             d = self.diff_type(p.type)
