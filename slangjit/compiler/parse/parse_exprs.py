@@ -416,7 +416,13 @@ class ExprParserMixin:
                 if nt.kind != "id":
                     self.fail("a member name", nt)
                 self.advance()
-                e = ast.Member(e, nt.text, tx, loc=nt.loc)
+                name = nt.text
+                if name == "operator" and self.at("(") and self.peek().text == ")":
+                    # `f.operator()` names the call operator (`bwd_diff(f.operator())(...)`)
+                    self.advance()
+                    self.advance()
+                    name = "operator()"
+                e = ast.Member(e, name, tx, loc=nt.loc)
             elif tx == "(":
                 self.advance()
                 e = ast.Call(e, self.parse_args(t), loc=e.loc)
