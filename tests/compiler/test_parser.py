@@ -647,7 +647,7 @@ def test_macros_and_includes_through_parse_module(tmp_path):
     ('int x;\n#include "missing.slang"\n', "E0020", 2),
     ("#if 1\nint x;\n", "E0020", 1),
     ("int x;\n#else\n", "E0020", 2),
-    ("float f(int a, ) {}\n", "E0010", 1),
+    ("float f(int a, , int b) {}\n", "E0010", 1),
     ("void f() {\n switch (x) { r = 1; }\n}\n", "E0010", 2),
     ("void f() {\n  case 1: break;\n}\n", "E0010", 2),
     ("struct { int a; }\n", "E0010", 1),

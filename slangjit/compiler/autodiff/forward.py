@@ -42,6 +42,11 @@ class ForwardTransform:
         self.tangents[v.uid] = tv
         return tv
 
+    def side_effect_only(self, e: ir.Intrinsic) -> bool:
+        """An intrinsic with out parameters that carries no derivative: an atomic (a side effect kept in
+        the primal, as Slang does), or one whose out arguments have no tangents (integers, buffer memory)."""
+        return e.name.startswith("Interlocked") or all(self.tangent_path(e.args[i]) is None for i in e.out_params)
+
     def tangent_path(self, e: ir.Expr) -> Optional[ir.Expr]:
         """The tangent l-value matching a primal l-value path."""
         v = lvalue_root(e)
@@ -218,7 +223,7 @@ class ForwardTransform:
                 out.append(ir.ExprStmt(call))
             out.extend(post)
             return
-        if isinstance(e, ir.Intrinsic) and e.out_params:
+        if isinstance(e, ir.Intrinsic) and e.out_params and not self.side_effect_only(e):
             self.ad.intrinsic_with_outs_fwd(self, e, dest, out)
             return
         # Not differentiable: a constant as far as derivatives go.

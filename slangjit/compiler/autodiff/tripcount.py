@@ -49,6 +49,9 @@ _ENV_CAP = 4096
 
 def _run(s: ir.Loop, before: list, outer: dict, budget: list):
     body = _unconditional(s.body)
+    if any(isinstance(x, ir.Return) or (isinstance(x, ir.Break) and x.label in (None, s.label)) for x in body) \
+            and not any(isinstance(n, ir.Continue) for n in walk(s.body)):
+        return 1, None        # the body always leaves on its first pass (`for (;;) { ...; break; }`)
     step = list(getattr(s, "step_stmts", []))
     if s.step is not None:
         if not isinstance(s.step, ir.Assign):

@@ -12,7 +12,7 @@ from ..ir.fold import fold_convert
 from ..source import CompileError, Loc
 from .. import types as T
 from .scope import Env, FuncSym, PackSym, TypeSym, ValueSym
-from .results import const_expr
+from .results import BuiltinIfaceRes, const_expr
 
 
 # Costs of implicit conversions (lower is better); the numbers only order the choices.
@@ -80,6 +80,9 @@ class CallsMixin:
             return None
         if isinstance(dst, T.InterfaceType):
             return COST_INTERFACE if self.conforms(src, dst) else None
+        if isinstance(dst, T.OptionalType) and not isinstance(src, T.OptionalType):
+            c = self.conv_cost(src, dst.elem)       # a value converts to Optional<T> implicitly
+            return None if c is None else c + 1
         if isinstance(src, T.ScalarType):
             if isinstance(dst, T.ScalarType):
                 return self.scalar_cost(src, dst)
@@ -126,9 +129,6 @@ class CallsMixin:
                     return None
                 total += c
             return total
-        if isinstance(dst, T.OptionalType):
-            c = self.conv_cost(src, dst.elem)
-            return None if c is None else c + 1
         if isinstance(src, T.StructType) and isinstance(dst, T.StructType):
             depth = base_depth(src, dst)
             return None if depth is None else COST_UPCAST * depth
@@ -264,6 +264,8 @@ class CallsMixin:
             if isinstance(act, T.ArrayType):
                 return self.unify(pat.elem, act.elem, b) and (pat.n is None or act.n is None or self.unify(pat.n, act.n, b))
             return False
+        if isinstance(pat, T.OptionalType) and not isinstance(act, T.OptionalType):
+            return self.unify(pat.elem, act, b)         # a value converts to Optional<T> implicitly
         if isinstance(pat, (T.PointerType, T.AtomicType, T.OptionalType)):
             return type(act) is type(pat) and self.unify(pat.elem, act.elem, b)
         if isinstance(pat, T.BufferType):
@@ -645,6 +647,9 @@ class CallsMixin:
         fn.attrs["is_init"] = is_init
         fn.attrs["attrs"] = {a.name: a for a in d.attrs}
         fn.attrs["type_args"] = gargs
+        nodiff = self.generic_nodiff_params(d, genv)
+        if nodiff:
+            fn.attrs["generic_nodiff"] = nodiff
         if pack_vars is not None:
             fn.attrs["pack"] = (d.params[pack_info[0]].name, pack_vars)
         sym.cache[key] = fn
@@ -664,6 +669,64 @@ class CallsMixin:
 
 
 
+
+
+    def generic_nodiff_params(self, d: ast.FuncDecl, genv) -> frozenset:
+        """Indices of parameters declared with a generic type (`T x`, or an associated type `T.A x`) whose
+        constraints do not make it differentiable. Slang decides differentiability from the declared
+        type, not from the type a call instantiates it with: `f<M : IMaterial>(M m, ...)` takes `m`
+        without a derivative even when the concrete material is IDifferentiable."""
+        tparams = {g.name: g for g in d.generic_params if g.kind == "type"}
+        if not tparams:
+            return frozenset()
+        ctx = self.ctx_for_env(genv)
+        out = set()
+        for i, p in enumerate(d.params):
+            t = p.type
+            if isinstance(t, ast.Name) and t.name in tparams:
+                cons = self.generic_constraints(d, tparams[t.name])
+                if cons and not any(self.constraint_differentiable(c, ctx) for c in cons):
+                    out.add(i)
+            elif isinstance(t, ast.Member) and isinstance(t.base, ast.Name) and t.base.name in tparams:
+                # an associated type: differentiable when its own declaration says so
+                found = False
+                for c in self.generic_constraints(d, tparams[t.base.name]):
+                    decl = self.constraint_interface_decl(c, ctx)
+                    a = next((m for m in getattr(decl, "members", []) if isinstance(m, ast.AssocTypeDecl)
+                              and m.name == t.name), None) if decl is not None else None
+                    if a is not None:
+                        found = True
+                        if any(self.constraint_differentiable(x, ctx) for x in a.constraints):
+                            break
+                else:
+                    if found:
+                        out.add(i)
+        return frozenset(out)
+
+    @staticmethod
+    def generic_constraints(d: ast.FuncDecl, g: ast.GenericParam) -> list:
+        cons = ([g.type] if g.type is not None else []) + list(g.also)
+        return cons + [w.constraint for w in d.where if not w.equal and isinstance(w.subject, ast.Name)
+                       and w.subject.name == g.name]
+
+    def constraint_differentiable(self, c, ctx) -> bool:
+        """Does a generic constraint make a type differentiable? Only a user interface that does not
+        extend IDifferentiable says no (built-in constraints such as IFloat are left as they were)."""
+        try:
+            r = self.resolve_base(c, ctx)
+        except CompileError:
+            return True
+        if isinstance(r, T.InterfaceType):
+            return self.iface_extends(r, BuiltinIfaceRes("IDifferentiable")) or \
+                self.iface_extends(r, BuiltinIfaceRes("IDifferentiablePtrType"))
+        return True
+
+    def constraint_interface_decl(self, c, ctx):
+        try:
+            r = self.resolve_base(c, ctx)
+        except CompileError:
+            return None
+        return r.info.sym.decl if isinstance(r, T.InterfaceType) else None
 
 
 def base_depth(src: T.Type, dst: T.Type) -> Optional[int]:

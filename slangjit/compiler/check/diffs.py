@@ -150,6 +150,16 @@ class DiffsMixin:
         for a, src in zip(args, args_ast):
             if not isinstance(a, InitListArg):
                 a.loc = src.loc
+        try:
+            return self.diff_call_with(mode, fexpr, fres, args, loc, ctx, False)
+        except CompileError as ex:
+            if ex.code != "E3010" or not self.receiver_may_be_explicit(fres, args):
+                raise
+            # `bwd_diff(obj.method)(obj, ...)`: the current Slang passes the receiver as argument 0 (the
+            # older form, tried first, binds `obj` implicitly).
+            return self.diff_call_with(mode, fexpr, fres, args, loc, ctx, True)
+
+    def diff_call_with(self, mode, fexpr, fres, args, loc, ctx, receiver_explicit: bool) -> ir.Expr:
         # A method named through its type takes `this` as the first argument.
         this = fres.this
         explicit_this = None
@@ -167,6 +177,10 @@ class DiffsMixin:
             if a0 == this.type:
                 explicit_this, args = args[0], args[1:]
                 this = ir.LocalRef(a0, ir.Var("this", a0))
+        elif receiver_explicit:
+            a0 = args[0].type.primal if isinstance(args[0].type, T.PairType) else args[0].type
+            explicit_this, args = args[0], args[1:]
+            this = ir.LocalRef(a0, ir.Var("this", a0))
         def primal_view(a):
             if isinstance(a, InitListArg):
                 return a
@@ -234,6 +248,13 @@ class DiffsMixin:
         if last_err is not None:
             raise last_err
         raise self.err("E3010", f"no overload of '{fres.name}' matches these {mode}_diff arguments", loc)
+
+    @staticmethod
+    def receiver_may_be_explicit(fres, args) -> bool:
+        if fres.this is None or not args or isinstance(args[0], InitListArg):
+            return False
+        a0 = args[0].type.primal if isinstance(args[0].type, T.PairType) else args[0].type
+        return a0 == fres.this.type
 
     def bwd_nondiff_out_attempts(self, fres, args):
         """bwd_diff(f) may omit f's non-differentiable `out` parameters (Slang's backward

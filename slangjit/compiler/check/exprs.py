@@ -13,7 +13,7 @@ from .members import BuiltinMethodRes, TypeLiteral
 from .scope import AliasSym, FuncSym, InterfaceSym, PackSym, StructSym, SubscriptSym
 from .diffs import DiffStaticRes
 from .dynamic import DynMethodRes
-from .results import BUFFER_KINDS, BuiltinIfaceRes, GenericRes, NamespaceRes, OverloadRes, PropertyRes, TypeRes, ValueRes
+from .results import BUFFER_KINDS, BuiltinIfaceRes, describe, GenericRes, NamespaceRes, OverloadRes, PropertyRes, TypeRes, ValueRes
 
 BUILTIN_IFACES = {"__BuiltinType", "__BuiltinArithmeticType", "__BuiltinSignedArithmeticType",
                   "__BuiltinIntegerType", "__BuiltinFloatingPointType", "__BuiltinLogicalType",
@@ -169,7 +169,7 @@ class ExprsMixin:
         if isinstance(base, BuiltinMethodRes):
             base.type_args = args
             return base
-        raise self.err("E2054", f"'{e.base}' does not take generic arguments", e.loc)
+        raise self.err("E2054", f"'{describe(e.base)}' does not take generic arguments", e.loc)
 
     def value_of(self, res, loc: Loc, ctx) -> ir.Expr:
         if isinstance(res, ValueRes):
@@ -578,7 +578,11 @@ class ExprsMixin:
     def coerce_init(self, init: ast.Expr, t: T.Type, ctx) -> ir.Expr:
         if isinstance(init, ast.InitList):
             return self.init_list(init, t, ctx)
-        return self.coerce(self.expr(init, ctx), t, init.loc)
+        v = self.expr(init, ctx)
+        if isinstance(t, T.StructType) and t.name.startswith("Conditional<") and v.type != t:
+            # The core library's Conditional<T, hasValue> converts implicitly from T (as in Slang).
+            return self.construct(t, [v], init.loc, ctx)
+        return self.coerce(v, t, init.loc)
 
     # ------------------------------------------------------------------ indexing
 

@@ -124,7 +124,7 @@ class Derivatives:
                 if "NoDiffThis" in attrs(fn):
                     out.append(None)
                     continue
-            elif ap is not None and "no_diff" in ap.mods:
+            elif ap is not None and ("no_diff" in ap.mods or i - offset in fn.attrs.get("generic_nodiff", ())):
                 out.append(None)
                 continue
             d = self.diff_type(p.type)
@@ -175,7 +175,11 @@ class Derivatives:
         g.attrs["ad_sig"] = ([self.diff_type(p.type) for p in params],
                              self.diff_type(ret) if ret != T.VOID else None)
         self.fwd_cache[id(fn)] = g
-        kind = "fwd-zero" if "TreatAsDifferentiable" in attrs(fn) else \
+        # A function whose only derivative is a user backward one (not itself marked differentiable)
+        # has no forward derivative: in forward mode it is a constant, as in Slang.
+        bwd_only = sub is None and not (BODY_DIFF_ATTRS & set(attrs(fn))) and "ForwardDifferentiable" not in attrs(fn) \
+            and self.find_custom(fn, "bwd") is not None
+        kind = "fwd-zero" if "TreatAsDifferentiable" in attrs(fn) or bwd_only else \
             "fwd-intrinsic" if fn.intrinsic is not None else "fwd"
         self.pending.append((kind, fn, g, loc))
         self.functions.append(g)

@@ -92,6 +92,10 @@ class ExprParserMixin:
             return args
 
     def parse_generic_arg(self):
+        # A matrix layout modifier on a type argument (`DifferentialPair<row_major float3x3>`) says how
+        # the matrix is stored in memory; values of either layout are the same type here.
+        while self.toks[self.pos].kind == "id" and self.toks[self.pos].text in ("row_major", "column_major"):
+            self.pos += 1
         save = self.pos
         t = self.toks[self.pos]
         if t.kind == "id":
@@ -413,7 +417,13 @@ class ExprParserMixin:
                 if nt.kind != "id":
                     self.fail("a member name", nt)
                 self.advance()
-                e = ast.Member(e, nt.text, tx, loc=nt.loc)
+                name = nt.text
+                if name == "operator" and self.at("(") and self.peek().text == ")":
+                    # `f.operator()` names the call operator (`bwd_diff(f.operator())(...)`)
+                    self.advance()
+                    self.advance()
+                    name = "operator()"
+                e = ast.Member(e, name, tx, loc=nt.loc)
             elif tx == "(":
                 self.advance()
                 e = ast.Call(e, self.parse_args(t), loc=e.loc)

@@ -304,6 +304,9 @@ class Parser(StmtParserMixin, ExprParserMixin, FuncExtensionParserMixin, ParserB
         while True:
             params.append(self.parse_param())
             if self.accept(","):
+                if self.at(")"):          # a trailing comma, as Slang allows: `f(uint3 tid : SV_...,)`
+                    self.advance()
+                    return params
                 continue
             self.expect_close(")", o)
             return params
