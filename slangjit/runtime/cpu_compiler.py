@@ -250,15 +250,38 @@ def half_rounding_flags(cmd: tuple[str, ...]) -> tuple[str, ...]:
         elif not m.group(1) and int(m.group(3) or m.group(4)) >= 13:
             cand = ("-fexcess-precision=16",)
     if cand:
-        try:
-            p = subprocess.run([*cmd, "-std=c++17", *cand, "-x", "c++", "-E", os.devnull, "-o", os.devnull],
-                               capture_output=True, timeout=60)
-            if p.returncode != 0:
-                cand = ()
-        except (OSError, subprocess.TimeoutExpired):
-            cand = ()
+        cand = _probed_flags(cmd, cand)
     _half_flags[cmd] = cand
     return cand
+
+
+def _probed_flags(cmd: tuple[str, ...], cand: tuple[str, ...]) -> tuple[str, ...]:
+    """`cand` if the compiler accepts it (preprocessing an empty file), else (); the answer is kept on disk
+    beside the compiler's version (keyed by the executables' stat), so a warm process starts no compiler."""
+    stamp = _exe_stamp(cmd) + "\0" + " ".join(cand)
+    name = hashlib.sha256(stamp.encode()).hexdigest()[:32] + ".flags.json"
+    try:
+        folders = cache_dirs().read
+    except OSError:
+        folders = ()
+    for d in folders:
+        try:
+            data = json.loads((d / "compilers" / name).read_text())
+            if data.get("stamp") == stamp and isinstance(data.get("ok"), bool):
+                return cand if data["ok"] else ()
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            pass
+    try:
+        p = subprocess.run([*cmd, "-std=c++17", *cand, "-x", "c++", "-E", os.devnull, "-o", os.devnull],
+                           capture_output=True, timeout=60)
+        ok = p.returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return ()                       # not recorded: asked again next process
+    try:
+        _atomic_write(cache_dir() / "compilers" / name, json.dumps({"stamp": stamp, "ok": ok}).encode())
+    except OSError:
+        pass
+    return cand if ok else ()
 
 
 def compile_flags() -> tuple[str, ...]:

@@ -201,8 +201,8 @@ def test_gpu_kernels_built_in_the_background_run(device, tmp_path):
     usage = spy.BufferUsage.unordered_access | spy.BufferUsage.shader_resource
     a = device.create_buffer(size=4 * 256, usage=usage, data=np.zeros(256, np.float32))
     b = device.create_buffer(size=4 * 4, usage=usage, data=np.zeros(4, np.float32))
-    ks[0].dispatch(thread_count=[256, 1, 1], vars={"a": a})
-    ks[1].dispatch(thread_count=[64, 1, 1], vars={"b": b})
+    ks[0].dispatch(thread_count=[256, 1, 1], vars={"a": a, "b": b})     # every global of the module is bound
+    ks[1].dispatch(thread_count=[64, 1, 1], vars={"a": a, "b": b})
     got_a = a.to_numpy().view(np.float32)[:256]
     np.testing.assert_allclose(got_a, np.sin(np.arange(256, dtype=np.float32)) * 2.0, rtol=1e-6, atol=1e-6)
     assert b.to_numpy().view(np.float32)[0] == float(sum(range(64)))

@@ -530,7 +530,8 @@ def test_cache_warm_start_runs_no_compiler(tmp_path):
     r = json.loads(p.stdout)
     assert r["value"] == 42 and not r["from_disk"]
     runs = log.read_text().splitlines()
-    assert len(runs) == 2                      # --version, then the build
+    builds = [r for r in runs if "-shared" in r]
+    assert runs[0] == "--version" and len(builds) == 1      # --version, probes of flags (per compiler), the build
     flag.unlink()                              # from now on the "compiler" fails
     times = []
     for _ in range(3):
@@ -678,3 +679,27 @@ def test_harness_project_dispatch(tmp_path, monkeypatch):
         sources, eps, inc, args, tc = calls[-1]
         assert eps == ["saxpy"] and inc == [str(tmp_path)] and args == ["-DFOO=1"] and tc == tcs
         assert sources[0].path == str(src)
+
+
+def test_half_flag_probe_is_kept_on_disk(tmp_path, monkeypatch):
+    """A GCC >= 13 needs -fexcess-precision=16; whether it accepts it is probed once and kept beside its
+    version, so a later process (here: emptied in-process caches) starts no compiler for it."""
+    from slangjit.runtime import cpu_compiler as cc
+    log = tmp_path / "calls.log"
+    fake = tmp_path / "gxx13"
+    fake.write_text(f"#!/bin/sh\necho \"$@\" >> {log}\n"
+                    "if [ \"$1\" = --version ]; then echo 'g++ (GCC) 13.3.0'; exit 0; fi\nexit 0\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("SLANGJIT_CACHE_DIR", str(tmp_path / "cache"))
+    cmd = (str(fake),)
+    for _ in range(2):
+        monkeypatch.setattr(cc, "_half_flags", {})
+        monkeypatch.setattr(cc, "_version_cache", {})
+        assert cc.half_rounding_flags(cmd) == ("-fexcess-precision=16",)
+    calls = log.read_text().splitlines()
+    assert calls.count("--version") == 1 and sum("-fexcess-precision=16" in c for c in calls) == 1, calls
+    fake.write_text(f"#!/bin/sh\necho \"$@\" >> {log}\n"     # another compiler (new stat): asked again; refuses
+                    "if [ \"$1\" = --version ]; then echo 'g++ (GCC) 13.3.0'; exit 0; fi\nexit 1\n")
+    monkeypatch.setattr(cc, "_half_flags", {})
+    monkeypatch.setattr(cc, "_version_cache", {})
+    assert cc.half_rounding_flags(cmd) == ()
