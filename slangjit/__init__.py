@@ -66,24 +66,6 @@ def _torch_call_lazy(node, args, kwargs):
 
 
 _hooks.register_call_hook(_claims_torch, _torch_call_lazy)
-
-
-def _traced_torch(args, kwargs):
-    """A call that torch.compile is tracing, with a torch tensor among its arguments (or a dict argument's
-    values): slangjit.torch's handler (its custom op), reached without the call caches."""
-    torch = _sys.modules.get("torch")
-    if torch is None or not torch.compiler.is_compiling():
-        return None
-    T = torch.Tensor
-    for v in (*args, *kwargs.values()):
-        if isinstance(v, T) or (type(v) is dict and any(isinstance(x, T) for x in v.values())):
-            return _torch_call_lazy
-    return None
-
-
-_hooks.register_traced_call_probe(_traced_torch)
-if "torch" in _sys.modules:         # torch first, then slangjit: a first call may be inside torch.compile
-    _hooks.register_pytree_constants(_sys.modules["torch"], (FunctionNode, Function))
 _TORCH_NAMES = ("create_torch_device",)
 
 

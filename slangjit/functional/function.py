@@ -13,7 +13,7 @@ from ..tensor import NDBuffer, Tensor, struct_np_dtype
 from .binding import CallData
 from .calldata import signature
 from .errors import KernelGenException, ResolveException
-from .hooks import find_call_hook, traced_call_hook
+from .hooks import find_call_hook
 from .rawdispatch import raw_dispatch
 from .textures import has_texture, tensor_to_texture, untexture, wants_texture
 
@@ -168,9 +168,6 @@ class FunctionNode:
     # -- calls
 
     def __call__(self, *args, **kwargs):
-        hook = traced_call_hook(args, kwargs)          # torch.compile tracing a call: nothing below is traced
-        if hook is not None:
-            return hook(self, args, kwargs)
         if kwargs:
             if "_append_to" in kwargs:
                 kwargs = dict(kwargs)

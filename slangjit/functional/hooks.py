@@ -17,37 +17,6 @@ _DICT = object()
 _PLAIN = frozenset((int, float, bool, str, type(None)))
 
 
-_TRACED: list = []          # probes(args, kwargs) -> handler or None, asked before any cache lookup
-
-
-def register_traced_call_probe(probe: Callable) -> None:
-    """`probe(args, kwargs)` returns a handler when a later stage's tracer (torch.compile) is tracing this call
-    and the call is its: the call goes straight to the handler, before the call caches are looked at (a
-    tracer guards on what it reads; the caches' keys hold types, which torch.compile cannot guard on)."""
-    _TRACED.append(probe)
-
-
-_PYTREE_DONE: set = set()
-
-
-def register_pytree_constants(torch, classes) -> None:
-    """Tell torch.compile that functions and function nodes are constants (values it may pass through a
-    traced call as they are), once per process.  It must happen before a trace meets one: slangjit's import
-    does it when torch is already imported, and so does slangjit.torch's (`classes`: Function, FunctionNode)."""
-    for cls in classes:
-        if cls not in _PYTREE_DONE:
-            torch.utils._pytree.register_constant(cls)
-            _PYTREE_DONE.add(cls)
-
-
-def traced_call_hook(args: tuple, kwargs: dict) -> Optional[Callable]:
-    for probe in _TRACED:
-        h = probe(args, kwargs)
-        if h is not None:
-            return h
-    return None
-
-
 def register_call_hook(claims: Callable[[type], bool], handler: Callable) -> None:
     """Route calls with an argument whose type `claims` accepts to `handler(node, args, kwargs)`."""
     _HOOKS.append((claims, handler))

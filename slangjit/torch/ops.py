@@ -25,7 +25,6 @@ import itertools
 import torch
 
 from ..functional.function import Function, FunctionNode
-from ..functional.hooks import register_pytree_constants
 from . import convert as C
 from .calls import Plan, _Slot, _asig, _fill, _tsig, check_autograd, common_device, plan_for, split
 from .fastpath import FastCall
@@ -242,7 +241,8 @@ def spec_for(node, args, kwargs):
     return s, tensors
 
 
-register_pytree_constants(torch, (FunctionNode, Function))
+for _cls in (FunctionNode, Function):
+    torch.utils._pytree.register_constant(_cls)
 
 
 @torch._dynamo.nonstrict_trace

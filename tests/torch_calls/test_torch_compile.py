@@ -151,33 +151,3 @@ def test_compiled_step_takes_the_direct_path(m, device):
     assert a.grad.item() == pytest.approx(float((xn ** 3).sum()), abs=1e-5)
     kinds = [(e[0], e[2]) for e in log.events if e[1] == "kernel"]
     assert kinds == [("forward", "fast"), ("backward", "fast")], kinds
-
-
-_FIRST_CALL_COMPILED = r'''
-import sys, torch
-import slangjit as spy                       # torch imported first; slangjit.torch never imported by hand
-dev = spy.create_device(spy.DeviceType.cpu if sys.argv[1] == "cpu" else spy.DeviceType.cuda)
-m = spy.Module.load_from_source(dev, "first_call_compiled",
-    "[Differentiable] float polynomial(float a, float b, float c, float x) { return a * x * x + b * x + c; }")
-x = torch.linspace(-2, 2, 16, dtype=torch.float64, device=sys.argv[1]).float().requires_grad_(True)
-f = m.polynomial                             # looked up outside the compiled region (docs/torch.md)
-g = torch.compile(lambda x: (f(2.0, 8.0, -1.0, x) * x).sum(), fullgraph=True)
-g(x).backward()
-xd = x.detach().double().cpu()
-err = float((x.grad.double().cpu() - (6 * xd * xd + 16 * xd - 1)).abs().max())
-print("maxerr", err)
-'''
-
-
-def test_first_call_of_the_process_inside_fullgraph_compile(device, tmp_path):
-    """The very first call of a signature (of the process) made by a compiled region: no dynamo guard on the
-    call caches (their keys hold types), d/dx (f(x) x) = 6x^2 + 16x - 1 exact to float32."""
-    import os
-    import subprocess
-    import sys
-    env = dict(os.environ, SLANGJIT_CACHE_DIR=os.environ.get("SLANGJIT_CACHE_DIR", str(tmp_path)))
-    r = subprocess.run([sys.executable, "-c", _FIRST_CALL_COMPILED, tdev(device)], capture_output=True, text=True,
-                       timeout=600, env=env)
-    assert r.returncode == 0, r.stderr[-3000:]
-    err = float(r.stdout.split("maxerr")[-1])
-    assert err < 1e-4, r.stdout
