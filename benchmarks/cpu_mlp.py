@@ -192,6 +192,7 @@ def torch_times(params16, layers, xy, steps, lr, nthreads, use_compile):
 
 
 def jax_time(params16, layers, xy, steps, lr):
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")        # the CPU backend: on a GPU machine JAX would use the GPU
     import jax
     import jax.numpy as jnp
     P = jnp.asarray(params16)

@@ -130,8 +130,12 @@ def test_compiled_step_takes_the_direct_path(m, device):
             self.fn = fn
 
         def forward(self, a, x):
-            return (self.fn(a, 8.0, -1.0, x) * x).sum()
+            return (self.fn(a, b, c, x) * x).sum()
     torch._dynamo.reset()
+    # b, c as tensors: Python numbers inside a compiled region need torch >= 2.13 (2.11's dynamo cannot trace
+    # the spec key of a float argument; docs/torch.md)
+    b = torch.tensor([8.0], device=d)
+    c = torch.tensor([-1.0], device=d)
     a = torch.tensor([1.5], device=d, requires_grad=True)
     x = torch.linspace(-1, 1, 40, device=d, requires_grad=True)
     # one eager call first: a compiled region whose first call of a signature is traced there hits a dynamo
