@@ -63,6 +63,30 @@ def _drv():
     return _driver
 
 
+_LIBCUDA: list = []
+
+
+def _direct_launcher(fn_obj):
+    """(the CUfunction's handle, libcuda's cuLaunchKernel via ctypes), or False where that is not possible
+    (then cuda-bindings' wrapper launches).  The same driver entry point cuda-bindings calls, without its
+    per-call argument conversion."""
+    try:
+        if not _LIBCUDA:
+            f = ctypes.CDLL("libcuda.so.1").cuLaunchKernel
+            f.restype = ctypes.c_int
+            f.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+            _LIBCUDA.append(f)
+        h = int(fn_obj)
+        return (h, _LIBCUDA[0]) if h else False
+    except (OSError, AttributeError, TypeError, ValueError):
+        return False
+
+
+def _stream_int(stream) -> int:
+    """A CUstream (or None / 0: the legacy default stream) as its handle value."""
+    return int(stream) if stream is not None else 0
+
+
 def _ck(res, what: str):
     """cuda-bindings returns (CUresult, *values)."""
     if isinstance(res, tuple):
@@ -397,6 +421,7 @@ class CudaComputeKernel(KernelBase):
         self._scratches: dict = {}
         self._init_layouts()
         self._resident: Optional[int] = None
+        self._fast_launch = None        # (handle, cuLaunchKernel) or False, made at the first launch
         nt = self._numthreads[0] * self._numthreads[1] * self._numthreads[2]
         if nt > 1024:
             raise ValueError(f"[numthreads{self._numthreads}] has {nt} threads per group; CUDA allows at most 1024")
@@ -520,6 +545,17 @@ class CudaComputeKernel(KernelBase):
         else:
             argp = (ctypes.c_void_p * 1)(pblock_address)
             blocks = groups
+        fast = self._fast_launch
+        if fast is None:
+            fast = self._fast_launch = _direct_launcher(self._fn)
+        if fast:                         # libcuda's cuLaunchKernel through ctypes: a few us less per launch
+            fn, launch = fast
+            h = stream if type(stream) is int else _stream_int(stream)
+            r = launch(fn, blocks[0], blocks[1], blocks[2], nx, ny, nz, self._dynamic_shared, h,
+                       ctypes.addressof(argp), None)
+            if r:
+                _ck(self._ctx.d.CUresult(r), "cuLaunchKernel")
+            return
         c = self._ctx
         _ck(c.d.cuLaunchKernel(self._fn, *blocks, nx, ny, nz, self._dynamic_shared, stream,
                                ctypes.addressof(argp), 0), "cuLaunchKernel")
