@@ -683,6 +683,47 @@ class CallData:
                                      "dimensionality but different sizes.")
         return cs
 
+    def dispatch_block(self, node, blk, cs, n: int, keep=()) -> None:
+        """Launch over a packed parameter block `blk` for `n` threads of call shape `cs`: the linear-index
+        variant when the strides allow it, unrolling, the group count, the globals block, then the device's
+        launcher (CUDA) or the CPU pool, and the error record.  `keep`: staged memory released after the
+        launch (CUDA).  run() and slangjit.torch's direct path both launch through here."""
+        kern = self._kern
+        if self.lin_slots is not None:
+            lin = self._linear_strides(blk, cs)
+            self.last_linear = lin is not None
+            if lin is not None:
+                for off, ls in lin:
+                    _I32.pack_into(blk, off, ls)
+                kern = self._lin_kern or self._linear_kernel()
+        per = self.nt
+        if self.off_u is not None:
+            u = max(1, min(self.unroll, n // self.resident)) if self.resident else self.unroll
+            _I32.pack_into(blk, self.off_u, u)
+            per *= u
+        groups = -(-n // per)
+        if groups <= 0:
+            return
+        kernel, fn, launch = kern
+        if launch is not None:
+            launch(blk, node._globals_array(self) if node.sets else self._zero_g_arr, groups)
+            if keep:
+                kernel._ctx.defer_release([k[2:] for k in keep])
+            return
+        gblk = node._globals_block(self) if node.sets else self._zero_g
+        gc = _GC.get(groups)
+        if gc is None:
+            gc = (ctypes.c_uint32 * 3)(groups, 1, 1)
+            if len(_GC) < 4096:
+                _GC[groups] = gc
+        rec = ErrorRecord()             # failures the kernel records (runtime/kernel_errors.py)
+        if groups < 4:
+            fn(gblk, blk, gc, 0, groups, ctypes.addressof(rec))
+        else:
+            _get_pool().run(fn, (gblk, blk, gc), groups, (ctypes.addressof(rec),))
+        if rec.code:
+            raise_if_failed(rec, sites_lookup(kernel.compiled.reflection.error_sites), self.name)
+
     def run(self, args: tuple, kwargs: dict):
         node = self.node
         vals, res_v = self._values(args, kwargs)
@@ -726,41 +767,7 @@ class CallData:
                     lf.shared_grads = seen[id(lf.get(vals).grad_out.storage)] > 1
             for lf in self.leaves:
                 lf.pack(lf.get(vals), blk, cs, keep)
-            kern = self._kern
-            if self.lin_slots is not None:
-                lin = self._linear_strides(blk, cs)
-                self.last_linear = lin is not None
-                if lin is not None:
-                    for off, ls in lin:
-                        _I32.pack_into(blk, off, ls)
-                    kern = self._lin_kern or self._linear_kernel()
-            per = self.nt
-            if self.off_u is not None:
-                u = max(1, min(self.unroll, n // self.resident)) if self.resident else self.unroll
-                _I32.pack_into(blk, self.off_u, u)
-                per *= u
-            groups = -(-n // per)
-            kernel, fn, launch = kern
-            if launch is not None:
-                if groups > 0:
-                    launch(blk, node._globals_array(self) if node.sets else self._zero_g_arr, groups)
-                    if keep:
-                        kernel._ctx.defer_release([k[2:] for k in keep])
-                groups = 0
-            gblk = (node._globals_block(self) if node.sets else self._zero_g) if groups > 0 else 0
-            if groups > 0:
-                gc = _GC.get(groups)
-                if gc is None:
-                    gc = (ctypes.c_uint32 * 3)(groups, 1, 1)
-                    if len(_GC) < 4096:
-                        _GC[groups] = gc
-                rec = ErrorRecord()         # failures the kernel records (runtime/kernel_errors.py)
-                if groups < 4:
-                    fn(gblk, blk, gc, 0, groups, ctypes.addressof(rec))
-                else:
-                    _get_pool().run(fn, (gblk, blk, gc), groups, (ctypes.addressof(rec),))
-                if rec.code:
-                    raise_if_failed(rec, sites_lookup(kernel.compiled.reflection.error_sites), self.name)
+            self.dispatch_block(node, blk, cs, n, keep)
         finally:
             self._blk = blk
         # write-backs

@@ -280,22 +280,28 @@ class TextureView:
         return f"TextureView({self.texture!r}, mip={self.mip})"
 
 
-def make_texture(device, desc=None, **kw) -> Texture:
-    """`Device.create_texture(desc)` or `create_texture(type=..., width=..., format=..., data=...)`."""
-    data = kw.pop("data", None)
+def _desc(cls, desc, kw: dict, what: str):
+    """A `cls` descriptor from `desc` (None, a `cls`, or any object with some of its attributes) and keyword
+    overrides; an unknown keyword is a TypeError naming `what`."""
     if desc is None:
-        desc = TextureDesc()
-    elif not isinstance(desc, TextureDesc):
-        d = TextureDesc()
+        desc = cls()
+    elif not isinstance(desc, cls):
+        d = cls()
         for k in vars(d):
             if hasattr(desc, k):
                 setattr(d, k, getattr(desc, k))
         desc = d
     for k, v in kw.items():
         if not hasattr(desc, k):
-            raise TypeError(f"create_texture() got an unexpected keyword argument '{k}'")
+            raise TypeError(f"{what}() got an unexpected keyword argument '{k}'")
         setattr(desc, k, v)
-    tex = Texture(device, desc)
+    return desc
+
+
+def make_texture(device, desc=None, **kw) -> Texture:
+    """`Device.create_texture(desc)` or `create_texture(type=..., width=..., format=..., data=...)`."""
+    data = kw.pop("data", None)
+    tex = Texture(device, _desc(TextureDesc, desc, kw, "create_texture"))
     if data is not None:
         tex.copy_from_numpy(data)
     return tex
@@ -409,16 +415,4 @@ class Sampler:
 
 def make_sampler(device, desc=None, **kw) -> Sampler:
     """`Device.create_sampler(desc)` or `create_sampler(min_filter=..., address_u=..., ...)`."""
-    if desc is None:
-        desc = SamplerDesc()
-    elif not isinstance(desc, SamplerDesc):
-        d = SamplerDesc()
-        for k in vars(d):
-            if hasattr(desc, k):
-                setattr(d, k, getattr(desc, k))
-        desc = d
-    for k, v in kw.items():
-        if not hasattr(desc, k):
-            raise TypeError(f"create_sampler() got an unexpected keyword argument '{k}'")
-        setattr(desc, k, v)
-    return Sampler(device, desc)
+    return Sampler(device, _desc(SamplerDesc, desc, kw, "create_sampler"))

@@ -33,8 +33,6 @@ from typing import Optional
 import torch
 
 from ..functional.leaves import ContainerLeaf, ValueLeaf
-from ..runtime.device import _get_pool
-from ..runtime.kernel_errors import ErrorRecord, raise_if_failed, sites_lookup
 from . import convert as C
 from .calls import _Slot
 from .launchlog import _LOG, log_event, nbytes_touched
@@ -42,7 +40,6 @@ from .streams import on_torch_stream
 
 _I32 = struct.Struct("<i")
 _U64 = struct.Struct("<Q")
-_GC: dict = {}
 
 
 # ----------------------------------------------------------------------------------------- leaf probing
@@ -148,46 +145,9 @@ class _Launch:
                     pk32(blk, simple[1], g.stride(0) if shp and shp[0] != 1 else 0)
                 else:
                     lf._pack_view(blk, p, g.data_ptr(), tuple(g.shape) or (1,), g.stride() or (1,), 0, cs)
-            self._dispatch(cd, blk, cs, n)
+            cd.dispatch_block(self.node, blk, cs, n)
         finally:
             pool.append(blk)
-
-    def _dispatch(self, cd, blk, cs, n) -> None:
-        """CallData.run's launch (functional/binding.py): the linear variant, unrolling, the group count, the
-        globals block, the CPU pool or the CUDA launch, the error record."""
-        kern = cd._kern
-        if cd.lin_slots is not None:
-            lin = cd._linear_strides(blk, cs)
-            if lin is not None:
-                for off, ls in lin:
-                    _I32.pack_into(blk, off, ls)
-                kern = cd._lin_kern or cd._linear_kernel()
-        per = cd.nt
-        if cd.off_u is not None:
-            u = max(1, min(cd.unroll, n // cd.resident)) if cd.resident else cd.unroll
-            _I32.pack_into(blk, cd.off_u, u)
-            per *= u
-        groups = -(-n // per)
-        if groups <= 0:
-            return
-        node = self.node
-        kernel, fn, launch = kern
-        if launch is not None:
-            launch(blk, node._globals_array(cd) if node.sets else cd._zero_g_arr, groups)
-            return
-        gblk = node._globals_block(cd) if node.sets else cd._zero_g
-        gc = _GC.get(groups)
-        if gc is None:
-            gc = (ctypes.c_uint32 * 3)(groups, 1, 1)
-            if len(_GC) < 4096:
-                _GC[groups] = gc
-        rec = ErrorRecord()
-        if groups < 4:
-            fn(gblk, blk, gc, 0, groups, ctypes.addressof(rec))
-        else:
-            _get_pool().run(fn, (gblk, blk, gc), groups, (ctypes.addressof(rec),))
-        if rec.code:
-            raise_if_failed(rec, sites_lookup(kernel.compiled.reflection.error_sites), cd.name)
 
 
 def _fields_of(cd, plan, srcs, vindex, bwds: bool, needs=None) -> Optional[tuple]:

@@ -21,29 +21,18 @@ from .. import types as T
 from .cpu_adds import CpuAddPlan, plan_cpu_adds
 from .dead_code import remove_dead_code
 from .effects import Effects
-from .inline_calls import Inliner, _stable_lvalue, clone_body
+from .inline_calls import Inliner, clone_body
 from .red_slots import counted_loop
 
 MAX_LANE_NODES = 40000          # IR nodes of an inlined entry: beyond this, the scalar body stays
 
 
 class _InlineAll(Inliner):
-    """Inliner without the reuse exception: readonly functions with loops are inlined too."""
+    """Inliner without the reuse exception: readonly functions with loops are inlined too (same depth and size
+    budgets)."""
 
-    def wants(self, call: ir.Call, depth: int) -> bool:
-        fn = call.func
-        if depth >= 24 or not self._inlinable_shape(fn):
-            return False
-        for p, a in zip(fn.params, call.args):
-            if p.direction != "in" and not _stable_lvalue(a):
-                return False
-        size = self._size.get(id(fn))
-        if size is None:
-            size = self._size[id(fn)] = sum(1 for _ in scan.walk(fn.body))
-        if size > self.budget:
-            return False
-        self.budget -= size
-        return True
+    def keeps_for_reuse(self, fn: ir.Function) -> bool:
+        return False
 
 
 def lane_shape(fn: ir.Function) -> Optional[str]:

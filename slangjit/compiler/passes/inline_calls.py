@@ -59,12 +59,16 @@ class Inliner:
             self._shape[k] = ok
         return self._shape[k]
 
+    def keeps_for_reuse(self, fn: ir.Function) -> bool:
+        """A readonly function with a loop stays a call: a reuse candidate."""
+        return self.fx.readonly(fn) and any(isinstance(n, ir.Loop) for n in scan.walk(fn.body))
+
     def wants(self, call: ir.Call, depth: int) -> bool:
         fn = call.func
         if depth >= MAX_DEPTH or not self._inlinable_shape(fn):
             return False
-        if self.fx.readonly(fn) and any(isinstance(n, ir.Loop) for n in scan.walk(fn.body)):
-            return False                            # kept: a reuse candidate
+        if self.keeps_for_reuse(fn):
+            return False
         for p, a in zip(fn.params, call.args):
             if p.direction != "in" and not _stable_lvalue(a):
                 return False
