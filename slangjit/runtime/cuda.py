@@ -545,20 +545,33 @@ class CudaComputeKernel(KernelBase):
         else:
             argp = (ctypes.c_void_p * 1)(pblock_address)
             blocks = groups
+        self._launch_args(ctypes.addressof(argp), blocks, stream)
+
+    def _launch_args(self, argp_address: int, blocks: tuple[int, int, int], stream) -> None:
+        """cuLaunchKernel of `blocks` with the kernel-parameter pointer array at `argp_address`."""
+        nx, ny, nz = self._numthreads
         fast = self._fast_launch
         if fast is None:
             fast = self._fast_launch = _direct_launcher(self._fn)
         if fast:                         # libcuda's cuLaunchKernel through ctypes: a few us less per launch
             fn, launch = fast
             h = stream if type(stream) is int else _stream_int(stream)
-            r = launch(fn, blocks[0], blocks[1], blocks[2], nx, ny, nz, self._dynamic_shared, h,
-                       ctypes.addressof(argp), None)
+            r = launch(fn, blocks[0], blocks[1], blocks[2], nx, ny, nz, self._dynamic_shared, h, argp_address, None)
             if r:
                 _ck(self._ctx.d.CUresult(r), "cuLaunchKernel")
             return
         c = self._ctx
-        _ck(c.d.cuLaunchKernel(self._fn, *blocks, nx, ny, nz, self._dynamic_shared, stream,
-                               ctypes.addressof(argp), 0), "cuLaunchKernel")
+        _ck(c.d.cuLaunchKernel(self._fn, *blocks, nx, ny, nz, self._dynamic_shared, stream, argp_address, 0),
+            "cuLaunchKernel")
+
+    def launch_block(self, pblock_address: int, argp_address: int, groups: int, stream) -> None:
+        """_launch over `groups` x 1 x 1 for a caller that keeps its parameter block and, at `argp_address`,
+        a void*[1] holding its address (the torch bindings' reused block): no per-launch pointer array.
+        A grid-stride kernel, which takes more parameters, goes through _launch."""
+        if self.entry.grid_stride:
+            self._launch(pblock_address, (groups, 1, 1), stream)
+        else:
+            self._launch_args(argp_address, (groups, 1, 1), stream)
 
     def _scratch(self, stream) -> int:
         """The grid flush's scratch buffer for launches on `stream` (emit/cuda.py ABI): zeroed once; every

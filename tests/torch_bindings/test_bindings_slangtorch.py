@@ -196,6 +196,30 @@ class TestAutoPyBind:
         with pytest.raises(ValueError, match="does not have a fwd-mode derivative"):
             m.square.fwd(input=x, output=x)
 
+    def test_device_errors_name_the_argument(self, slang_dir, tdev):
+        m = _load(slang_dir, "square.slang")
+        x = torch.ones(4, device=tdev)
+        meta = torch.ones(4, device="meta")
+        with pytest.raises(ValueError, match=r"a tensor on meta.*CPU and CUDA"):
+            m.square(input=meta, output=x).launchRaw(blockSize=(32, 1, 1), gridSize=(1, 1, 1))
+        with pytest.raises(ValueError, match=rf"argument 'output': tensor is on meta.*runs on {tdev}"):
+            m.square(input=x, output=meta).launchRaw(blockSize=(32, 1, 1), gridSize=(1, 1, 1))
+        if tdev == "cuda":
+            with pytest.raises(ValueError, match=r"argument 'output': tensor is on cpu.*runs on cuda:0"):
+                m.square(input=x, output=torch.ones(4)).launchRaw(blockSize=(32, 1, 1), gridSize=(1, 1, 1))
+            y = torch.zeros_like(x)                   # a non-default current stream is used and ordered
+            x3 = x * 3
+            s = torch.cuda.Stream()
+            s.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(s):
+                m.square(input=x3, output=y).launchRaw(blockSize=(32, 1, 1), gridSize=(1, 1, 1))
+            s.synchronize()
+            assert torch.equal(y.cpu(), torch.full((4,), 9.0))
+        else:
+            y = torch.zeros(4)
+            m.square(input=torch.full((4,), 3.0), output=y).launchRaw(blockSize=(32, 1, 1), gridSize=(1, 1, 1))
+            assert torch.equal(y, torch.full((4,), 9.0))
+
     def test_unlaunched_call_warns(self, slang_dir, tdev):
         m = _load(slang_dir, "square.slang")
         x = torch.ones(4, device=tdev)

@@ -24,19 +24,21 @@ _tls = threading.local()
 
 
 def _param_block(plan):
-    """This thread's parameter block for `plan`, zeroed, and its address.  One block per thread and plan,
-    reused: a launch reads it before returning (the CPU runs synchronously; cuLaunchKernel copies the
-    parameters), and zero bytes stand for "no tensor" (a gradient view of nothing)."""
+    """This thread's parameter block for `plan`, zeroed, its address and the address of a void*[1] holding
+    that address (what cuLaunchKernel takes).  One block per thread and plan, reused: a launch reads it
+    before returning (the CPU runs synchronously; cuLaunchKernel copies the parameters), and zero bytes
+    stand for "no tensor" (a gradient view of nothing)."""
     blocks = getattr(_tls, "blocks", None)
     if blocks is None:
         blocks = _tls.blocks = {}
     hit = blocks.get(id(plan))
     if hit is None or hit[2] is not plan:
         block = _lp.aligned_zeros(plan.size)
-        hit = blocks[id(plan)] = (block, block.ctypes.data, plan)
-    else:
+        argp = (ctypes.c_void_p * 1)(block.ctypes.data)
+        hit = blocks[id(plan)] = (block, block.ctypes.data, plan, ctypes.addressof(argp), argp)
+    elif plan.rezero:
         ctypes.memset(hit[1], 0, plan.size)
-    return hit[0], hit[1]
+    return hit
 
 
 def entry_name(kernel: str, variant: str) -> str:
@@ -75,6 +77,11 @@ class _EntryPlan:
         assert self.launch_offsets == [0, 12, 24], self.launch_offsets
         self.size = max(entry.params_size, 32)
         self.params = [_ParamPlan(fields[p.name], p.written) for p in kinfo.params]
+        # A plan of tensor views and scalars / vectors / matrices rewrites every byte it uses on every launch,
+        # so its block needs no reset; differentiable views (a missing gradient is zero bytes) and aggregates
+        # (structs, arrays) are packed into a zeroed block.
+        self.rezero = any(p.kind != "TensorView" and (p.kind or p.layout.kind not in ("scalar", "vector", "matrix"))
+                          for p in self.params)
 
 
 def _int3(v, what: str):
@@ -153,28 +160,45 @@ class WrappedFunction:
 
     def _launch(self, variant: str, kwargs: dict, bs, gs) -> None:
         total = bs[0] * bs[1] * bs[2] * gs[0] * gs[1] * gs[2]
-        device = self._device_of(kwargs)
+        devno = self._device_of(kwargs)
         if total == 0:
             return
         if total >= 1 << 32:
             raise ValueError(f"launchRaw: {total} threads in one launch; at most 2^32 - 1")
-        rt = self._module._runtime(device)
+        rt = self._module._runtime_of(devno)
         kern, plan = rt.entry(self._kinfo, variant)
-        block, addr = _param_block(plan)
+        block, addr, _, argp, _ = _param_block(plan)
         _LAUNCH.pack_into(block, 0, bs[0], bs[1], bs[2], gs[0], gs[1], gs[2], total)
         after = []
         for p in plan.params:
-            self._pack(block, p, kwargs[p.name], variant, device, total, after)
-        rt.launch(kern, addr, -(-total // GROUP))
+            value = kwargs[p.name]
+            if p.kind == "TensorView" and type(value) is not tuple:
+                M.view_into(block, p.offset, value, p.name, p.elem, devno, p.written)
+            else:
+                self._pack(block, p, value, variant, devno, total, after)
+        rt.launch(kern, addr, argp, -(-total // GROUP))
         for step in after:
             step()
 
-    def _device_of(self, kwargs):
-        torch = M._torch()
+    def _device_of(self, kwargs) -> int:
+        """The launch's device as torch's get_device() numbers it (-1: the CPU): that of the first tensor
+        among the arguments (in parameter order, looking into pairs, structs and lists)."""
+        torch = M._torch_mod or M._torch()
+        Tensor = torch.Tensor
+        for v in kwargs.values():                # the common case: a tensor argument
+            if type(v) is Tensor:
+                if v.is_cuda:
+                    return v.get_device()
+                if v.is_cpu:
+                    return -1
+            break
 
         def find(v, depth=0):
-            if isinstance(v, torch.Tensor):
-                return v.device
+            if isinstance(v, Tensor):
+                if not (v.is_cuda or v.is_cpu):
+                    raise ValueError(f"kernel '{self._display}': a tensor on {v.device}; slang-torch kernels run "
+                                     "on CPU and CUDA tensors")
+                return v.get_device()
             if depth < 4:
                 items = v.values() if isinstance(v, dict) else v if isinstance(v, (tuple, list)) else ()
                 for x in items:
@@ -187,21 +211,20 @@ class WrappedFunction:
             d = find(kwargs[p.name])
             if d is not None:
                 return d
-        return torch.device("cpu")
+        return -1
 
-    def _pack(self, block, p: _ParamPlan, value, variant, device, total, after) -> None:
+    def _pack(self, block, p: _ParamPlan, value, variant, devno: int, total, after) -> None:
         name = p.name
         if not p.kind:
-            M.pack_plain(block, p.offset, p.layout, value, name, self._module._structs, device, p.written)
+            M.pack_plain(block, p.offset, p.layout, value, name, self._module._structs, devno, p.written)
             return
         if p.kind == "TensorView":
             if isinstance(value, tuple):
                 raise TypeError(f"argument '{name}': TensorView parameter takes a tensor, got a tuple")
-            block[p.offset:p.offset + M._TV.size] = memoryview(M.view_bytes(value, name, p.elem, device, p.written))
+            M.view_into(block, p.offset, value, name, p.elem, devno, p.written)
             return
         primal, grad = M.split_pair(value, name)
-        off = p.offset + p.sub["primal"].offset
-        block[off:off + M._TV.size] = memoryview(M.view_bytes(primal, name, p.elem, device, p.written))
+        M.view_into(block, p.offset + p.sub["primal"].offset, primal, name, p.elem, devno, p.written)
         if variant == "primal" or grad is None:
             return                         # no gradient: a view of nothing (every access is out of bounds)
         gname = name + " (grad)"
@@ -210,17 +233,16 @@ class WrappedFunction:
         if tuple(grad.shape) != tuple(primal.shape):
             raise ValueError(f"argument '{name}': gradient of shape {tuple(grad.shape)} for a primal of shape "
                              f"{tuple(primal.shape)}; they must match")
-        off = p.offset + p.sub["diff"].offset
         gwritable = variant == "bwd" or p.written
-        block[off:off + M._TV.size] = memoryview(M.view_bytes(grad, gname, p.gelem, device, gwritable))
+        M.view_into(block, p.offset + p.sub["diff"].offset, grad, gname, p.gelem, devno, gwritable)
         if variant != "bwd":
             return
         torch = M._torch()
+        device = grad.device
         vshape = tuple(grad.shape[:-1]) if p.gelem.width else tuple(grad.shape)
         if p.kind == "DiffTensorViewR":
             reps = torch.zeros((p.n,) + tuple(grad.shape), dtype=grad.dtype, device=device)
-            off = p.offset + p.sub["replicas"].offset
-            block[off:off + M._TV.size] = memoryview(M.view_bytes(reps[0], gname, p.gelem, device, True))
+            M.view_into(block, p.offset + p.sub["replicas"].offset, reps[0], gname, p.gelem, devno, True)
             struct.pack_into("<q", block, p.offset + p.sub["replicaStride"].offset, reps[0].numel() //
                              max(p.gelem.width, 1))
             after.append(lambda g=grad, r=reps: _sum_replicas(g, r))
@@ -231,11 +253,9 @@ class WrappedFunction:
                               device=device)
             off = p.offset + p.sub["replicas"].offset
             block[off:off + M._TV.size] = memoryview(M.shape_view_bytes(vshape, p.gelem))
-            off = p.offset + p.sub["slotIndex"].offset
-            block[off:off + M._TV.size] = memoryview(
-                M.view_bytes(idx, gname, M.ElemInfo(p.sub["slotIndex"].layout), device, True))
-            off = p.offset + p.sub["slotValue"].offset
-            block[off:off + M._TV.size] = memoryview(M.view_bytes(val, gname, p.gelem, device, True))
+            M.view_into(block, p.offset + p.sub["slotIndex"].offset, idx, gname,
+                        M.ElemInfo(p.sub["slotIndex"].layout), devno, True)
+            M.view_into(block, p.offset + p.sub["slotValue"].offset, val, gname, p.gelem, devno, True)
             after.append(lambda g=grad, i=idx, v=val: _scatter_reduce(g, i, v))
 
 

@@ -62,15 +62,28 @@ class ElemInfo:
         self.name = el.name
 
 
-def view_bytes(t, name: str, elem: ElemInfo, device, writable: bool) -> bytes:
-    """The packed TensorView of tensor `t` (argument `name`)."""
-    torch = _torch()
+def device_name(devno: int) -> str:
+    """A device number as torch spells the device: -1 is the CPU (torch's Tensor.get_device())."""
+    return "cpu" if devno < 0 else f"cuda:{devno}"
+
+
+# The packed TensorView for each dimension count: pad bytes ("x") are zero, so one pack_into writes the
+# whole view (data pointer, strides, sizes, dims, element size) straight into the parameter block.
+_TV_ND = [struct.Struct(f"<Q{nd}q{8 * (MAXD - nd)}x{nd}I{4 * (MAXD - nd)}xII") for nd in range(MAXD + 1)]
+assert all(s.size == _TV.size for s in _TV_ND)
+
+
+def view_into(block, offset: int, t, name: str, elem: ElemInfo, devno: int, writable: bool) -> None:
+    """Pack the TensorView of tensor `t` (argument `name`) into `block` at `offset`.  `devno` is the launch's
+    device as torch's get_device() numbers it (-1: the CPU)."""
+    torch = _torch_mod or _torch()
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"argument '{name}': expected a torch.Tensor ({elem.name} elements), got "
                         f"{type(t).__name__}")
-    if t.device != device:
-        raise ValueError(f"argument '{name}': tensor is on {t.device}, but this launch runs on {device} "
-                         "(all tensors of a launch must be on one device; no implicit transfer)")
+    if t.get_device() != devno or not (t.is_cuda if devno >= 0 else t.is_cpu):
+        raise ValueError(f"argument '{name}': tensor is on {t.device}, but this launch runs on "
+                         f"{device_name(devno)} (all tensors of a launch must be on one device; no implicit "
+                         "transfer)")
     if t.dtype is not elem.tdtype and str(t.dtype)[6:] != elem.dtype:
         dt = str(t.dtype)[6:]
         raise TypeError(f"argument '{name}': expected a torch.{elem.dtype} tensor for {elem.name} elements, "
@@ -89,18 +102,15 @@ def view_bytes(t, name: str, elem: ElemInfo, device, writable: bool) -> bytes:
     nd = len(shape)
     if nd > MAXD:
         raise ValueError(f"argument '{name}': {nd} dimensions, at most {MAXD} are supported")
-    if writable:
+    if writable and 0 in strides:
         for d in range(nd):
             if strides[d] == 0 and shape[d] > 1:
                 raise ValueError(f"argument '{name}': a broadcast tensor (stride 0 in dimension {d}) cannot be "
                                  "written by the kernel; pass .contiguous() (broadcast tensors are accepted "
                                  "where the kernel only reads)")
-    for s in shape:
-        if s >= 1 << 32:
-            raise ValueError(f"argument '{name}': dimension of {s} elements exceeds 2^32 - 1")
-    pad = MAXD - nd
-    return _TV.pack(t.data_ptr() if t.numel() else 0, *strides, *([0] * pad), *shape, *([0] * pad),
-                    nd, elem.size)
+    if nd and max(shape) >= 1 << 32:
+        raise ValueError(f"argument '{name}': dimension of {max(shape)} elements exceeds 2^32 - 1")
+    _TV_ND[nd].pack_into(block, offset, 0 if 0 in shape else t.data_ptr(), *strides, *shape, nd, elem.size)
 
 
 def shape_view_bytes(shape, elem: ElemInfo) -> bytes:
@@ -170,11 +180,12 @@ def contains_view(layout) -> bool:
     return False
 
 
-def pack_plain(block, offset: int, layout, value, name: str, structs: dict, device=None, writable=True) -> None:
+def pack_plain(block, offset: int, layout, value, name: str, structs: dict, devno: int = -1,
+               writable=True) -> None:
     """A value parameter; struct fields that are TensorViews take tensors (slang-torch's struct-of-tensors)."""
     vk = view_kind(layout)
     if vk == "TensorView":
-        block[offset:offset + _TV.size] = memoryview(view_bytes(value, name, ElemInfo(layout), device, writable))
+        view_into(block, offset, value, name, ElemInfo(layout), devno, writable)
         return
     if vk:
         raise TypeError(f"argument '{name}': {layout.name} inside a struct or array is not supported "
@@ -182,7 +193,7 @@ def pack_plain(block, offset: int, layout, value, name: str, structs: dict, devi
     if layout.kind == "struct" and contains_view(layout):
         d = struct_dict(value, layout, name, structs)
         for f in layout.fields:
-            pack_plain(block, offset + f.offset, f.layout, d[f.name], f"{name}.{f.name}", structs, device, writable)
+            pack_plain(block, offset + f.offset, f.layout, d[f.name], f"{name}.{f.name}", structs, devno, writable)
         return
     if layout.kind == "array" and contains_view(layout):
         items = list(value) if isinstance(value, (list, tuple)) else None
@@ -190,7 +201,7 @@ def pack_plain(block, offset: int, layout, value, name: str, structs: dict, devi
             raise TypeError(f"argument '{name}': expected {layout.count} values for {layout.name}")
         stride = layout.size // max(layout.count, 1)
         for i, v in enumerate(items):
-            pack_plain(block, offset + i * stride, layout.element, v, f"{name}[{i}]", structs, device, writable)
+            pack_plain(block, offset + i * stride, layout.element, v, f"{name}[{i}]", structs, devno, writable)
         return
     if layout.kind == "struct":
         value = struct_dict(value, layout, name, structs)

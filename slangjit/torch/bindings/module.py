@@ -74,6 +74,11 @@ class _Runtime:
         self.dev = _device("cuda" if self.cuda else "cpu", device.index or 0)
         self.compiled = module._compiled if not self.cuda else module._compile("cuda", self.dev)
         self.entries: dict = {}
+        self._index = device.index if device.index is not None else 0
+        if self.cuda and device.index is None:
+            self._index = M._torch().cuda.current_device()
+        # torch's raw current-stream query (a few hundred ns, against microseconds for a torch.cuda.Stream)
+        self._raw_stream = getattr(M._torch()._C, "_cuda_getCurrentRawStream", None) if self.cuda else None
 
     def entry(self, kinfo, variant: str):
         key = (kinfo.name, variant)
@@ -84,9 +89,13 @@ class _Runtime:
             e = self.entries[key] = (kern, K._EntryPlan(kinfo, self.compiled.reflection.entry_points[name]))
         return e
 
-    def launch(self, kern, block_addr: int, groups: int) -> None:
+    def launch(self, kern, block_addr: int, argp_addr: int, groups: int) -> None:
+        """Launch `groups` thread groups of `kern` with the packed block at `block_addr` (`argp_addr`: a
+        void*[1] holding block_addr, kept with the block)."""
         if self.cuda:
-            _cuda_launch(kern, block_addr, groups, _cuda_stream(_current_stream_handle(self.tdevice)))
+            raw = self._raw_stream
+            h = raw(self._index) if raw is not None else _current_stream_handle(self.tdevice)
+            _cuda_launch(kern, block_addr, argp_addr, groups, h)
         else:
             _cpu_launch(kern, block_addr, groups)
 
@@ -95,8 +104,7 @@ _streams: dict = {}
 
 
 def _current_stream_handle(tdevice) -> int:
-    """torch's current CUDA stream on `tdevice`, as an int handle (torch's raw-stream query where it has one:
-    a few hundred ns, against microseconds for a torch.cuda.Stream object)."""
+    """torch's current CUDA stream on `tdevice`, as an int handle."""
     torch = M._torch()
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
     if raw is not None:
@@ -113,10 +121,11 @@ def _cuda_stream(handle: int):
     return s
 
 
-def _cuda_launch(kern, block_addr: int, groups: int, stream) -> None:
-    """The packed block straight to cuLaunchKernel on torch's current stream (as CudaComputeKernel.dispatch
-    does after binding)."""
+def _cuda_launch(kern, block_addr: int, argp_addr: int, groups: int, h: int) -> None:
+    """The packed block straight to cuLaunchKernel on torch's current stream (handle `h`), as
+    CudaComputeKernel.dispatch does after binding."""
     kern._ctx.make_current()
+    stream = _streams.get(h) or _cuda_stream(h)
     with kern._module.lock:
         g = getattr(kern, "_sjt_gblock", None)
         if g is None:
@@ -128,7 +137,7 @@ def _cuda_launch(kern, block_addr: int, groups: int, stream) -> None:
         if m.last_stream is not stream or m.last_globals is not kern._sjt_graw:
             m.set_globals(g, stream)
             kern._sjt_graw = m.last_globals
-        kern._launch(block_addr, (groups, 1, 1), stream)
+        kern.launch_block(block_addr, argp_addr, groups, h)
     if kern._check_ptr is not None:
         kern._check_after()
 
@@ -163,6 +172,7 @@ class SlangTorchModule:
         self._compiled = compiled
         self._compile_args = compile_args
         self._runtimes: dict = {}
+        self._by_devno: dict = {}
         self._structs: dict = {}
         self._kernels = {}
         for k in scan.kernels:
@@ -183,6 +193,15 @@ class SlangTorchModule:
         return compile_program([SourceSpec(path=self._path, text=a["text"], name=a["name"])], a["entries"],
                                target=target, include_paths=a["include_paths"], compiler_args=a["compiler_args"],
                                options=device_compile_options(dev) if dev is not None else a["options"])
+
+    def _runtime_of(self, devno: int):
+        """The runtime for torch's device number (-1: the CPU), as _runtime."""
+        rt = self._by_devno.get(devno)
+        if rt is None:
+            torch = M._torch()
+            rt = self._by_devno[devno] = self._runtime(torch.device("cpu") if devno < 0 else
+                                                       torch.device("cuda", devno))
+        return rt
 
     def _runtime(self, device):
         rt = self._runtimes.get(device)
