@@ -207,21 +207,7 @@ class FunctionNode:
 
     def resolve(self, *args, **kwargs) -> CallData:
         """The (cached) CallData that a call with these arguments runs, without running it."""
-        if has_texture(args, kwargs):
-            args, kwargs = untexture(args, kwargs)
-        if self.this is not None:
-            args = (self.this,) + args
-        key = tuple(map(signature, args))
-        if kwargs:
-            key = (key, tuple((k, signature(v)) for k, v in kwargs.items()))
-        cd = self._cache.get(key)
-        if cd is None:
-            try:
-                cd = CallData(self, args, kwargs)
-            except (KernelGenException, ResolveException) as e:
-                raise e.with_traceback(None) from None
-            self._cache[key] = cd
-        return cd
+        return self._call_data(args, kwargs)[0]
 
     def call(self, *args, **kwargs):
         return self(*args, **kwargs)

@@ -376,18 +376,9 @@ def _asig(v):
 
 def _fast_key(node, args, kwargs):
     """The plan key of a call whose torch tensors are all top-level arguments (else None)."""
-    ks = [id(node)]
+    ks = [id(node), tuple(kwargs)]             # the keyword names, then every argument's signature in order
     tensors = []
-    for a in args:
-        if isinstance(a, torch.Tensor):
-            tensors.append(a)
-            ks.append((a.dtype, a.dim(), a.device))
-        elif type(a) is dict:
-            return None, None
-        else:
-            ks.append(signature(a))
-    for k, a in kwargs.items():
-        ks.append(k)
+    for a in (args + tuple(kwargs.values())) if kwargs else args:
         if isinstance(a, torch.Tensor):
             tensors.append(a)
             ks.append((a.dtype, a.dim(), a.device))
