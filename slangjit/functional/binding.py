@@ -612,6 +612,12 @@ class CallData:
         self.goa_slots = [(lf.u + "_goa", lf.offsets[lf.u + "_goa"]) for lf in self.leaves
                           if isinstance(lf, ContainerLeaf) and lf.grad_out] if unit else []
         self._unit_kerns: dict = {}
+        # The kernel writes every byte of an auto-allocated result (one store per call element, no thread count
+        # of the caller's, an element type without padding): its storage need not be zeroed.
+        rt = self.ret_t if self.auto_result == "tensor" else None
+        self.fills_result = (rt is not None and not self.tc_mode and self.groups is None
+                             and rt.kind in ("scalar", "vector", "matrix") and rt.scalar is not None
+                             and rt.size == S.scalar(rt.scalar).size * max(1, _prod(rt.shape)))
         self.last_unit = False
         self.global_fields = {f.name: f for f in compiled.reflection.globals}
         self._zero_g_arr = aligned_zeros(self.gsize)
@@ -804,7 +810,7 @@ class CallData:
         self.last_call_shape = tuple(cs)
         auto = None
         if self.auto_result == "tensor":
-            auto = Tensor._alloc(self.device, self.ret_t, tuple(cs))
+            auto = Tensor._alloc(self.device, self.ret_t, tuple(cs), fill=not self.fills_result)
             vals[-1] = auto
         if self.tc_mode:
             n, ty, tz = thread_count3(kwargs["_thread_count"])    # an integer >= 0 ("12", 7.9: errors)
@@ -890,6 +896,13 @@ class CallData:
 
 
 _GC: dict = {}
+
+
+def _prod(shape) -> int:
+    n = 1
+    for d in shape or ():
+        n *= d
+    return n
 _UNIT_LEAVES = (ValueLeaf, ContainerLeaf) + tuple(c for c in ValueLeaf.__subclasses__())
 # Calls with fewer threads run the general kernel (the unit variant is one more compile: worth it for big calls).
 UNIT_MIN_THREADS = 1 << 15

@@ -165,3 +165,64 @@ def test_worker_counts(m, monkeypatch, threads):
     r = m.mad3(spy.Tensor.from_numpy(m.device, a), spy.Tensor.from_numpy(m.device, b), 2.0)
     assert _cd(m.mad3).last_unit
     np.testing.assert_array_equal(r.to_numpy(), a * b + 2)
+
+
+# ----------------------------------------------------------------------------- big results: reused storage
+
+from slangjit.functional import tensorbase as _tb  # noqa: E402
+
+BIG = (1 << 20) // 4 + 3                # float results of more than POOL_MIN_BYTES
+
+
+@pytest.fixture
+def pool():
+    _tb.clear_buffer_pool()
+    yield _tb
+    _tb.clear_buffer_pool()
+
+
+def test_dead_result_storage_is_reused_and_fully_written(m, pool):
+    rng = np.random.default_rng(7)
+    a, b = _ints(rng, (BIG,)), _ints(rng, (BIG,))
+    ta, tb = spy.Tensor.from_numpy(m.device, a), spy.Tensor.from_numpy(m.device, b)
+    r1 = m.mad3(ta, tb, 1.0)
+    assert type(r1.storage).__name__ == "_PooledBuffer"
+    np.testing.assert_array_equal(r1.to_numpy(), a * b + 1)
+    addr = r1.storage.device_address
+    del r1
+    r2 = m.mad3(tb, ta, -3.0)                                   # same size: the same memory again
+    assert r2.storage.device_address == addr
+    np.testing.assert_array_equal(r2.to_numpy(), b * a - 3)
+
+
+def test_reuse_never_aliases_live_arrays(m, pool):
+    rng = np.random.default_rng(8)
+    a = _ints(rng, (BIG,))
+    ta = spy.Tensor.from_numpy(m.device, a)
+    r1 = m.mad3(ta, 2.0, 0.0)
+    addr = r1.storage.device_address
+    view = r1.storage._mem.view(np.float32)[:BIG]               # a live view of the storage's memory
+    exported = np.from_dlpack(m.mad3(ta, 3.0, 0.0))             # a DLPack consumer of a result that died here
+    del r1
+    r2 = m.mad3(ta, 5.0, 0.0)
+    r3 = m.mad3(ta, 7.0, 0.0)
+    assert addr not in (r2.storage.device_address, r3.storage.device_address)
+    np.testing.assert_array_equal(view, a * 2)                   # untouched by the later calls
+    np.testing.assert_array_equal(exported, a * 3)
+    np.testing.assert_array_equal(r2.to_numpy(), a * 5)
+    np.testing.assert_array_equal(r3.to_numpy(), a * 7)
+
+
+def test_results_the_kernel_may_not_fill_stay_zeroed(m, pool):
+    """A call with `_thread_count` (fewer threads than elements) and a struct result keep zeroed storage."""
+    src = r"""
+struct P { float x; int16_t k; };
+P mk(float v) { P p; p.x = v; p.k = int16_t(1); return p; }
+float twice(float v) { return v * 2; }
+"""
+    mm = spy.Module.load_from_source(m.device, "unit_stride_fill", src)
+    v = spy.Tensor.from_numpy(m.device, np.ones(BIG, np.float32))
+    r = mm.mk(v)
+    (cd,) = mm.mk._cache.values()
+    assert not cd.fills_result and type(r.storage).__name__ != "_PooledBuffer"
+    assert mm.twice.resolve(v).fills_result
