@@ -777,7 +777,7 @@ class CallData:
         if groups < 4:
             fn(gblk, blk, gc, 0, groups, ctypes.addressof(rec))
         else:
-            _get_pool().run(fn, (gblk, blk, gc), groups, (ctypes.addressof(rec),))
+            _get_pool().run(fn, (gblk, blk, gc), groups, (ctypes.addressof(rec),), getattr(kernel, "_chunks", None))
         if rec.code:
             raise_if_failed(rec, sites_lookup(kernel.compiled.reflection.error_sites), self.name)
 
@@ -797,7 +797,7 @@ class CallData:
             if b or e - b < 4:
                 fn(gblk, blk, gc, b, e, ctypes.addressof(rec))
             else:
-                _get_pool().run(fn, (gblk, blk, gc), e, (ctypes.addressof(rec),))
+                _get_pool().run(fn, (gblk, blk, gc), e, (ctypes.addressof(rec),), getattr(kernel, "_chunks", None))
             if rec.code:
                 raise_if_failed(rec, sites_lookup(kernel.compiled.reflection.error_sites), self.name)
 
