@@ -11,6 +11,9 @@ Kernels:
          over the all-core copy bandwidth measured in the same run (numpy copies of 1/T of a 2^26-float
          buffer on each of T Python threads; numpy releases the GIL while copying).
 
+The poly fwd + .bwds lines also give, for all workers and for one, the wall and process CPU time (all threads)
+of each call, and of a forward call that allocates its result (`module.poly(a, b, c, x)`, what a user's call does).
+
 For each: numpy (the same expression on float32 arrays), slangjit on all worker threads
 (`$SLANGJIT_NUM_THREADS` or os.cpu_count()) and slangjit with SLANGJIT_NUM_THREADS=1; the speedup
 of all threads over one thread.  Times are the median of `--repeat` runs of the dispatch alone
@@ -74,13 +77,20 @@ def np_heavy(x):
 
 
 def timeit(fn, repeat: int) -> float:
+    return timeit_cpu(fn, repeat)[0]
+
+
+def timeit_cpu(fn, repeat: int) -> tuple:
+    """(median wall seconds, median process CPU seconds: all threads, user + system) of `repeat` runs."""
     fn()                                   # warm-up (first dispatch / page faults)
-    ts = []
+    ts, cs = [], []
     for _ in range(repeat):
+        c0 = time.process_time()
         t0 = time.perf_counter()
         fn()
         ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
+        cs.append(time.process_time() - c0)
+    return statistics.median(ts), statistics.median(cs)
 
 
 def main() -> None:
@@ -175,7 +185,23 @@ def poly_fwd_bwd(device, n: int, nthreads: int, repeat: int) -> None:
     def both():
         fwd()
         bwd()
-    t_f, t_b, t_fb = timeit(fwd, repeat), timeit(bwd, repeat), timeit(both, repeat)
+
+    def alloc():                           # what a user's call does: allocate the result
+        f(2.0, 8.0, -1.0, x)
+
+    env = os.environ.get("SLANGJIT_NUM_THREADS")
+    rows = {}
+    for label, threads in (("all", env), ("1", "1")):
+        if threads is None:
+            os.environ.pop("SLANGJIT_NUM_THREADS", None)
+        else:
+            os.environ["SLANGJIT_NUM_THREADS"] = threads
+        rows[label] = [timeit_cpu(g, repeat) for g in (fwd, bwd, both, alloc)]
+    if env is None:
+        os.environ.pop("SLANGJIT_NUM_THREADS", None)
+    else:
+        os.environ["SLANGJIT_NUM_THREADS"] = env
+    (t_f, _), (t_b, _), (t_fb, _), _ = rows["all"]
     x.grad.clear()
     bwd()
     err_f = float(np.max(np.abs(y.to_numpy() - (2 * xs * xs + 8 * xs - 1))))
@@ -185,6 +211,14 @@ def poly_fwd_bwd(device, n: int, nthreads: int, repeat: int) -> None:
           f"(read + write) -> floor {floor * 1e3:.2f} ms (24 B/element)")
     print(f"  forward {t_f * 1e3:.2f} ms, .bwds {t_b * 1e3:.2f} ms, both {t_fb * 1e3:.2f} ms = "
           f"{t_fb / floor:.2f}x the floor; numpy fwd + bwd {t_np * 1e3:.2f} ms; max err fwd {err_f:.2g}, grad {err_b:.2g}")
+    print(f"  {'workers':<9}{'fwd':>16}{'.bwds':>16}{'both':>16}{'fwd allocating':>18}   (wall / process CPU ms)")
+    for label, r in rows.items():
+        cells = "".join(f"{w * 1e3:>9.2f} /{c * 1e3:>6.2f}" for w, c in r[:3])
+        print(f"  {label + (' ' + str(nthreads) if label == 'all' else ''):<9}{cells}{r[3][0] * 1e3:>11.2f} /{r[3][1] * 1e3:>6.2f}")
+    try:
+        print(f"  load average during the run: {os.getloadavg()[0]:.1f} (on {os.cpu_count()} CPUs)")
+    except OSError:
+        pass
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from .runtime import layout_pack as lp
 from .runtime.device import Buffer, BufferUsage, MemoryType
 from .functional.tensorbase import (DEFAULT_USAGE, Shape, _check_extent, _contig_strides, _host,  # noqa: F401
                                       _read_bytes, _small_buffer, _SmallBuffer, _write_bytes, resolve_dtype,
-                                      staged, struct_np_dtype)
+                                      staged, struct_np_dtype, POOL_MIN_BYTES, _pooled_buffer)
 
 
 class Tensor:
@@ -59,16 +59,23 @@ class Tensor:
         self.grad_out: Optional[Tensor] = grad_out
 
     @classmethod
-    def _alloc(cls, device, dt: S.SType, shape: tuple) -> "Tensor":
-        """Fast allocation of a contiguous, writable tensor (used for auto-allocated call results)."""
+    def _alloc(cls, device, dt: S.SType, shape: tuple, fill: bool = True) -> "Tensor":
+        """Fast allocation of a contiguous, writable tensor (used for auto-allocated call results).  `fill=False`:
+        the caller writes every byte before anything reads it, so a big one on the CPU may reuse the memory of a
+        dead result of the same size (tensorbase._pooled_buffer), uninitialised."""
         n = 1
         for d in shape:
             n *= d
         sz = dt.size or 1
         nbytes = (n or 1) * sz
         t = object.__new__(cls)
-        t.storage = _small_buffer(device, nbytes, sz) if nbytes <= 65536 and getattr(device, "_host_memory", True) \
-            else device.create_buffer(size=nbytes, struct_size=sz, usage=DEFAULT_USAGE)
+        host = getattr(device, "_host_memory", True)
+        if nbytes <= 65536 and host:
+            t.storage = _small_buffer(device, nbytes, sz)
+        elif not fill and nbytes >= POOL_MIN_BYTES and host and not staged(device):
+            t.storage = _pooled_buffer(device, nbytes, sz)
+        else:
+            t.storage = device.create_buffer(size=nbytes, struct_size=sz, usage=DEFAULT_USAGE)
         t.device = device
         t.dtype = dt
         t._shape = tuple.__new__(Shape, shape)

@@ -37,10 +37,12 @@ from .callhelpers import (_bound, _constant_decl, _decl_type, _exact, _getter, _
                           _value_for)
 from .callviews import DebugBindings, _Once, _is_this
 
-def _generated_kernel_options(device):
+def _generated_kernel_options(device, simd_threads: bool = False):
     """The device's compile options for a generated kernel: its data pointers are the kernel's own
-    parameters, bound by this layer and never null while threads run (PipelineOptions.trusted_entry_pointers)."""
-    return dataclasses.replace(device_compile_options(device), trusted_entry_pointers=True)
+    parameters, bound by this layer and never null while threads run (PipelineOptions.trusted_entry_pointers).
+    `simd_threads`: the unit-stride variant, whose threads touch disjoint elements (CpuOptions.simd_threads)."""
+    opts = dataclasses.replace(device_compile_options(device), trusted_entry_pointers=True)
+    return opts.with_cpu(simd_threads=True) if simd_threads else opts
 
 
 # ----------------------------------------------------------------------------------------- call data
@@ -414,7 +416,7 @@ class CallData:
         return f"{cand.owner.name}.{cand.name}{g}"
 
     def _codegen(self, gen_args, linear: bool = False, nt: Optional[int] = None,
-                 unroll: Optional[int] = None) -> str:
+                 unroll: Optional[int] = None, unit: Optional[dict] = None) -> str:
         """The kernel's Slang text.  Group g, thread t handles the call elements g * nt * u + t + j * nt for
         j < u (u = `_sj_u` <= unroll, chosen per call): `unroll` independent loads per argument in flight per
         thread, each coalesced across the group, which a one-element-per-thread kernel lacks to reach the
@@ -423,7 +425,7 @@ class CallData:
         nt = nt or self.nt
         U = unroll or self.unroll
         cd = self.cd
-        kb = KernelBuilder(cd, linear)
+        kb = KernelBuilder(cd, linear, unit)
         params = ["uint3 _sj_gid : SV_GroupID", "uint3 _sj_gtid : SV_GroupThreadID", "uniform int _sj_n"]
         if U > 1:
             params.append("uniform int _sj_u")
@@ -437,7 +439,9 @@ class CallData:
                 params.append(_uniform_decl(utype, uname))
         ind = kb.indent
         span = f"({nt} * _sj_u)" if U > 1 else str(nt)
-        head = [f"{ind}int _sj_base = int(_sj_gid.x) * {span} + int(_sj_gtid.x);", f"{ind}if (_sj_base >= _sj_n) return;"]
+        head = [f"{ind}{kb.ity} _sj_base = {kb.ity}(_sj_gid.x) * {span} + {kb.ity}(_sj_gtid.x);"]
+        if unit is None:            # the unit variant runs full groups only (dispatch_block), unmasked
+            head.append(f"{ind}if (_sj_base >= _sj_n) return;")
         if G is not None or self.uses_csi:
             head += [ind + ln for ln in call_group_head(self.cd, self.groups, self.uses_csi)]
             if G is not None:
@@ -448,7 +452,7 @@ class CallData:
             sfx = f"_{j}" if U > 1 else ""
             kb.start_element(sfx)
             if j == 0:
-                kb.line(f"int {kb.flat} = _sj_base;")
+                kb.line(f"{kb.ity} {kb.flat} = _sj_base;")
             else:
                 kb.line(f"bool _sj_ok{sfx} = _sj_u > {j} && _sj_n - _sj_base > {j * nt};")   # no int overflow
                 kb.line(f"int {kb.flat} = _sj_ok{sfx} ? _sj_base + {j * nt} : _sj_base;")
@@ -538,7 +542,7 @@ class CallData:
         for b, pv, pre in post:
             b.leaf.emit_grad_out(kb, f"{pv}.d", pre)
 
-    def _build(self, code: str):
+    def _build(self, code: str, simd_threads: bool = False):
         mod = self.module
         if is_print_generated_shaders():
             print_generated_shader(getattr(self.node, "name", None) or mod.name, code)
@@ -550,7 +554,7 @@ class CallData:
                                        include_paths=mod._include_paths,
                                        compiler_args=self.device.compiler_args,
                                        type_conformances=self.node.type_conformances_,
-                                       options=_generated_kernel_options(self.device))
+                                       options=_generated_kernel_options(self.device, simd_threads))
         except CompileError as e:
             # An error in the user's module needs no generated kernel beside it; one in the kernel shows it.
             n_user = mod._source_text.count("\n") + 1
@@ -599,6 +603,22 @@ class CallData:
             if self.cd >= 2 and self.groups is None and not self.uses_csi else None
         self._lin_kern = None
         self.last_linear = False
+        # The unit-stride variant (CPU; calls of UNIT_MIN_THREADS or more whose every view is contiguous in call
+        # order and whose gradients are not accumulated atomically), compiled per `_goa` combination on first use.
+        unit = (not self.gpu and self.cd >= 1 and self.groups is None and not self.uses_csi and self.unroll == 1
+                and self.psize <= 4096 and all(type(lf) in _UNIT_LEAVES for lf in self.leaves))
+        self.unit_slots = [fields[n].offset for lf in self.leaves for n in lf.call_stride_uniforms()] \
+            if unit else None
+        self.goa_slots = [(lf.u + "_goa", lf.offsets[lf.u + "_goa"]) for lf in self.leaves
+                          if isinstance(lf, ContainerLeaf) and lf.grad_out] if unit else []
+        self._unit_kerns: dict = {}
+        # The kernel writes every byte of an auto-allocated result (one store per call element, no thread count
+        # of the caller's, an element type without padding): its storage need not be zeroed.
+        rt = self.ret_t if self.auto_result == "tensor" else None
+        self.fills_result = (rt is not None and not self.tc_mode and self.groups is None
+                             and rt.kind in ("scalar", "vector", "matrix") and rt.scalar is not None
+                             and rt.size == S.scalar(rt.scalar).size * max(1, _prod(rt.shape)))
+        self.last_unit = False
         self.global_fields = {f.name: f for f in compiled.reflection.globals}
         self._zero_g_arr = aligned_zeros(self.gsize)
         self._zero_g = self._zero_g_arr.ctypes.data
@@ -639,6 +659,32 @@ class CallData:
             raise KernelGenException("Exception in kernel generation: the linear variant's parameter layout differs")
         self.code_linear = code
         self._lin_kern = kern
+        return kern
+
+    def _unit_strides(self, blk, cs) -> bool:
+        """True when every strided view of this call is contiguous in call order (its packed call strides are
+        the call shape's row-major strides along every call dimension of extent > 1)."""
+        cd = self.cd
+        fmt = self._cs_fmt
+        acc = 1
+        row = [0] * cd
+        for c in range(cd - 1, -1, -1):
+            row[c] = acc
+            acc *= cs[c]
+        for off in self.unit_slots:
+            st = struct.unpack_from(fmt, blk, off)
+            for c in range(cd):
+                if cs[c] > 1 and st[c] != row[c]:
+                    return False
+        return True
+
+    def _unit_kernel(self, goa: tuple):
+        code = self._codegen(self._gen_args, unit=dict(zip((n for n, _ in self.goa_slots), goa)))
+        _, kernel, kern = self._build(code, simd_threads=True)
+        if [(f.name, f.offset) for f in kernel.entry.params] != self._layout:
+            raise KernelGenException("Exception in kernel generation: the unit variant's parameter layout differs")
+        self.code_unit = code
+        self._unit_kerns[goa] = kern
         return kern
 
     # -- per call
@@ -689,7 +735,15 @@ class CallData:
         launcher (CUDA) or the CPU pool, and the error record.  `keep`: staged memory released after the
         launch (CUDA).  run() and slangjit.torch's direct path both launch through here."""
         kern = self._kern
-        if self.lin_slots is not None:
+        unit = None
+        if self.unit_slots is not None and n >= UNIT_MIN_THREADS and self._unit_strides(blk, cs):
+            goa = tuple(_I32.unpack_from(blk, off)[0] for _, off in self.goa_slots)
+            if 1 not in goa:              # an atomic accumulation keeps the general kernel
+                unit = self._unit_kerns.get(goa) or self._unit_kernel(goa)
+        self.last_unit = unit is not None
+        if unit is not None:
+            kern = unit
+        elif self.lin_slots is not None:
             lin = self._linear_strides(blk, cs)
             self.last_linear = lin is not None
             if lin is not None:
@@ -705,6 +759,9 @@ class CallData:
         if groups <= 0:
             return
         kernel, fn, launch = kern
+        if unit is not None:
+            self._dispatch_unit(node, unit, blk, n, groups)
+            return
         if launch is not None:
             launch(blk, node._globals_array(self) if node.sets else self._zero_g_arr, groups)
             if keep:
@@ -720,9 +777,29 @@ class CallData:
         if groups < 4:
             fn(gblk, blk, gc, 0, groups, ctypes.addressof(rec))
         else:
-            _get_pool().run(fn, (gblk, blk, gc), groups, (ctypes.addressof(rec),))
+            _get_pool().run(fn, (gblk, blk, gc), groups, (ctypes.addressof(rec),), getattr(kernel, "_chunks", None))
         if rec.code:
             raise_if_failed(rec, sites_lookup(kernel.compiled.reflection.error_sites), self.name)
+
+    def _dispatch_unit(self, node, unit, blk, n: int, groups: int) -> None:
+        """The unit-stride variant over the full groups (no bounds check: loads and stores without masks),
+        then the general kernel over the last, partial group on this thread."""
+        gblk = node._globals_block(self) if node.sets else self._zero_g
+        gc = _GC.get(groups)
+        if gc is None:
+            gc = (ctypes.c_uint32 * 3)(groups, 1, 1)
+            if len(_GC) < 4096:
+                _GC[groups] = gc
+        full = n // self.nt
+        runs = [(unit, 0, full)] + ([(self._kern, full, groups)] if full < groups else [])
+        for (kernel, fn, _), b, e in runs:
+            rec = ErrorRecord()
+            if b or e - b < 4:
+                fn(gblk, blk, gc, b, e, ctypes.addressof(rec))
+            else:
+                _get_pool().run(fn, (gblk, blk, gc), e, (ctypes.addressof(rec),), getattr(kernel, "_chunks", None))
+            if rec.code:
+                raise_if_failed(rec, sites_lookup(kernel.compiled.reflection.error_sites), self.name)
 
     def run(self, args: tuple, kwargs: dict):
         node = self.node
@@ -733,7 +810,7 @@ class CallData:
         self.last_call_shape = tuple(cs)
         auto = None
         if self.auto_result == "tensor":
-            auto = Tensor._alloc(self.device, self.ret_t, tuple(cs))
+            auto = Tensor._alloc(self.device, self.ret_t, tuple(cs), fill=not self.fills_result)
             vals[-1] = auto
         if self.tc_mode:
             n, ty, tz = thread_count3(kwargs["_thread_count"])    # an integer >= 0 ("12", 7.9: errors)
@@ -819,3 +896,13 @@ class CallData:
 
 
 _GC: dict = {}
+
+
+def _prod(shape) -> int:
+    n = 1
+    for d in shape or ():
+        n *= d
+    return n
+_UNIT_LEAVES = (ValueLeaf, ContainerLeaf) + tuple(c for c in ValueLeaf.__subclasses__())
+# Calls with fewer threads run the general kernel (the unit variant is one more compile: worth it for big calls).
+UNIT_MIN_THREADS = 1 << 15

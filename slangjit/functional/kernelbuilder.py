@@ -22,9 +22,14 @@ class KernelBuilder:
     linear stride there when each view's call strides are a multiple of the call shape's row-major strides)
     instead of splitting the flat index into per-dimension indices."""
 
-    def __init__(self, cd: int, linear: bool = False):
+    def __init__(self, cd: int, linear: bool = False, unit=None):
         self.cd = cd
         self.linear = linear
+        # The unit-stride variant (CPU, CallData._unit_kernel): every strided view is `_o + flat` with a 64-bit
+        # flat index (an affine address the C++ compiler vectorises across threads), and each `_goa` uniform
+        # is the constant of this call ({uniform name: value}).
+        self.unit = unit
+        self.ity = "int64_t" if unit is not None else "int"     # the type of element offsets
         self.lines: list[str] = []
         self._n = 0
         self.indent = "    "
@@ -79,9 +84,18 @@ class KernelBuilder:
         """Element offset of a strided view with uniforms `{p}o` and `{p}cs[cd]` (cd = the call's dims)."""
         if not cd:
             return f"{p}o"
+        if self.unit is not None:
+            return f"{p}o + {self.flat}"
         if self.linear or cd == 1:
             return f"{p}o + {self.flat} * {p}cs[{cd - 1}]"
         return f"{p}o" + "".join(f" + {self.cid(c)} * {p}cs[{c}]" for c in range(cd))
+
+
+    def goa(self, p: str) -> str:
+        """A gradient output's accumulation mode `{p}a`: the uniform, or its value in the unit variant."""
+        if self.unit is not None and f"{p}a" in self.unit:
+            return str(self.unit[f"{p}a"])
+        return f"{p}a"
 
 
 def _float_paths(t: S.SType, prefix: str = "") -> list:

@@ -238,7 +238,7 @@ class ContainerLeaf(Leaf):
         if not self.ne:
             return f"{p}d[{off}]"
         var = kb.tmp()
-        kb.line(f"int {var}_o = {off};")
+        kb.line(f"{kb.ity} {var}_o = {off};")
         kb.line(f"{t.name} {var};")
         for path in _idx_paths(t.shape):
             e = " + ".join([f"{var}_o"] + [f"{i} * {p}es[{j}]" for j, i in enumerate(path)])
@@ -261,7 +261,7 @@ class ContainerLeaf(Leaf):
             kb.line(f"{p}d[{off}] = {self.dtype.name + '(' + expr + ')' if self.convert else expr};")
             return
         var = kb.tmp()
-        kb.line(f"int {var}_o = {off};")
+        kb.line(f"{kb.ity} {var}_o = {off};")
         kb.line(f"{self.ptype.name} {var} = {expr};")
         for path in _idx_paths(self.ptype.shape):
             e = " + ".join([f"{var}_o"] + [f"{i} * {p}es[{j}]" for j, i in enumerate(path)])
@@ -284,12 +284,12 @@ class ContainerLeaf(Leaf):
         p = self.u + "_go"
         D = self.ptype.derivative
         var = kb.tmp()
-        kb.line(f"int {var}_o = {kb.offset(p, self.cd)};")
+        kb.line(f"{kb.ity} {var}_o = {kb.offset(p, self.cd)};")
         kb.line(f"{D.name} {var}_prev = {_zero_expr(D)};")
         if not self.ne:
-            kb.line(f"if ({p}a == 0) {var}_prev = {p}d[{var}_o];")
+            kb.line(f"if ({kb.goa(p)} == 0) {var}_prev = {p}d[{var}_o];")
             return var
-        kb.line(f"if ({p}a == 0) {{")
+        kb.line(f"if ({kb.goa(p)} == 0) {{")
         for path in _idx_paths(self.ptype.shape):
             e = " + ".join([f"{var}_o"] + [f"{i} * {p}es[{j}]" for j, i in enumerate(path)])
             kb.line(f"    {var}_prev{''.join(f'[{i}]' for i in path)} = {p}d[{e}];")
@@ -306,16 +306,16 @@ class ContainerLeaf(Leaf):
         if isinstance(D, S.StructT):
             # A struct Differential (e.g. the compiler's synthesized {x, y} of `struct S { float x; int n;
             # float y; }`): added with S.dadd, atomically one float at a time.
-            kb.line(f"if ({p}a == 1) {{")
+            kb.line(f"if ({kb.goa(p)} == 1) {{")
             for path in _float_paths(D):
                 kb.line(f"    InterlockedAdd((*({p}d + {var}_o)){path}, {var}{path});")
             kb.line(f"}} else {p}d[{var}_o] = {self.ptype.name}.dadd({var}_prev, {var});")
             return
         if not self.ne:
-            kb.line(f"if ({p}a == 1) _sj_atomic_add({p}d + {var}_o, {var}); "
+            kb.line(f"if ({kb.goa(p)} == 1) _sj_atomic_add({p}d + {var}_o, {var}); "
                     f"else {p}d[{var}_o] = {var}_prev + {var};")
             return
-        kb.line(f"if ({p}a == 1) {{")
+        kb.line(f"if ({kb.goa(p)} == 1) {{")
         for path in _idx_paths(self.ptype.shape):
             e = " + ".join([f"{var}_o"] + [f"{i} * {p}es[{j}]" for j, i in enumerate(path)])
             kb.line(f"    _sj_atomic_add({p}d + ({e}), {var}{''.join(f'[{i}]' for i in path)});")

@@ -4,6 +4,8 @@ check of a strided view and the numpy structured dtype of a struct element."""
 from __future__ import annotations
 
 import ctypes
+import sys as _sys
+import threading
 from typing import Any
 
 import numpy as np
@@ -170,6 +172,72 @@ def _small_buffer(device, nbytes: int, sz: int) -> Buffer:
     c = ct()                                   # zero-initialised, malloc-aligned
     b._c = c
     b._addr = ctypes.addressof(c)
+    return b
+
+
+class _PooledBuffer(Buffer):
+    """A big call result's storage (Tensor._alloc with `fill=False`) taken from the free list of its size and given
+    back to it when the buffer dies, unless anything else still holds its memory (a numpy view of it, anything
+    whose base it is): a freshly mapped buffer costs a page fault per page and the kernel zeroing it, which is
+    as long as the call's own work for a streaming kernel (2^24 floats: 3.3 ms of system time).  The memory is
+    handed out uninitialised: the call that allocates it writes every element."""
+
+    def __del__(self):
+        try:
+            raw = self.__dict__.pop("_raw", None)
+            if raw is None:
+                return
+            self.__dict__.pop("_mem", None)         # our view: with no other reference it releases `raw`
+            if _sys.getrefcount(raw) == 2:          # this frame and the call's argument: nothing else has it
+                _pool_put(raw)
+        except Exception:  # noqa: BLE001  (interpreter shutdown: module globals may be gone)
+            pass
+
+
+# Free lists of big result buffers by size (bytes), at most POOL_BYTES in all, only for sizes >= POOL_MIN_BYTES.
+POOL_MIN_BYTES = 1 << 20
+POOL_BYTES = 1 << 30
+_pool: dict = {}
+_pool_total = [0]
+_pool_lock = threading.Lock()
+
+
+def _pool_put(raw: np.ndarray) -> None:
+    n = raw.nbytes
+    with _pool_lock:
+        if _pool_total[0] + n <= POOL_BYTES:
+            _pool.setdefault(n, []).append(raw)
+            _pool_total[0] += n
+
+
+def _pool_take(n: int):
+    with _pool_lock:
+        free = _pool.get(n)
+        if not free:
+            return None
+        _pool_total[0] -= n
+        return free.pop()
+
+
+def clear_buffer_pool() -> None:
+    """Drop the free big result buffers (their memory goes back to the system)."""
+    with _pool_lock:
+        _pool.clear()
+        _pool_total[0] = 0
+
+
+def _pooled_buffer(device, nbytes: int, sz: int) -> Buffer:
+    desc = BufferDesc(nbytes, sz, DEFAULT_USAGE, MemoryType.device_local, None, None, "")
+    raw = _pool_take(nbytes + 64)
+    if raw is None:
+        raw = np.empty(nbytes + 64, np.uint8)       # fresh pages read as zeros; written by the call anyway
+    off = (-raw.ctypes.data) % 64
+    b = object.__new__(_PooledBuffer)
+    b.device = device
+    b.desc = desc
+    b._raw = raw
+    b._mem = raw[off:off + nbytes]
+    b._addr = raw.ctypes.data + off
     return b
 
 

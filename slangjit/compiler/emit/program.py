@@ -148,6 +148,7 @@ class CppTarget(Target):
         self.vector_math = bool(getattr(cpu_options, "vector_math", False))
         self.lane_loops = self.lanes and bool(getattr(cpu_options, "lane_loops", False))   # emit/cpu_lane_loops.py
         self.lane_width = int(getattr(cpu_options, "lane_width", 32))
+        self.simd_threads = bool(getattr(cpu_options, "simd_threads", False)) and not group_barrier
         self.used_lanes = False
         self.used_lane_loops = False
         self.privatised: dict = dict(cpu_plan.entries) if slots is not None else {}   # id(entry) -> slots
@@ -288,7 +289,9 @@ class CppTarget(Target):
             "    sj_g = (sj_Globals*)sj_gp;",
             *self.launch_prologue(),
             *(["    sj::stack_mark(size_t(1) << 20);   // 1 MiB of the worker's stack for recursion"] if self.recursive else []),
-            f"    const {sname}* sj_P = (const {sname}*)sj_pp;",
+            *([f"    const {sname} sj_Pl = *(const {sname}*)sj_pp;   // a local copy: loop-invariant fields",
+               f"    const {sname}* sj_P = &sj_Pl;"] if self.simd_threads and not slot_args else
+              [f"    const {sname}* sj_P = (const {sname}*)sj_pp;"]),
             "    (void)sj_P;",
             *acc,
             "    for (uint32_t sj_lin = sj_begin; sj_lin < sj_end; ++sj_lin)",
@@ -297,6 +300,8 @@ class CppTarget(Target):
             "        uint32_t sj_gy = sj_rest % sj_gc[1], sj_gz = sj_rest / sj_gc[1];",
             f"        for (uint32_t sj_tz = 0; sj_tz < {nz}u; ++sj_tz)",
             f"        for (uint32_t sj_ty = 0; sj_ty < {ny}u; ++sj_ty)",
+            *(["#pragma omp simd   // CpuOptions.simd_threads: the threads touch disjoint memory"]
+              if self.simd_threads and not slot_args else []),
             f"        for (uint32_t sj_tx = 0; sj_tx < {nx}u; ++sj_tx)",
             "        {",
             f"            {fn.name}({', '.join(call_args + slot_args)});",

@@ -91,6 +91,11 @@ class CpuOptions:
     # In lane-blocked loops, the math functions use glibc's vector math library (libmvec, documented error
     # <= 4 ulp) where the C library has it; their last bit may then differ from the scalar functions'.
     vector_math: bool = True
+    # The scalar launcher runs a group's threads in a `#pragma omp simd` loop over a local copy of the
+    # parameter block (emit/program.py), so the C++ compiler vectorises across threads even where it cannot
+    # prove the pointers apart.  Only for kernels whose threads touch disjoint memory: the functional API's
+    # unit-stride variant (functional/binding.py CallData), never set for user kernels.
+    simd_threads: bool = False
 
 
 @dataclass(frozen=True)
