@@ -485,7 +485,7 @@ def _autograd_error(plan: Plan) -> Optional[str]:
                     "value would be overwritten before the backward reads it); pass the input and an out tensor "
                     "separately")
         if plan.tensor_param[i]:
-            return (f"{plan.labels[i]} is bound to a tensor-typed parameter (ITensor / IDiffTensor ...) in a call "
+            return (f"{plan.labels[i]} is bound to a tensor-typed parameter (ITensor / IDiffTensor / TensorView ...) in a call "
                     "that needs gradients: not supported through torch.autograd; use element parameters (float, "
                     "float3, structs) so the call is vectorised")
     if plan.struct_result:
