@@ -436,3 +436,37 @@ def test_tensorview_kernels_compile_with_nvrtc(device):
                                            name=f"port_tv_nvrtc_{k}")], ["_sj_main"], target="cuda",
                                include_paths=[spy.SHADER_PATH])
         assert b".entry" in nvrtc_ptx(prog.source)
+
+
+# ------------------------------------------------------------------ test_shapes.py's `t[{x, y}]` (initializer-list index)
+
+BRACES = r"""
+import "slangpy";
+float read_slice(int2 index, NDBuffer<float,2> texture) { return texture[{index.x,index.y}]; }
+float read_u(uint2 index, Tensor<float, 2> t) { return t[{index.x, index.y}]; }
+void write_at(int3 index, RWTensor<float, 3> t, float v) { t[{index.x, index.y, index.z}] = v; }
+"""
+
+
+def test_initializer_list_index(device):
+    m = spy.Module.load_from_source(device, "port_braces", BRACES)
+    rng = np.random.default_rng(11)
+    tex = rng.random((6, 9)).astype(np.float32)
+    idx = np.stack([rng.integers(0, 6, 20), rng.integers(0, 9, 20)], axis=1).astype(np.int32)
+    r = m.read_slice(spy.NDBuffer.from_numpy(device, idx), spy.NDBuffer.from_numpy(device, tex), _result="numpy")
+    np.testing.assert_array_equal(r, tex[idx[:, 0], idx[:, 1]])          # x indexes the outermost dimension
+    r = m.read_u(idx.astype(np.uint32), Tensor.from_numpy(device, tex), _result="numpy")
+    np.testing.assert_array_equal(r, tex[idx[:, 0], idx[:, 1]])
+    t = Tensor.zeros(device, dtype="float", shape=(2, 3, 4))
+    m.write_at(spy.int3(1, 2, 3), t, 5.0)
+    expect = np.zeros((2, 3, 4), np.float32)
+    expect[1, 2, 3] = 5.0
+    np.testing.assert_array_equal(t.to_numpy(), expect)
+
+
+def test_initializer_list_index_of_wrong_length_is_located_error(device):
+    src = 'import "slangpy";\nfloat bad(int2 i, NDBuffer<float,2> t) { return t[{i.x, i.y, 0}]; }\n'
+    with pytest.raises(spy.CompileError) as ei:
+        spy.Module.load_from_source(device, "port_braces_bad", src)
+    msg = str(ei.value)
+    assert ":2:" in msg and "subscript" in msg
