@@ -254,7 +254,9 @@ class DiffPair:
     def __init__(self, p: Any = None, d: Any = None, needs_grad: bool = True, is_input: bool = True):
         # as SlangPy: a missing primal is 0.0, a missing gradient the zero of the primal's Python type
         self.primal = p if p is not None else 0.0
-        if d is None:
+        if d is None and hasattr(self.primal, "shape") and not isinstance(self.primal, (VectorValue, MatrixValue)):
+            pass            # a tensor / array without a gradient (a DiffTensorView's diff view is then empty)
+        elif d is None:
             try:
                 d = type(self.primal)()
             except TypeError:

@@ -470,3 +470,36 @@ def test_initializer_list_index_of_wrong_length_is_located_error(device):
         spy.Module.load_from_source(device, "port_braces_bad", src)
     msg = str(ei.value)
     assert ":2:" in msg and "subscript" in msg
+
+
+GENERIC = r"""
+void g_copy<T>(TensorView<T> src, TensorView<T> dst) { for (uint i = 0; i < src.size(0); i++) dst.store(i, src.load(i)); }
+[Differentiable]
+void d_cube(DiffTensorView x, DiffTensorView y)
+{
+    [MaxIters(64)]
+    for (uint i = 0; i < x.size(0); i++) { float v = x.load(i); y.store(i, v * v * v); }
+}
+"""
+
+
+def test_generic_element_inferred_from_the_tensor(device):
+    m = spy.Module.load_from_source(device, "port_tv_generic", GENERIC)
+    for dt in (np.int32, np.float64, np.uint8):
+        src = (np.arange(6) * 3 + 1).astype(dt)
+        dst = np.zeros(6, dtype=dt)
+        m.g_copy(src, dst)
+        np.testing.assert_array_equal(dst, src)
+
+
+def test_default_element_and_spy_tensor_diff_pairs(device):
+    m = spy.Module.load_from_source(device, "port_tv_generic", GENERIC)
+    xs = np.array([1.0, -2.0, 0.5], dtype=np.float32)
+    x, gx = Tensor.from_numpy(device, xs), Tensor.zeros(device, dtype="float", shape=(3,))
+    y, gy = Tensor.zeros(device, dtype="float", shape=(3,)), Tensor.from_numpy(device, np.array([1.0, 0.5, 2.0],
+                                                                                                   np.float32))
+    m.d_cube.bwds(spy.diff_pair(x, gx), spy.diff_pair(y, gy))
+    np.testing.assert_allclose(gx.to_numpy(), 3 * xs.astype(np.float64) ** 2 * [1.0, 0.5, 2.0], rtol=1e-6)
+    gx.clear()
+    m.d_cube.bwds(spy.diff_pair(x), spy.diff_pair(y, Tensor.from_numpy(device, np.ones(3, np.float32))))
+    np.testing.assert_array_equal(gx.to_numpy(), np.zeros(3))     # no diff tensor given: the gradient goes nowhere
