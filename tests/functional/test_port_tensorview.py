@@ -503,3 +503,11 @@ def test_default_element_and_spy_tensor_diff_pairs(device):
     gx.clear()
     m.d_cube.bwds(spy.diff_pair(x), spy.diff_pair(y, Tensor.from_numpy(device, np.ones(3, np.float32))))
     np.testing.assert_array_equal(gx.to_numpy(), np.zeros(3))     # no diff tensor given: the gradient goes nowhere
+
+
+def test_a_module_struct_named_tensorview_is_the_modules_own(device):
+    m = spy.Module.load_from_source(device, "port_own_tensorview",
+                                    "struct TensorView { float x; }\nfloat twice(TensorView t) { return t.x * 2.0; }\n")
+    assert m.twice({"x": 3.5}) == 7.0
+    r = m.twice({"x": np.array([1.0, 2.5], dtype=np.float32)}, _result="numpy")
+    np.testing.assert_array_equal(r, [2.0, 5.0])
