@@ -36,7 +36,7 @@ from .functional.packed import PackedArg, pack  # noqa: E402
 from .functional.callhelpers import set_dump_generated_shaders  # noqa: E402
 from .functional.layout import FunctionReflection, ModuleLayout, TypeReflection, VariableReflection  # noqa: E402
 from .functional.module import SHADER_PATH, Module, Struct                          # noqa: E402
-from .functional.values import (DiffPair, PrimType, ValueRef, diffPair, floatDiffPair, floatRef, intRef,  # noqa: E402
+from .functional.values import (DiffPair, PrimType, ValueRef, diffPair, diff_pair, floatDiffPair, floatRef, intRef,  # noqa: E402
                                 float32, float64, float16, int8, int16, int32, int64, uint8, uint16,
                                 uint32, uint64, VECTOR_EXPORTS as _VECTOR_EXPORTS)
 from .functional import values as _values                                            # noqa: E402
@@ -45,7 +45,7 @@ __all__ += ["BufferCursor", "Tensor", "NDBuffer", "Shape", "Module", "Function",
             "InstanceDifferentiableBuffer", "InstanceDifferentiableTensor", "InstanceBuffer",
             "ResolveException", "BoundVariableException", "KernelGenException", "SHADER_PATH", "call_id", "PackedArg", "pack", "TypeReflection", "FunctionReflection",
             "VariableReflection", "ModuleLayout",
-            "thread_id", "grid", "wang_hash", "calc_wang_hash_numpy", "set_dump_generated_shaders", "rand_float", "ValueRef", "DiffPair", "PrimType", "diffPair", "floatDiffPair",
+            "thread_id", "grid", "wang_hash", "calc_wang_hash_numpy", "set_dump_generated_shaders", "rand_float", "ValueRef", "DiffPair", "PrimType", "diffPair", "diff_pair", "floatDiffPair",
             "floatRef", "intRef", "float32", "float64", "float16", "int8", "int16", "int32", "int64", "uint8",
             "uint16", "uint32", "uint64"] + list(_VECTOR_EXPORTS)
 

@@ -15,6 +15,7 @@ from .leaves import (ContainerLeaf, GradValueLeaf, Leaf, RefLeaf, StructLeaf, Te
                      ReadOnlyValueLeaf, ValueLeaf, ValueListLeaf, _FAST_FMT)
 from .errors import AccessError, BoundVariableException
 from .generators import Generator
+from .tensorviews import bind_tensorview, natural_view
 
 _RESERVED_KW = ("_result", "_thread_count", "_append_to", "_this")
 _U64 = struct.Struct("<Q")
@@ -76,6 +77,8 @@ class Binder:
             return _scalar_to_slang(v)
         if isinstance(v, (V.VectorValue, V.MatrixValue)):
             return V.slang_type_of_vector(v)
+        if isinstance(pattern, S.TensorViewT) and (_is_tensor(v) or isinstance(v, (np.ndarray, V.DiffPair))):
+            return natural_view(self.refl, v, pattern)
         if _is_tensor(v) or isinstance(v, np.ndarray):
             dt = v.dtype if _is_tensor(v) else S.scalar(S.NUMPY_TO_SCALAR.get(v.dtype.name, "float"))
             nd = len(v.shape)
@@ -157,6 +160,8 @@ class Binder:
             leaf = GeneratorLeaf(name, P, getter, v)
             self._check_generator(leaf, P)
             return leaf
+        if isinstance(P, S.TensorViewT) and (_is_tensor(v) or isinstance(v, (np.ndarray, V.DiffPair))):
+            return bind_tensorview(v, P, direction, name, getter)
         if _is_tensor(v) or isinstance(v, np.ndarray):
             return self.bind_container(v, P, direction, name, getter,
                                        explicit=dims_map is not None or type_override is not None,

@@ -229,6 +229,9 @@ def unify(pattern: S.SType, actual: S.SType, b: dict) -> bool:
         if not isinstance(actual, S.TensorT):
             return False
         return unify(pattern.elem, actual.elem, b) and _unify_n(pattern.dims, actual.dims, b)
+    if isinstance(pattern, S.TensorViewT):
+        return isinstance(actual, S.TensorViewT) and pattern.vkind == actual.vkind and \
+            unify(pattern.elem, actual.elem, b)
     return pattern == actual
 
 
@@ -259,6 +262,8 @@ def generic_names(t) -> set:
         elif isinstance(x, S.TensorT):
             walk(x.elem)
             walk(x.dims)
+        elif isinstance(x, S.TensorViewT):
+            walk(x.elem)
         elif isinstance(x, S.StructT):
             for a in x.args:
                 walk(a)

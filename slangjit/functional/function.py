@@ -227,6 +227,10 @@ class FunctionNode:
             node = self.return_type(r)
         if has_texture(args, kwargs):
             args, kwargs = untexture(args, kwargs)
+        hook = find_call_hook(args, kwargs)
+        if hook is not None:         # torch tensors: the call (resolved by slangjit.torch) runs at submit
+            command_encoder.append(lambda: hook(node, args, kwargs))
+            return None
         cd, args = node._call_data(args, kwargs)
         command_encoder.append(lambda: cd.run(args, kwargs))
         return None

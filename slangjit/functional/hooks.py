@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
+from .values import DiffPair
+
 _HOOKS: list = []            # (claims, handler)
 _BY_TYPE: dict = {}          # type -> handler or None
 _UNSEEN = object()
 _DICT = object()
+_PAIR = object()
 _PLAIN = frozenset((int, float, bool, str, type(None)))
 
 
@@ -26,6 +29,7 @@ def register_call_hook(claims: Callable[[type], bool], handler: Callable) -> Non
 def _reset() -> None:
     _BY_TYPE.clear()
     _BY_TYPE[dict] = _DICT          # a dict argument (a struct's fields): its values are looked at
+    _BY_TYPE[DiffPair] = _PAIR      # a diff_pair (of tensors, for a DiffTensorView): its primal and gradient
 
 
 def replace_call_hook(old: Callable, new: Callable) -> None:
@@ -62,6 +66,10 @@ def _scan(values, get) -> Optional[Callable]:
                 continue
         if h is _DICT:
             h = _scan(a.values(), get)
+            if h is None:
+                continue
+        elif h is _PAIR:
+            h = _scan((a.primal, a.grad), get)
             if h is None:
                 continue
         return h

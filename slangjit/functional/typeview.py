@@ -14,6 +14,7 @@ Generic parameters in the parameter patterns of generic functions show up as `Ge
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Optional
 
 import numpy as np
@@ -232,6 +233,19 @@ class StructT(SType):
         return self.decls.methods(self.ct, name)
 
 
+class TensorViewT(SType):
+    """slang-torch's `TensorView<T>` / `DiffTensorView<T>` (compiler/slang/slangtorch.slang) as a parameter type: a
+    whole tensor bound to one parameter (SlangPy: no call dimensions), `elem` its element type."""
+    kind = "tensorview"
+
+    def __init__(self, vkind: str, ct, elem: SType, decls):
+        self.vkind, self.ct, self.elem, self.decls = vkind, ct, elem, decls
+        self.name = ct.name if not T.contains_vars(ct) else f"{vkind}<{elem.name}>"
+
+    def key(self):
+        return (self.kind, self.name)
+
+
 class TensorT(SType):
     """A slangpy tensor type (`Tensor<float, 2>`) or tensor interface (`IDiffTensor<T, D>`)."""
     kind = "tensor"
@@ -377,6 +391,8 @@ def view(ct, decls=None) -> SType:
             if tk in TEXTURE_DIMS:
                 args[1] = TEXTURE_DIMS[tk]
             return TensorT(tk, view(args[0], decls), args[1], decls, ct if not T.contains_vars(ct) else None)
+        if tk in TENSOR_VIEWS and isinstance(ct, T.StructType) and _is_slangtorch(decls.declared_in(ct)):
+            return TensorViewT(tk, ct, view(ct.args[0], decls), decls)
         return StructT(ct, decls) if isinstance(ct, T.StructType) else InterfaceT(ct, decls)
     if isinstance(ct, T.EnumType):
         return EnumT(ct, decls)
@@ -387,6 +403,25 @@ def view(ct, decls=None) -> SType:
     if isinstance(ct, T.PairType):
         return DiffPairT(ct, decls)
     return OtherT(ct, decls)
+
+
+def _is_slangtorch(path) -> bool:
+    return isinstance(path, str) and path.replace("\\", "/").endswith("/slangtorch.slang")
+
+
+TENSOR_VIEWS = ("TensorView", "DiffTensorView")
+# Names of slang-torch's library (slangtorch.slang), built into Slang's core module: a module that uses one
+# gets `import slangtorch;` beside `import slangpy;` (library_imports), so SlangPy modules see them as in Slang.
+_SLANGTORCH_NAMES = re.compile(r"\b(?:TensorView|DiffTensorView|cuda(?:ThreadIdx|BlockIdx|BlockDim|GridDim|GlobalIdx))\b")
+
+
+def uses_slangtorch(text: str) -> bool:
+    return _SLANGTORCH_NAMES.search(text) is not None
+
+
+def library_imports(text: str) -> str:
+    """The imports appended to a module's text for its declarations and its generated kernels."""
+    return "\nimport slangpy;\n" + ("import slangtorch;\n" if uses_slangtorch(text) else "")
 
 
 def _is_slangpy(path) -> bool:
@@ -473,12 +508,12 @@ class ModuleTypes:
     @classmethod
     def load(cls, text: str, path: str, include_paths, compiler_args=()) -> "ModuleTypes":
         # The generated kernels import slangpy after the module's text: so do its declarations.
-        return cls(_reflect().ModuleDecls.load(text + "\nimport slangpy;\n", path, include_paths, compiler_args))
+        return cls(_reflect().ModuleDecls.load(text + library_imports(text), path, include_paths, compiler_args))
 
     @staticmethod
     def check(text: str, path: str, include_paths, compiler_args=()) -> list:
         """Every error in the module's checkable bodies (its non-generic functions), as diagnostics."""
-        return _reflect().ModuleDecls.check_all(text + "\nimport slangpy;\n", path, include_paths, compiler_args)
+        return _reflect().ModuleDecls.check_all(text + library_imports(text), path, include_paths, compiler_args)
 
     def functions(self, name: str) -> list:
         return [FuncInfo(fd) for fd in self.decls.functions(name)]

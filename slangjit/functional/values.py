@@ -251,16 +251,24 @@ def intRef(init_value: int = 0) -> ValueRef:
 class DiffPair:
     """A differentiable scalar/vector: primal `.primal` (`.p`) and gradient `.grad` (`.d`)."""
 
-    def __init__(self, p: Any = None, d: Any = None, needs_grad: bool = True):
+    def __init__(self, p: Any = None, d: Any = None, needs_grad: bool = True, is_input: bool = True):
         # as SlangPy: a missing primal is 0.0, a missing gradient the zero of the primal's Python type
         self.primal = p if p is not None else 0.0
-        if d is None:
+        if d is None and hasattr(self.primal, "shape") and not isinstance(self.primal, (VectorValue, MatrixValue)):
+            pass            # a tensor / array without a gradient (a DiffTensorView's diff view is then empty)
+        elif d is None:
             try:
                 d = type(self.primal)()
             except TypeError:
                 d = 0.0
         self.grad = d
         self.needs_grad = needs_grad
+        self.is_input = is_input         # SlangPy's flag (a DiffTensorView's diff tensor is read and written alike)
+
+    def with_parts(self, p, d) -> "DiffPair":
+        """A pair of other values with this one's flags (the torch layer swaps tensors for views)."""
+        r = DiffPair(p, d, self.needs_grad, self.is_input)
+        return r
 
     p = property(lambda self: self.primal, lambda self, v: setattr(self, "primal", v))
     d = property(lambda self: self.grad, lambda self, v: setattr(self, "grad", v))
@@ -300,6 +308,11 @@ def _prim_kind(t) -> str:
 
 def diffPair(p: Any = None, d: Any = None, needs_grad: bool = True) -> DiffPair:
     return DiffPair(p, d, needs_grad)
+
+
+def diff_pair(p: Any = None, d: Any = None, is_input: bool = True, needs_grad: bool = True) -> DiffPair:
+    """SlangPy's `diff_pair(primal, grad, is_input=True)` (a pair of tensors for a DiffTensorView, or values)."""
+    return DiffPair(p, d, needs_grad, is_input)
 
 
 def floatDiffPair(p: float = 0.0, d: float = 1.0, needs_grad: bool = True) -> DiffPair:

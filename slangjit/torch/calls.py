@@ -26,6 +26,7 @@ import torch
 
 from ..functional.calldata import signature
 from ..functional.leaves import TensorParamLeaf
+from ..functional.values import DiffPair
 from ..tensor import Tensor
 from . import convert as C
 from .launchlog import _LOG, log_event, nbytes_touched
@@ -48,6 +49,9 @@ def _sub(v, label, tensors, labels):
     if type(v) is dict:
         return {k: _sub(x, f"{label[:-1]}.{k}'" if label.endswith("'") else f"{label}.{k}", tensors, labels)
                 for k, x in v.items()}
+    if type(v) is DiffPair:          # a diff_pair of tensors (a DiffTensorView argument)
+        return v.with_parts(_sub(v.primal, f"{label} (primal)", tensors, labels),
+                            _sub(v.grad, f"{label} (grad)", tensors, labels))
     return v
 
 
@@ -58,6 +62,8 @@ def _fill(v, vals):
         return {k: _fill(x, vals) for k, x in v.items()}
     if type(v) is tuple:
         return tuple(_fill(x, vals) for x in v)
+    if type(v) is DiffPair:
+        return v.with_parts(_fill(v.primal, vals), _fill(v.grad, vals))
     return v
 
 
@@ -67,6 +73,9 @@ def _slots_in(v, out: list):
     elif type(v) is dict:
         for x in v.values():
             _slots_in(x, out)
+    elif type(v) is DiffPair:
+        _slots_in(v.primal, out)
+        _slots_in(v.grad, out)
     return out
 
 
@@ -150,7 +159,7 @@ class Plan:
         self.differentiable_out = cd.result is not None and cd.ret_t.differentiable
 
         # flat templates: the positions of top-level tensors (dict arguments go through _fill)
-        self.flat = not any(type(v) is dict for v in list(targs) + list(tkw.values()))
+        self.flat = not any(type(v) in (dict, DiffPair) for v in list(targs) + list(tkw.values()))
         self.pos_slots = [(k, v.i) for k, v in enumerate(targs) if type(v) is _Slot]
         self.kw_slots = [(k, v.i) for k, v in tkw.items() if type(v) is _Slot]
         self.this = (node.this,) if node.this is not None else ()
@@ -467,7 +476,7 @@ def _autograd_error(plan: Plan) -> Optional[str]:
                     "value would be overwritten before the backward reads it); pass the input and an out tensor "
                     "separately")
         if plan.tensor_param[i]:
-            return (f"{plan.labels[i]} is bound to a tensor-typed parameter (ITensor / IDiffTensor ...) in a call "
+            return (f"{plan.labels[i]} is bound to a tensor-typed parameter (ITensor / IDiffTensor / TensorView ...) in a call "
                     "that needs gradients: not supported through torch.autograd; use element parameters (float, "
                     "float3, structs) so the call is vectorised")
     if plan.struct_result:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import torch
 
+from ..functional.values import DiffPair
 from . import convert as C
 from .calls import _PLANS, SlangFunction, _fast_key, check_autograd, plan_for
 from .fastpath import FastCall, autograd_call
@@ -18,6 +19,10 @@ _grad_enabled = torch.is_grad_enabled
 def torch_call(node, args: tuple, kwargs: dict):
     """The functional layer's hook for calls with torch tensors (see the module docstring)."""
     if node.bwds_mode:
+        if any(type(a) is DiffPair for a in (*args, *kwargs.values())):
+            # diff_pairs of tensors (DiffTensorView arguments, as SlangPy): the .bwds kernel on the tensors as given
+            plan, tensors, tpl = plan_for(node, args, kwargs)
+            return plan.run(tensors, None, tpl)[0]
         raise ValueError(f"'{node.function.name}'.bwds with torch tensors: gradients of calls with torch tensors "
                          "come from torch.autograd (call the function with tensors that require grad, then "
                          ".backward())")

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.parametrize("device", ["cpu", "cuda"], indirect=True)
 DOT = "float dot3(float3 a, float3 b) { return dot(a, b); }"
 # SlangPy's version indexes with `texture[{index.x, index.y}]`, which real Slang rejects (an initializer list
 # for overloaded subscripts is ambiguous); SlangPy's tests only reach its shape checks, which come first there.
-READ = 'import "slangpy"; float read_slice(int2 index, NDBuffer<float,2> texture) { return texture[index.x, index.y]; }'
+READ = 'import "slangpy"; float read_slice(int2 index, NDBuffer<float,2> texture) { return texture[{index.x,index.y}]; }'
 COPY = ("void copy_at(int index, StructuredBuffer<float4> fr, RWStructuredBuffer<float4> to) "
         "{ to[index] = fr[index]; }")
 

@@ -601,7 +601,9 @@ class ExprsMixin:
                 if isinstance(t, T.StructType) else []
             if not syms:
                 raise self.err("E3061", f"'{t}' cannot be indexed", e.loc)
-            idx = [self.expr(i, ctx) for i in e.indices]
+            # `t[{i, j}]`: an initializer list is typed by the subscript it selects (subscript_res)
+            idx = [InitListArg(i, None, i.loc) if isinstance(i, ast.InitList) else self.expr(i, ctx)
+                   for i in e.indices]
             return self.subscript_res(obj, syms, idx, e.loc, ctx)
         idx = self.expr(e.indices[0], ctx)
         if not (isinstance(idx.type, T.ScalarType) and idx.type.kind in ("int", "uint", "bool")) \
@@ -630,7 +632,8 @@ class ExprsMixin:
                 pts = [self.resolve_type(p.type, self.ctx_for_env(s.env)) for p in d.params]
             except CompileError:
                 continue
-            costs = [self.conv_cost(a.type, pt) for a, pt in zip(idx, pts)]
+            costs = [self._init_index_cost(a, pt, ctx) if isinstance(a, InitListArg) else self.conv_cost(a.type, pt)
+                     for a, pt in zip(idx, pts)]
             if any(c is None for c in costs):
                 continue
             scored.append((sum(costs), len(scored), s))
@@ -649,9 +652,27 @@ class ExprsMixin:
                 pts = getter.params[1:]
             else:
                 pts = setter.params[1:-1]
-            args = [self.coerce(a, p.type, loc) for a, p in zip(idx, pts)]
+            args = [self.init_list(a.node, p.type, ctx) if isinstance(a, InitListArg) else self.coerce(a, p.type, loc)
+                    for a, p in zip(idx, pts)]
             return SubscriptRes(obj, s, args, getter, setter, vtype)
         raise self.err("E3061", "no subscript takes these indices", loc)
+
+    def _init_index_cost(self, a: InitListArg, pt: T.Type, ctx):
+        """Cost of an index written `{i, j}` for a subscript parameter of type pt: an array or vector of as many
+        elements, each converted as an argument would be; an array costs one less than a vector of the same
+        elements, so `t[{x, y}]` over SlangPy's `int idx[D]` / `vector<int, D>` overloads takes the array
+        (row-major: x indexes the outermost dimension, as `t[x, y]` does).  None: not applicable."""
+        items = a.node.items
+        if not isinstance(pt, (T.ArrayType, T.VectorType)) or pt.n != len(items) or \
+                any(isinstance(i, ast.InitList) for i in items):
+            return None
+        total = 1 if isinstance(pt, T.VectorType) else 0
+        for i in items:
+            c = self.conv_cost(self.expr(i, ctx).type, pt.elem)
+            if c is None:
+                return None
+            total += c
+        return total
 
 
 def _aggregate(t: T.Type) -> bool:
