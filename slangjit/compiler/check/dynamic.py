@@ -36,6 +36,7 @@ class DynMethodRes:
     """`obj.name` where obj is a dynamic interface value, before the call."""
     def __init__(self, obj: ir.Expr, iface: T.InterfaceType, name: str):
         self.obj, self.iface, self.name = obj, iface, name
+        self.type_args: list = []           # explicit generic arguments (`v.f<float>(x)`)
 
 
 def _dyn_make(iface: T.InterfaceType, tag: ir.Expr, value: ir.Expr, loc) -> ir.Expr:
@@ -279,7 +280,7 @@ class DynamicMixin:
         best = None
         for owner, req in reqs:
             sym = FuncSym(req, self.dyn_env(res.iface, owner))
-            m = self.match_candidate(sym, OverloadRes([sym], name=req.name), args, loc)
+            m = self.match_candidate(sym, OverloadRes([sym], type_args=res.type_args or None, name=req.name), args, loc)
             if m is not None and (best is None or m.cost < best[0].cost):
                 best = (m, owner, req)
         if best is None:
@@ -312,6 +313,9 @@ class DynamicMixin:
         try:
             ictx = self.ctx_for_env(env)
             ptypes = list(m.param_types) if m is not None else [self.resolve_type(p.type, ictx) for p in req.params]
+            for i, p in enumerate(req.params):
+                if self.dyn_param_kind(p.type, owner) is not None:
+                    ptypes[i] = self.resolve_type(p.type, ictx)     # a dynamic value, whatever was passed
             ret = self.resolve_type(req.return_type, ictx) if req.return_type is not None else T.VOID
         except CompileError:
             raise self.err("E3062", f"{what}: its signature uses an associated type that has no single "
@@ -371,7 +375,10 @@ class DynamicMixin:
     def dyn_dispatcher(self, iface: T.InterfaceType, owner: T.InterfaceType, req: ast.FuncDecl, m,
                        loc: Loc) -> ir.Function:
         ptypes, ret = self.dyn_signature(iface, owner, req, m, loc)
-        key = (id(req), self.generic_key(ptypes))
+        # The requirement's generic arguments, passed on to each implementation (a value parameter
+        # like `gen<let K : int>(float x)` cannot be inferred from the arguments).
+        gargs = [a for a in m.type_args if not isinstance(a, tuple)] if req.generic_params and m is not None else []
+        key = (id(req), self.generic_key(ptypes), self.generic_key(gargs))
         cache = iface.info.__dict__.setdefault("dyn_dispatch", {})
         if key in cache:
             return cache[key]
@@ -389,7 +396,7 @@ class DynamicMixin:
             argrefs = [a if k is None else _dyn_get(self.dyn_concrete(ty, k, loc), a, loc)
                        for a, k in zip(argrefs, kinds)]
             try:
-                call = self.resolve_overload(OverloadRes(syms, this=objref, name=req.name),
+                call = self.resolve_overload(OverloadRes(syms, this=objref, type_args=gargs or None, name=req.name),
                                              argrefs, loc, self.ctx_for_env(owner.info.env))
             except CompileError:
                 raise self.err("E3062", f"'{ty}' does not implement '{req.name}' as '{iface.name}' "
