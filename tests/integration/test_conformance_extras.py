@@ -481,6 +481,9 @@ RWStructuredBuffer<float> outputBuffer;
 interface INone { float f(); }
 """ + KMAIN % "    outputBuffer[0] = createDynamicObject<INone>(0, 1.0).f(); //@", "E5011")
     expect_error(ACTS + "uniform IAct g; //@\n" + KMAIN % "    outputBuffer[0] = g.get();", "E5013")
+    # interface values in memory (Slang's serialized existentials): rejected, not misread
+    expect_error(ACTS + "uniform IAct* gp; //@\n" + KMAIN % "    outputBuffer[0] = gp[0].get();", "E5013")
+    expect_error(ACTS + "RWStructuredBuffer<IAct> gb; //@\n" + KMAIN % "    outputBuffer[0] = gb[0].get();", "E5013")
     expect_error("""
 RWStructuredBuffer<float> outputBuffer;
 interface IG { associatedtype V; V twice(); }
