@@ -481,11 +481,19 @@ RWStructuredBuffer<float> outputBuffer;
 interface INone { float f(); }
 """ + KMAIN % "    outputBuffer[0] = createDynamicObject<INone>(0, 1.0).f(); //@", "E5011")
     expect_error(ACTS + "uniform IAct g; //@\n" + KMAIN % "    outputBuffer[0] = g.get();", "E5013")
+    # interface values in memory (Slang's serialized existentials): rejected, not misread
+    expect_error(ACTS + "uniform IAct* gp; //@\n" + KMAIN % "    outputBuffer[0] = gp[0].get();", "E5013")
+    expect_error(ACTS + "RWStructuredBuffer<IAct> gb; //@\n" + KMAIN % "    outputBuffer[0] = gb[0].get();", "E5013")
     expect_error("""
 RWStructuredBuffer<float> outputBuffer;
-interface IG { This twice(); }
-struct A : IG { float v; A twice() { A r = { 2 * v }; return r; } }
+interface IG { associatedtype V; V twice(); }
+struct A : IG { typealias V = float; float v; float twice() { return 2 * v; } }
 """ + KMAIN % "    createDynamicObject<IG>(0, 1.0).twice(); //@", "E3062")
+    expect_error("""
+RWStructuredBuffer<float> outputBuffer;
+interface IG { void merge(inout This o); }
+struct A : IG { float v; void merge(inout A o) { o.v += v; } }
+""" + KMAIN % "    var g = createDynamicObject<IG>(0, 1.0); g.merge(g); //@", "E3062")
     expect_error("""
 RWStructuredBuffer<float> outputBuffer;
 interface ID { [Differentiable] float f(float x); }

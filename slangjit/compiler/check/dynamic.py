@@ -23,7 +23,7 @@ from ..parse import ast
 from ..ir import nodes as ir
 from ..source import CompileError, Loc
 from .. import types as T
-from .scope import FuncSym, NamespaceSym, StructSym
+from .scope import Env, FuncSym, NamespaceSym, StructSym, TypeSym
 from .members import TypeLiteral
 from .results import BuiltinIfaceRes, OverloadRes, PropertyRes, types_equal
 
@@ -36,6 +36,7 @@ class DynMethodRes:
     """`obj.name` where obj is a dynamic interface value, before the call."""
     def __init__(self, obj: ir.Expr, iface: T.InterfaceType, name: str):
         self.obj, self.iface, self.name = obj, iface, name
+        self.type_args: list = []           # explicit generic arguments (`v.f<float>(x)`)
 
 
 def _dyn_make(iface: T.InterfaceType, tag: ir.Expr, value: ir.Expr, loc) -> ir.Expr:
@@ -84,11 +85,17 @@ class DynamicMixin:
                     raise self.err("E5010", f"type conformance id {ident} of '{iface.name}' is given twice", loc)
                 entries.append((ident, ty))
         else:
+            nested: list = []
             for sym in self.user_struct_syms():
                 if sym.decl.generic_params:
                     continue
                 ty = self.instantiate_struct(sym, [], sym.decl.loc)
                 if self.conforms(ty, iface):
+                    entries.append((len(entries), ty))
+                nested.extend(self.nested_struct_types(ty))
+            # Structs nested in those (a conforming type's associated type, `Impl.Getter`), after them.
+            for ty in nested:
+                if self.conforms(ty, iface) and all(t is not ty for _, t in entries):
                     entries.append((len(entries), ty))
         if not entries:
             raise self.err("E5011", f"no type conforms to '{iface.name}', so no dynamic '{iface.name}' value "
@@ -162,6 +169,21 @@ class DynamicMixin:
                         walk(s.env)
         for env in self.modules_loaded.values():
             walk(env)
+        return out
+
+    def nested_struct_types(self, ty: T.Type) -> list:
+        """Non-generic structs declared inside struct `ty` (and inside those), instantiated."""
+        out: list = []
+        env = getattr(getattr(ty, "info", None), "env", None)
+        if not isinstance(ty, T.StructType) or env is None:
+            return out
+        for syms in env.names.values():
+            for s in syms:
+                if isinstance(s, StructSym) and not s.decl.generic_params and s.owner is not None:
+                    nt = self.instantiate_struct(s, [], s.decl.loc)
+                    if all(t is not nt for t in out):
+                        out.append(nt)
+                        out.extend(self.nested_struct_types(nt))
         return out
 
     def conformance_type(self, name: str, loc: Loc) -> T.Type:
@@ -257,8 +279,8 @@ class DynamicMixin:
         reqs = self.dyn_requirements(res.iface, res.name)
         best = None
         for owner, req in reqs:
-            sym = FuncSym(req, owner.info.env)
-            m = self.match_candidate(sym, OverloadRes([sym], name=req.name), args, loc)
+            sym = FuncSym(req, self.dyn_env(res.iface, owner))
+            m = self.match_candidate(sym, OverloadRes([sym], type_args=res.type_args or None, name=req.name), args, loc)
             if m is not None and (best is None or m.cost < best[0].cost):
                 best = (m, owner, req)
         if best is None:
@@ -284,32 +306,97 @@ class DynamicMixin:
         """The dispatcher's parameter types and result: the requirement's, with its generic
         parameters (and interface-typed parameters) bound by the call's match m."""
         what = f"'{req.name}' of '{owner.name}' cannot be called on a dynamic '{iface.name}' value"
-        env = owner.info.env
+        env = self.dyn_env(iface, owner)
         if req.generic_params and m is not None:
             env = self.bind_generics(req.generic_params, [a for a in m.type_args if not isinstance(a, tuple)],
                                      env, loc, None)
         try:
             ictx = self.ctx_for_env(env)
             ptypes = list(m.param_types) if m is not None else [self.resolve_type(p.type, ictx) for p in req.params]
+            for i, p in enumerate(req.params):
+                if self.dyn_param_kind(p.type, owner) is not None:
+                    ptypes[i] = self.resolve_type(p.type, ictx)     # a dynamic value, whatever was passed
             ret = self.resolve_type(req.return_type, ictx) if req.return_type is not None else T.VOID
         except CompileError:
-            raise self.err("E3062", f"{what}: its signature uses `This` or an associated type", loc) from None
+            raise self.err("E3062", f"{what}: its signature uses an associated type that has no single "
+                                    f"interface constraint (a dynamic value of it cannot be formed)", loc) from None
         return ptypes, ret
+
+    def dyn_env(self, iface: T.InterfaceType, owner: T.InterfaceType) -> Env:
+        """The environment a requirement's signature is read in for a dynamic call: `This` is the
+        dynamic value's interface and an associated type with one interface constraint is a dynamic
+        value of that interface (each conforming type's result is packed, its argument unpacked)."""
+        cache = iface.info.__dict__.setdefault("dyn_envs", {})
+        if id(owner) in cache:
+            return cache[id(owner)]
+        env = Env(owner.info.env, "generic")
+        env.this_type = iface
+        env.add("This", TypeSym("This", iface))
+        ctx = self.ctx_for_env(owner.info.env)
+        for it in [owner] + [b for b in self.iface_ancestors(owner)]:
+            for m in it.info.sym.decl.members:
+                if isinstance(m, ast.AssocTypeDecl) and not env.lookup_local(m.name):
+                    try:
+                        cons = [self.resolve_base(c, ctx) for c in m.constraints]
+                    except CompileError:
+                        continue
+                    user = [c for c in cons if isinstance(c, T.InterfaceType)]
+                    if len(user) == 1:
+                        env.add(m.name, TypeSym(m.name, user[0]))
+        cache[id(owner)] = env
+        return env
+
+    def iface_ancestors(self, it: T.InterfaceType) -> list:
+        out: list = []
+        for b in it.info.bases:
+            if isinstance(b, T.InterfaceType) and b not in out:
+                out.append(b)
+                out.extend(x for x in self.iface_ancestors(b) if x not in out)
+        return out
+
+    def dyn_param_kind(self, texpr, owner: T.InterfaceType):
+        """'This' or the associated type's name when a requirement's parameter / result type is
+        written as one (a dynamic value in the dispatcher, the concrete type in each case)."""
+        if isinstance(texpr, ast.ThisTypeExpr):
+            return "This"
+        if isinstance(texpr, ast.Name):
+            for it in [owner] + self.iface_ancestors(owner):
+                for m in it.info.sym.decl.members:
+                    if isinstance(m, ast.AssocTypeDecl) and m.name == texpr.name:
+                        return m.name
+        return None
+
+    def dyn_concrete(self, ty: T.Type, kind: str, loc: Loc) -> T.Type:
+        """What `This` / associated type `kind` is for conforming type ty."""
+        if kind == "This":
+            return ty
+        return self.resolve_type(ast.Member(TypeLiteral(ty), kind, loc=loc), self.ctx_for_env(ty.info.env))
 
     def dyn_dispatcher(self, iface: T.InterfaceType, owner: T.InterfaceType, req: ast.FuncDecl, m,
                        loc: Loc) -> ir.Function:
         ptypes, ret = self.dyn_signature(iface, owner, req, m, loc)
-        key = (id(req), self.generic_key(ptypes))
+        # The requirement's generic arguments, passed on to each implementation (a value parameter
+        # like `gen<let K : int>(float x)` cannot be inferred from the arguments).
+        gargs = [a for a in m.type_args if not isinstance(a, tuple)] if req.generic_params and m is not None else []
+        key = (id(req), self.generic_key(ptypes), self.generic_key(gargs))
         cache = iface.info.__dict__.setdefault("dyn_dispatch", {})
         if key in cache:
             return cache[key]
         mutating = any(a.name == "mutating" for a in req.attrs) or "mutating" in req.mods
         params = [(p.name, pt, p.direction if p.direction != "ref" else "inout") for p, pt in zip(req.params, ptypes)]
 
+        kinds = [self.dyn_param_kind(p.type, owner) for p in req.params]
+        for k, (n, pt, d) in zip(kinds, params):
+            if k is not None and d != "in":
+                raise self.err("E3062", f"'{req.name}' of '{owner.name}' cannot be called on a dynamic "
+                                        f"'{iface.name}' value: its {d} parameter '{n}' has type `{k}`", loc)
+
         def case(fn, ty, objref, argrefs):
             syms = [s for s in self.member_syms(ty, req.name) if isinstance(s, FuncSym)]
+            argrefs = [a if k is None else _dyn_get(self.dyn_concrete(ty, k, loc), a, loc)
+                       for a, k in zip(argrefs, kinds)]
             try:
-                call = self.resolve_overload(OverloadRes(syms, this=objref, name=req.name),
+                call = self.resolve_overload(OverloadRes(syms, this=objref, type_args=gargs or None, name=req.name),
                                              argrefs, loc, self.ctx_for_env(owner.info.env))
             except CompileError:
                 raise self.err("E3062", f"'{ty}' does not implement '{req.name}' as '{iface.name}' "
@@ -386,6 +473,9 @@ class DynamicMixin:
         if differentiable and isinstance(call, ir.Call) and not self.derivs.is_differentiable(call.func):
             raise self.err("E6017", f"'{ty}.{name}' implements differentiable requirement '{name}' but is "
                                     f"not differentiable: mark it [Differentiable]", call.func.loc or loc)
+        if isinstance(fn.ret, T.InterfaceType) and isinstance(call.type, T.StructType) and \
+                self.conforms(call.type, fn.ret):
+            call = self.dyn_pack(call, fn.ret, loc)         # `This` / an associated type: re-packed
         if fn.ret != T.VOID and not types_equal(call.type, fn.ret):
             raise self.err("E3062", f"'{ty}.{name}' returns '{call.type}' but interface requirement "
                                     f"'{name}' returns '{fn.ret}'", getattr(getattr(call, "func", None), "loc", None) or loc)

@@ -166,7 +166,7 @@ class ExprsMixin:
             return TypeRes(t)
         if isinstance(base, OverloadRes):
             return OverloadRes(base.cands, base.this, args, base.name, base.static_owner)
-        if isinstance(base, BuiltinMethodRes):
+        if isinstance(base, (BuiltinMethodRes, DynMethodRes)):
             base.type_args = args
             return base
         raise self.err("E2054", f"'{describe(e.base)}' does not take generic arguments", e.loc)

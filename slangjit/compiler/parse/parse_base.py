@@ -57,6 +57,9 @@ MODIFIERS = {
     "__extern_cpp", "__exported", "shared", "volatile", "row_major", "column_major", "snorm", "unorm",
     "linear", "centroid", "noperspective", "globallycoherent", "__global", "__prefix", "__postfix",
     "constexpr", "__noinline",
+    # Slang 2026's existential qualifiers (`dyn interface IFoo`, `dyn IFoo v`, `some IFoo p`): an
+    # interface-typed declaration is already static where its type is known and dynamic where not.
+    "dyn", "some",
 }
 
 DIRECTIONS = {"in": "in", "out": "out", "inout": "inout", "ref": "ref", "constref": "constref",
