@@ -26,6 +26,7 @@
 """
 from __future__ import annotations
 
+import atexit
 import ctypes
 import hashlib
 import json
@@ -432,7 +433,8 @@ def _build(source: str, cmd: tuple[str, ...], flags: tuple[str, ...], key: str, 
 
 
 def load_library(source: str) -> CpuLibrary:
-    """Compile `source` (C++) to a shared library, or find it in the cache, and load it."""
+    """Compile `source` (C++) to a shared library, or find it in the cache (or a background build,
+    load_library_async), and load it."""
     t0 = time.perf_counter()
     cmd = find_compiler()
     flags = compile_flags()
@@ -440,6 +442,18 @@ def load_library(source: str) -> CpuLibrary:
     lib = _libs.get(key)
     if lib is not None:
         return lib
+    fut = _pending.get(key)
+    if fut is not None:
+        try:
+            return fut.result()
+        finally:
+            with _compiler_lock:
+                if _pending.get(key) is fut:
+                    del _pending[key]
+    return _load(source, cmd, flags, key, t0)
+
+
+def _load(source: str, cmd: tuple[str, ...], flags: tuple[str, ...], key: str, t0: float) -> CpuLibrary:
     with _compiler_lock:
         lock = _key_locks.setdefault(key, threading.Lock())
     with lock:
@@ -477,10 +491,87 @@ def load_library(source: str) -> CpuLibrary:
         return lib
 
 
+# ------------------------------------------------------------------------------------------ background builds
+#
+# A program loaded for the CPU device starts its C++ build at once, in a worker thread (load_library_async,
+# called by runtime/cpu.py when the front end hands over the source); the kernel loads the library at its
+# first use (load_library waits for the build there).  The compiler runs as a separate process, so a
+# module's programs, loaded one after another, build in parallel with each other and with the front end of
+# the next one.  A build's error reaches the caller of load_library, as before.
+
+_pending: dict = {}                     # key -> _Build
+_build_slots = threading.BoundedSemaphore(max(1, min(8, os.cpu_count() or 1)))   # compiler processes at once
+
+
+class _Build:
+    """One background build: a daemon thread running _load; `result()` waits and returns or raises."""
+
+    def __init__(self, fn, *args):
+        self._done = threading.Event()
+        self._value = self._error = None
+        self._thread = threading.Thread(target=self._run, args=(fn, args), name="slangjit-cxx", daemon=True)
+        self._thread.start()
+
+    def _run(self, fn, args) -> None:
+        try:
+            with _build_slots:
+                self._value = fn(*args)
+        except BaseException as e:  # noqa: BLE001 -- handed to the waiter
+            self._error = e
+        finally:
+            self._done.set()
+
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def result(self):
+        self._done.wait()
+        if self._error is not None:
+            raise self._error.with_traceback(None)
+        return self._value
+
+
+def _known(key: str, name: str) -> bool:
+    """The library is loaded, being built, or has a file in a cache folder (load_library verifies it)."""
+    if key in _libs or key in _pending:
+        return True
+    try:
+        folders = cache_dirs().read
+    except OSError:
+        return False
+    return any(os.path.lexists(folder / name) for folder in folders)
+
+
+def load_library_async(source: str) -> bool:
+    """Start building `source` in the background unless its library is loaded, on disk or being built.
+    True when a build was started; load_library(source) returns its library (or raises its error)."""
+    cmd = find_compiler()
+    flags = compile_flags()
+    key = library_key(source, cmd, flags)
+    name = key[:40] + _LIB_EXT
+    with _compiler_lock:
+        if _known(key, name):
+            return False
+        _pending[key] = _Build(_load, source, cmd, flags, key, time.perf_counter())
+    return True
+
+
+def _finish_builds() -> None:
+    """At exit: let the builds under way finish (their compiler processes would otherwise be orphaned
+    half way, leaving temporary files in the cache folder); their errors are nobody's to report now."""
+    for b in list(_pending.values()):
+        b._done.wait()
+
+
+atexit.register(_finish_builds)
+
+
 def _after_fork_in_child() -> None:      # a lock held by another thread at fork() would never be released
-    global _compiler_lock, _key_locks
+    global _compiler_lock, _key_locks, _build_slots
     _compiler_lock = threading.Lock()
     _key_locks = {}
+    _build_slots = threading.BoundedSemaphore(max(1, min(8, os.cpu_count() or 1)))
+    _pending.clear()                    # the parent's build threads do not exist here: its builds are not ours
 
 
 if hasattr(os, "register_at_fork"):
