@@ -387,19 +387,33 @@ def _verify(path: Path, folder: Path, key: str) -> bool:
     return mac_ok(folder, key, memoryview(data)[:n], mac)
 
 
+def _run_compiler(argv: list) -> "subprocess.CompletedProcess":
+    try:
+        return subprocess.run(argv, capture_output=True, text=True)
+    except OSError as e:
+        raise CompilerNotFoundError(f"C++ compiler {argv[0]!r} cannot be run: {e}") from None
+
+
 def _build(source: str, cmd: tuple[str, ...], flags: tuple[str, ...], key: str, final: Path) -> float:
     d = final.parent
+    t0 = time.perf_counter()
+    pch = _precompiled_prefix(source, cmd, flags, d)     # (-include argument, the rest of the source) or None
     fd, src_tmp = tempfile.mkstemp(dir=str(d), prefix=f".build-{key[:16]}-", suffix=".cpp")
     with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(source)
+        f.write(source if pch is None else pch[1])
     fd, lib_tmp = tempfile.mkstemp(dir=str(d), prefix=f".build-{key[:16]}-", suffix=_LIB_EXT)
     os.close(fd)
-    t0 = time.perf_counter()
     try:
-        try:
-            p = subprocess.run([*cmd, *flags, "-o", lib_tmp, src_tmp, *link_libs()], capture_output=True, text=True)
-        except OSError as e:
-            raise CompilerNotFoundError(f"C++ compiler {' '.join(cmd)!r} cannot be run: {e}") from None
+        p = None
+        if pch is not None:
+            p = _run_compiler([*cmd, *flags, "-include", pch[0], "-o", lib_tmp, src_tmp, *link_libs()])
+            if p.returncode != 0 or os.path.getsize(lib_tmp) == 0:     # the header is not usable: without it
+                _drop_pch(pch[0])
+                with open(src_tmp, "w", encoding="utf-8") as f:
+                    f.write(source)
+                p = None
+        if p is None:
+            p = _run_compiler([*cmd, *flags, "-o", lib_tmp, src_tmp, *link_libs()])
         if p.returncode != 0 or os.path.getsize(lib_tmp) == 0:
             keep = d / f"failed-{key[:16]}.cpp"
             try:
@@ -432,6 +446,111 @@ def _build(source: str, cmd: tuple[str, ...], flags: tuple[str, ...], key: str, 
         _unlink(lib_tmp)
 
 
+# ------------------------------------------------------------------------------------------ precompiled prefix
+#
+# Every generated translation unit starts with the prelude and the target's fixed parts, up to the line
+# PCH_END (emit/program.py): text that depends on the target's options (lanes, privatised adds, vector math),
+# never on the program.  With GCC, that prefix is precompiled (a .gch, ~20 MB) once per prefix, compiler and
+# flags into `<cache>/cpu/pch/`, and a build compiles only the rest with `-include` (the prelude's parsing is
+# ~0.1 s of every build).  The header is made the second time a prefix is built in a cache folder (a one-off
+# temporary cache never pays for it), by the build that needs it.  A .gch carries an HMAC (`<name>.mac`, the
+# folder's secret, as every entry) checked once per process before the compiler may read it; a header the
+# compiler rejects is deleted and the build runs on the whole source.
+
+PCH_END = "// slangjit: end of the precompiled prefix"      # emit/program.py PCH_END
+_PCH_VERSION = b"slangjit-pch-v1"
+_pch_ok: dict = {}                      # .gch path -> True once its MAC was checked in this process
+_pch_locks: dict = {}
+
+
+def _is_gcc(cmd: tuple[str, ...]) -> bool:
+    v = compiler_version(cmd)
+    return "Free Software Foundation" in v and "clang" not in v.lower()
+
+
+def _precompiled_prefix(source: str, cmd: tuple[str, ...], flags: tuple[str, ...], d: Path):
+    """(the `-include` argument naming the prefix's .gch, the source after the prefix), or None: no prefix
+    marker, not GCC, no header yet (made here the second time a prefix is built), or it cannot be made."""
+    i = source.find("\n" + PCH_END + "\n")
+    if i < 0 or os.environ.get("SLANGJIT_NO_PCH") or not _is_gcc(cmd):
+        return None
+    prefix, rest = source[: i + 1], source[i + 1:]
+    h = hashlib.sha256()
+    for part in (_PCH_VERSION, prefix.encode("utf-8"), "\0".join(cmd).encode(), compiler_version(cmd).encode(),
+                 "\0".join(flags).encode()):
+        h.update(len(part).to_bytes(8, "little"))
+        h.update(part)
+    pkey = h.hexdigest()
+    folder = d / "pch"
+    header = folder / (pkey[:40] + ".h")            # the compiler reads header + ".gch"; the header never exists
+    gch = folder / (pkey[:40] + ".h.gch")
+    body = "// (prelude: the precompiled header)\n" + rest
+    with _compiler_lock:
+        lock = _pch_locks.setdefault(pkey, threading.Lock())
+    with lock:
+        if _pch_ok.get(str(gch)) and os.path.isfile(gch):
+            return str(header), body
+        if os.path.lexists(gch):
+            if _pch_verify(gch, d, pkey):
+                _pch_ok[str(gch)] = True
+                return str(header), body
+            _drop_pch(str(header))
+        seen = folder / (pkey[:40] + ".seen")
+        if not os.path.exists(seen):
+            try:
+                folder.mkdir(mode=0o700, exist_ok=True)
+                seen.touch()
+            except OSError:
+                pass
+            return None
+        if not _make_pch(prefix, cmd, flags, d, folder, gch, pkey):
+            return None
+        _pch_ok[str(gch)] = True
+        return str(header), body
+
+
+def _pch_verify(gch: Path, d: Path, pkey: str) -> bool:
+    try:
+        with open(gch, "rb") as f:
+            data = f.read()
+        with open(str(gch)[: -len(".h.gch")] + ".mac", "rb") as f:
+            mac = f.read()
+    except OSError:
+        return False
+    return mac_ok(d, pkey, data, mac)
+
+
+def _make_pch(prefix: str, cmd, flags, d: Path, folder: Path, gch: Path, pkey: str) -> bool:
+    fd, h_tmp = tempfile.mkstemp(dir=str(folder), prefix=".pch-", suffix=".h")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(prefix)
+    g_tmp = h_tmp + ".gch"
+    try:
+        try:
+            p = subprocess.run([*cmd, *flags, "-x", "c++-header", "-o", g_tmp, h_tmp], capture_output=True)
+        except OSError:
+            return False
+        if p.returncode != 0 or not os.path.isfile(g_tmp):
+            return False
+        with open(g_tmp, "rb") as f:
+            mac = entry_mac(d, pkey, f.read())
+        if mac is None:
+            return False
+        _atomic_write(folder / (pkey[:40] + ".mac"), mac)
+        os.replace(g_tmp, gch)
+        return True
+    finally:
+        _unlink(h_tmp)
+        _unlink(g_tmp)
+
+
+def _drop_pch(header: str) -> None:
+    _pch_ok.pop(header + ".gch", None)
+    for p in (header + ".gch", header[: -len(".h")] + ".mac"):
+        if os.path.lexists(p):
+            remove_entry(p)
+
+
 def load_library(source: str) -> CpuLibrary:
     """Compile `source` (C++) to a shared library, or find it in the cache (or a background build,
     load_library_async), and load it."""
@@ -441,6 +560,11 @@ def load_library(source: str) -> CpuLibrary:
     key = library_key(source, cmd, flags)
     lib = _libs.get(key)
     if lib is not None:
+        if key in _pending:             # a background build that finished before anyone asked
+            with _compiler_lock:
+                b = _pending.get(key)
+                if b is not None and b.done():
+                    del _pending[key]
         return lib
     fut = _pending.get(key)
     if fut is not None:

@@ -23,6 +23,11 @@ from .cpu_adds import PACC_PRELUDE, CpuEmitter
 from .cpu_lane_loops import LACC_PRELUDE, LANE_LOOPS_PRELUDE, LoopLaneKernel
 from .cpu_lanes import LANES_PRELUDE, LaneKernel, vector_math_header
 
+# Ends the part of a C++ translation unit that depends only on the prelude and the target's options (never on
+# the program): runtime/cpu_compiler.py precompiles the text before it once per compiler and flags (a GCC
+# precompiled header) and compiles only the rest for each program.  Spelled the same there.
+PCH_END = "// slangjit: end of the precompiled prefix"
+
 SYSTEM_VALUES = {"sv_dispatchthreadid": "dtid", "sv_groupid": "gid", "sv_groupthreadid": "gtid",
                  "sv_groupindex": "gindex"}
 
@@ -190,7 +195,8 @@ class CppTarget(Target):
                 *([LANES_PRELUDE] if self.used_lanes or self.used_lane_loops else []),
                 *([LANE_LOOPS_PRELUDE] if self.used_lane_loops else []),
                 *([LACC_PRELUDE] if self.used_lane_loops and self.privatised else []),
-                "#ifndef SJ_EXPORT\n#define SJ_EXPORT __attribute__((visibility(\"default\")))\n#endif"]
+                "#ifndef SJ_EXPORT\n#define SJ_EXPORT __attribute__((visibility(\"default\")))\n#endif",
+                PCH_END]
 
     def launcher(self, fn: ir.Function, numthreads, symbol: str, sname: str, call_args: list[str]) -> list[str]:
         nx, ny, nz = numthreads
