@@ -183,7 +183,7 @@ class ComputeKernel(KernelBase):
             if "_fn" in self.__dict__:
                 return
             t0 = time.perf_counter()
-            library = load_library(self.compiled.source)
+            library = load_library(self.compiled.source, self.compiled.source_sha256())
             timings = dict(self.compiled.timings)
             timings["cxx"] = library.compile_seconds
             timings["load"] = max(0.0, time.perf_counter() - t0 - library.compile_seconds)
@@ -240,7 +240,7 @@ class CpuDevice(Device):
         # The C++ compiler starts now, in the background (cpu_compiler.load_library_async): the kernel created
         # from this program waits for the library at its first dispatch, and a module's next program goes
         # through the front end (and starts its own build) meanwhile.
-        load_library_async(prog.source)
+        load_library_async(prog.source, prog.source_sha256())
         return prog
 
     def _new_buffer(self, desc: BufferDesc, raw) -> Buffer:

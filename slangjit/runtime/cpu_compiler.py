@@ -50,7 +50,7 @@ from ..cache_paths import cache_dir, cache_dirs, entry_mac, mac_ok, remove_entry
 BASE_FLAGS = ("-std=c++17", "-O2", "-fwrapv", "-fPIC", "-shared", "-fno-strict-aliasing",
               "-ffp-contract=off", "-fno-math-errno", "-fopenmp-simd")
 
-_CACHE_VERSION = b"slangjit-cpu-v1"
+_CACHE_VERSION = b"slangjit-cpu-v2"
 _TRAILER_MAGIC = b"SJLIB\x02\x00\x00"
 _TRAILER = struct.Struct("<8sQ32s")          # magic, image length, HMAC-SHA256(folder secret, key, image)
 
@@ -181,6 +181,52 @@ def _cpu_features() -> set:
     return set()
 
 
+# Reading /proc/cpuinfo makes the kernel sample every CPU's clock (an interrupt to each): 1-13 ms on a busy
+# 2-core VM, more than a whole cache hit.  The level found is kept in the cache folder under the kernel's boot
+# id (new at every boot; a machine's features do not change while it runs), so later processes read a line.
+
+
+def _boot_id() -> Optional[str]:
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+            b = f.read().strip()
+    except OSError:
+        return None
+    return b if len(b) == 36 and not b.strip("0123456789abcdef-") else None
+
+
+def _isa_file(folder: Path, boot: str) -> Path:
+    return folder / "compilers" / f"isa-{boot}.json"
+
+
+def _remembered_isa() -> Optional[str]:
+    boot = _boot_id()
+    if boot is None:
+        return None
+    try:
+        folders = cache_dirs().read
+    except OSError:
+        return None
+    for d in folders:
+        try:
+            data = json.loads(_isa_file(d, boot).read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and data.get("boot") == boot and data.get("isa") in ISA_LEVELS:
+            return data["isa"]
+    return None
+
+
+def _remember_isa(level: str) -> None:
+    boot = _boot_id()
+    if boot is None:
+        return
+    try:
+        _atomic_write(_isa_file(cache_dir(), boot), json.dumps({"boot": boot, "isa": level}).encode())
+    except OSError:
+        pass
+
+
 def host_isa() -> str:
     """The highest x86-64 level whose features this CPU has ('portable' elsewhere), or `$SLANGJIT_CPU_ISA`."""
     global _host_isa
@@ -192,11 +238,15 @@ def host_isa() -> str:
     if _host_isa is None:
         level = "portable"
         if platform.machine().lower() in ("x86_64", "amd64"):
-            have = _cpu_features()
-            for name, need, _ in _X86_LEVELS:
-                if not set(need) <= have:
-                    break
-                level = name
+            level = _remembered_isa()
+            if level is None:
+                have = _cpu_features()
+                level = "portable"
+                for name, need, _ in _X86_LEVELS:
+                    if not set(need) <= have:
+                        break
+                    level = name
+                _remember_isa(level)
         _host_isa = level
     return _host_isa
 
@@ -360,11 +410,16 @@ _libs: dict[str, CpuLibrary] = {}
 _key_locks: dict[str, threading.Lock] = {}
 
 
-def library_key(source: str, cmd: Optional[tuple[str, ...]] = None, flags: Optional[tuple[str, ...]] = None) -> str:
+def library_key(source: str, cmd: Optional[tuple[str, ...]] = None, flags: Optional[tuple[str, ...]] = None,
+                source_sha256: Optional[bytes] = None) -> str:
+    """The library's cache key: sha256 over the source's sha256 (`source_sha256` when the caller has it:
+    CompiledProgram.source_sha256, computed once per program), the compiler and its version, the flags."""
     cmd = find_compiler() if cmd is None else cmd
     flags = compile_flags() if flags is None else flags
+    if source_sha256 is None:
+        source_sha256 = hashlib.sha256(source.encode("utf-8", "surrogatepass")).digest()
     h = hashlib.sha256()
-    for part in (_CACHE_VERSION, source.encode("utf-8"), "\0".join(cmd).encode(), compiler_version(cmd).encode(),
+    for part in (_CACHE_VERSION, source_sha256, "\0".join(cmd).encode(), compiler_version(cmd).encode(),
                  "\0".join(flags).encode(), "\0".join(link_libs()).encode()):
         h.update(len(part).to_bytes(8, "little"))
         h.update(part)
@@ -551,13 +606,13 @@ def _drop_pch(header: str) -> None:
             remove_entry(p)
 
 
-def load_library(source: str) -> CpuLibrary:
+def load_library(source: str, source_sha256: Optional[bytes] = None) -> CpuLibrary:
     """Compile `source` (C++) to a shared library, or find it in the cache (or a background build,
-    load_library_async), and load it."""
+    load_library_async), and load it.  `source_sha256`, when given, must be the sha256 of `source`."""
     t0 = time.perf_counter()
     cmd = find_compiler()
     flags = compile_flags()
-    key = library_key(source, cmd, flags)
+    key = library_key(source, cmd, flags, source_sha256)
     lib = _libs.get(key)
     if lib is not None:
         if key in _pending:             # a background build that finished before anyone asked
@@ -666,12 +721,12 @@ def _known(key: str, name: str) -> bool:
     return any(os.path.lexists(folder / name) for folder in folders)
 
 
-def load_library_async(source: str) -> bool:
+def load_library_async(source: str, source_sha256: Optional[bytes] = None) -> bool:
     """Start building `source` in the background unless its library is loaded, on disk or being built.
     True when a build was started; load_library(source) returns its library (or raises its error)."""
     cmd = find_compiler()
     flags = compile_flags()
-    key = library_key(source, cmd, flags)
+    key = library_key(source, cmd, flags, source_sha256)
     name = key[:40] + _LIB_EXT
     with _compiler_lock:
         if _known(key, name):
