@@ -335,6 +335,20 @@ def _probed_flags(cmd: tuple[str, ...], cand: tuple[str, ...]) -> tuple[str, ...
     return cand if ok else ()
 
 
+# emit/program.py LANE_KERNELS_ONLY: the first line of a source whose kernels are all lane-loop kernels, which
+# GCC builds without these passes (CpuOptions.lane_compile_flags): their compile time, not their speed.
+LANE_KERNELS_ONLY = "// slangjit: lane-loop kernels only"
+LANE_KERNEL_FLAGS = ("-fno-tree-pre", "-fno-gcse", "-fno-code-hoisting", "-fno-tree-vrp", "-fno-schedule-insns2",
+                     "-fno-expensive-optimizations")
+
+
+def source_flags(source: str, cmd: tuple[str, ...], flags: tuple[str, ...]) -> tuple[str, ...]:
+    """`flags` and what the source's first line asks for (LANE_KERNELS_ONLY, with GCC)."""
+    if source.startswith(LANE_KERNELS_ONLY + "\n") and _is_gcc(cmd):
+        return flags[:len(BASE_FLAGS)] + LANE_KERNEL_FLAGS + flags[len(BASE_FLAGS):]   # before $SLANGJIT_CXXFLAGS
+    return flags
+
+
 def compile_flags() -> tuple[str, ...]:
     extra = os.environ.get("SLANGJIT_CXXFLAGS", "").strip()
     return BASE_FLAGS + half_rounding_flags(find_compiler()) + isa_flags() + \
@@ -611,7 +625,7 @@ def load_library(source: str, source_sha256: Optional[bytes] = None) -> CpuLibra
     load_library_async), and load it.  `source_sha256`, when given, must be the sha256 of `source`."""
     t0 = time.perf_counter()
     cmd = find_compiler()
-    flags = compile_flags()
+    flags = source_flags(source, cmd, compile_flags())
     key = library_key(source, cmd, flags, source_sha256)
     lib = _libs.get(key)
     if lib is not None:
@@ -725,7 +739,7 @@ def load_library_async(source: str, source_sha256: Optional[bytes] = None) -> bo
     """Start building `source` in the background unless its library is loaded, on disk or being built.
     True when a build was started; load_library(source) returns its library (or raises its error)."""
     cmd = find_compiler()
-    flags = compile_flags()
+    flags = source_flags(source, cmd, compile_flags())
     key = library_key(source, cmd, flags, source_sha256)
     name = key[:40] + _LIB_EXT
     with _compiler_lock:

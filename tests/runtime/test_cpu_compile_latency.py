@@ -287,3 +287,32 @@ def test_processes_compiling_the_same_module_at_once_all_succeed(tmp_path):
     if _gcc():
         assert not [f for f in (cache / "cpu" / "pch").iterdir() if f.name.startswith(".")]
         assert len(list((cache / "cpu" / "pch").glob("*.h.gch"))) == 1
+
+
+# ------------------------------------------------------------------------------------------ cheaper flags
+
+
+def test_lane_loop_kernels_build_with_fewer_passes_and_the_same_bits(fresh_cache, tmp_path):
+    """A translation unit of lane-loop kernels only is marked on its first line and built without the GCC passes
+    of LANE_KERNEL_FLAGS (CpuOptions.lane_compile_flags); its results are bit for bit those of the full -O2 build.
+    A scalar kernel's translation unit is not marked."""
+    from slangjit.compiler.passes.options import CpuOptions, PipelineOptions
+    dev = spy.create_device(type=spy.DeviceType.cpu)
+    p = tmp_path / "lanes.slang"
+    p.write_text(LANE_KERNEL.replace("SCALE", "1.75").replace("OFFSET", "0.5"))
+    on = dev.load_program(str(p), ["computeMain"])
+    off = dev.load_program(str(p), ["computeMain"],
+                           compile_options=PipelineOptions(cpu=CpuOptions(lane_compile_flags=False)))
+    assert on.compiled.source.startswith(cc.LANE_KERNELS_ONLY + "\n")
+    assert "sj_lanes_computeMain" in on.compiled.source          # a lane-blocked kernel
+    assert not off.compiled.source.startswith(cc.LANE_KERNELS_ONLY)
+    cmd = cc.find_compiler()
+    if _gcc():
+        assert set(cc.LANE_KERNEL_FLAGS) <= set(cc.source_flags(on.compiled.source, cmd, cc.compile_flags()))
+    assert cc.source_flags(off.compiled.source, cmd, cc.compile_flags()) == cc.compile_flags()
+    xs, y_on = _run(dev, dev.create_compute_kernel(on), n=4096)
+    _, y_off = _run(dev, dev.create_compute_kernel(off), n=4096)
+    np.testing.assert_array_equal(y_on, y_off)
+    np.testing.assert_allclose(y_on, _lane_ref(xs, 1.75, 0.5), rtol=2e-5, atol=2e-5)
+    scalar = _program(dev, tmp_path, KERNEL, 2.0, 1.0)
+    assert not scalar.compiled.source.startswith(cc.LANE_KERNELS_ONLY)
