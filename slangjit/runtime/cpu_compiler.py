@@ -8,8 +8,10 @@
   a cache shared between machines never hands one a library built for another's features.  No
   `-march=native` and no `-ffast-math`: FP contraction is off (`-ffp-contract=off`, no FMA even
   where the ISA has it) and math stays IEEE, so results do not depend on the machine.
+  A source whose first line is LANE_KERNELS_ONLY (all its kernels lane-loop kernels) is built by GCC
+  without a few -O2 passes that cost those kernels compile time and no speed (LANE_KERNEL_FLAGS).
 * Cache: `$SLANGJIT_CACHE_DIR`, else `$XDG_CACHE_HOME/slangjit`, else `~/.cache/slangjit`
-  (sub-folder `cpu/`).  Key = sha256(source, compiler command + resolved path + `--version`
+  (sub-folder `cpu/`).  Key = sha256(sha256(source), compiler command + resolved path + `--version`
   output, flags).  The compiler's `--version` output is itself cached on disk, keyed by the
   (path, size, mtime) of the compiler executable(s), so a warm start in a new process runs no
   compiler process at all.
@@ -20,6 +22,11 @@
   the image, checked before the library is loaded; a library whose trailer does not verify (or a
   directory in its place) is deleted and rebuilt.  A read-only cache folder's libraries are loaded
   where they are; new ones go to the private temp folder (docs/security.md).
+* Latency: a program loaded for the CPU device starts its build in a background thread
+  (load_library_async; the kernel waits at its first use), so a module's programs build in parallel.
+  With GCC, the source's fixed prefix (prelude, up to PCH_END) is precompiled once per prefix, compiler
+  and flags (`cpu/pch/`, made at a prefix's second build, HMAC-checked) and each build compiles the rest.
+  The host's ISA level is kept per boot id (`compilers/isa-<boot id>.json`): /proc/cpuinfo is slow to read.
 * A compiler failure is a slangjit bug (the front end accepted the program): it raises
   `InternalCompilerError` with the compiler's first 40 lines of diagnostics; the failing source
   is kept next to the cache as `failed-<key>.cpp`.
