@@ -14,7 +14,8 @@ Every measurement runs in a fresh Python process (so no in-memory cache helps):
 * warm, front-end cache off (SLANGJIT_NO_FRONTEND_CACHE=1): the front end runs, the C++ library
          comes from the disk cache.
 
-"ready" = `load_program` + `create_compute_kernel` (the kernel can be dispatched).  Medians of
+"ready" = `load_program` + `create_compute_kernel` + the kernel's library loaded (the C++ build runs in
+the background from `load_program` on, and a kernel loads its library at first use: this waits for it).  Medians of
 several runs are printed; nothing is asserted.
 """
 from __future__ import annotations
@@ -44,6 +45,7 @@ def child() -> None:
     program = device.load_program(str(MODULE), ["renderMain"])
     t1 = time.perf_counter()
     kernel = device.create_compute_kernel(program)
+    kernel.library      # the C++ build runs in the background from load_program on: wait for the library here
     t2 = time.perf_counter()
     w = h = 16
     image = device.create_buffer(element_count=w * h, struct_size=16, usage=spy.BufferUsage.unordered_access)

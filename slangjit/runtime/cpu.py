@@ -15,7 +15,7 @@ from typing import Optional, Sequence
 from ..compiler.passes.options import DEFAULT_OPTIONS, PipelineOptions
 from ..compiler.reflection import CompiledProgram
 from .base import Buffer, BufferDesc, Device, DeviceInfo, DeviceType, KernelBase, ShaderProgram
-from .cpu_compiler import load_library
+from .cpu_compiler import load_library, load_library_async
 from .kernel_errors import ErrorRecord, raise_if_failed, sites_lookup
 
 
@@ -160,22 +160,41 @@ class ComputeKernel(KernelBase):
     """A compiled, loaded entry point on the CPU. `dispatch` runs it over a grid of threads."""
     _target = "cpp"
 
+    # Loaded on first use (a dispatch, or reading one of these): the library may still be building in the
+    # background (cpu_compiler.load_library_async, started when the program was loaded), and a module's next
+    # program goes through the front end and starts its own build meanwhile.  A compiler error is raised there.
+    _LAZY = frozenset({"library", "timings", "_fn", "_chunks"})
+
     def __init__(self, device: "CpuDevice", program: Optional[ShaderProgram], compiled: CompiledProgram,
                  entry_name: str):
         self._init_entry(device, program, compiled, entry_name, "CPU")
-        t0 = time.perf_counter()
-        self.library = load_library(compiled.source)
-        self.timings = dict(compiled.timings)
-        self.timings["cxx"] = self.library.compile_seconds
-        self.timings["load"] = time.perf_counter() - t0 - self.library.compile_seconds
-        fn = self.library.symbol(self.entry.symbol)
-        fn.argtypes = _ENTRY_ARGTYPES
-        fn.restype = None
-        self._fn = fn
-        runner = self.library.chunk_runner()
-        self._chunks = (runner, ctypes.cast(fn, ctypes.c_void_p).value) if runner is not None else None
+        self._load_lock = threading.Lock()
         self._init_layouts()
 
+    def __getattr__(self, name: str):
+        if name in ComputeKernel._LAZY and "_load_lock" in self.__dict__:
+            self._load()
+            return self.__dict__[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def _load(self) -> None:
+        """The library (waiting for its build), the entry's function and the chunk runner."""
+        with self._load_lock:
+            if "_fn" in self.__dict__:
+                return
+            t0 = time.perf_counter()
+            library = load_library(self.compiled.source, self.compiled.source_sha256())
+            timings = dict(self.compiled.timings)
+            timings["cxx"] = library.compile_seconds
+            timings["load"] = max(0.0, time.perf_counter() - t0 - library.compile_seconds)
+            fn = library.symbol(self.entry.symbol)
+            fn.argtypes = _ENTRY_ARGTYPES
+            fn.restype = None
+            runner = library.chunk_runner()
+            self.library = library
+            self.timings = timings
+            self._chunks = (runner, ctypes.cast(fn, ctypes.c_void_p).value) if runner is not None else None
+            self._fn = fn
 
     def dispatch(self, thread_count, vars: Optional[dict] = None, command_encoder=None, **kwargs) -> None:
         if command_encoder is not None:        # recorded: runs at submit (runtime/commands.py)
@@ -215,6 +234,14 @@ class CpuDevice(Device):
 
     def _make_info(self) -> DeviceInfo:
         return DeviceInfo(self.type, "cpu", platform.processor() or platform.machine() or "cpu", num_threads())
+
+    def _compile(self, modules, entry_points, compile_options=None) -> CompiledProgram:
+        prog = super()._compile(modules, entry_points, compile_options)
+        # The C++ compiler starts now, in the background (cpu_compiler.load_library_async): the kernel created
+        # from this program waits for the library at its first dispatch, and a module's next program goes
+        # through the front end (and starts its own build) meanwhile.
+        load_library_async(prog.source, prog.source_sha256())
+        return prog
 
     def _new_buffer(self, desc: BufferDesc, raw) -> Buffer:
         b = Buffer(self, desc)

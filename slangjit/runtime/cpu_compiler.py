@@ -8,8 +8,10 @@
   a cache shared between machines never hands one a library built for another's features.  No
   `-march=native` and no `-ffast-math`: FP contraction is off (`-ffp-contract=off`, no FMA even
   where the ISA has it) and math stays IEEE, so results do not depend on the machine.
+  A source whose first line is LANE_KERNELS_ONLY (all its kernels lane-loop kernels) is built by GCC
+  without a few -O2 passes that cost those kernels compile time and no speed (LANE_KERNEL_FLAGS).
 * Cache: `$SLANGJIT_CACHE_DIR`, else `$XDG_CACHE_HOME/slangjit`, else `~/.cache/slangjit`
-  (sub-folder `cpu/`).  Key = sha256(source, compiler command + resolved path + `--version`
+  (sub-folder `cpu/`).  Key = sha256(sha256(source), compiler command + resolved path + `--version`
   output, flags).  The compiler's `--version` output is itself cached on disk, keyed by the
   (path, size, mtime) of the compiler executable(s), so a warm start in a new process runs no
   compiler process at all.
@@ -20,12 +22,18 @@
   the image, checked before the library is loaded; a library whose trailer does not verify (or a
   directory in its place) is deleted and rebuilt.  A read-only cache folder's libraries are loaded
   where they are; new ones go to the private temp folder (docs/security.md).
+* Latency: a program loaded for the CPU device starts its build in a background thread
+  (load_library_async; the kernel waits at its first use), so a module's programs build in parallel.
+  With GCC, the source's fixed prefix (prelude, up to PCH_END) is precompiled once per prefix, compiler
+  and flags (`cpu/pch/`, made at a prefix's second build, HMAC-checked) and each build compiles the rest.
+  The host's ISA level is kept per boot id (`compilers/isa-<boot id>.json`): /proc/cpuinfo is slow to read.
 * A compiler failure is a slangjit bug (the front end accepted the program): it raises
   `InternalCompilerError` with the compiler's first 40 lines of diagnostics; the failing source
   is kept next to the cache as `failed-<key>.cpp`.
 """
 from __future__ import annotations
 
+import atexit
 import ctypes
 import hashlib
 import json
@@ -49,7 +57,7 @@ from ..cache_paths import cache_dir, cache_dirs, entry_mac, mac_ok, remove_entry
 BASE_FLAGS = ("-std=c++17", "-O2", "-fwrapv", "-fPIC", "-shared", "-fno-strict-aliasing",
               "-ffp-contract=off", "-fno-math-errno", "-fopenmp-simd")
 
-_CACHE_VERSION = b"slangjit-cpu-v1"
+_CACHE_VERSION = b"slangjit-cpu-v2"
 _TRAILER_MAGIC = b"SJLIB\x02\x00\x00"
 _TRAILER = struct.Struct("<8sQ32s")          # magic, image length, HMAC-SHA256(folder secret, key, image)
 
@@ -180,6 +188,52 @@ def _cpu_features() -> set:
     return set()
 
 
+# Reading /proc/cpuinfo makes the kernel sample every CPU's clock (an interrupt to each): 1-13 ms on a busy
+# 2-core VM, more than a whole cache hit.  The level found is kept in the cache folder under the kernel's boot
+# id (new at every boot; a machine's features do not change while it runs), so later processes read a line.
+
+
+def _boot_id() -> Optional[str]:
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+            b = f.read().strip()
+    except OSError:
+        return None
+    return b if len(b) == 36 and not b.strip("0123456789abcdef-") else None
+
+
+def _isa_file(folder: Path, boot: str) -> Path:
+    return folder / "compilers" / f"isa-{boot}.json"
+
+
+def _remembered_isa() -> Optional[str]:
+    boot = _boot_id()
+    if boot is None:
+        return None
+    try:
+        folders = cache_dirs().read
+    except OSError:
+        return None
+    for d in folders:
+        try:
+            data = json.loads(_isa_file(d, boot).read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and data.get("boot") == boot and data.get("isa") in ISA_LEVELS:
+            return data["isa"]
+    return None
+
+
+def _remember_isa(level: str) -> None:
+    boot = _boot_id()
+    if boot is None:
+        return
+    try:
+        _atomic_write(_isa_file(cache_dir(), boot), json.dumps({"boot": boot, "isa": level}).encode())
+    except OSError:
+        pass
+
+
 def host_isa() -> str:
     """The highest x86-64 level whose features this CPU has ('portable' elsewhere), or `$SLANGJIT_CPU_ISA`."""
     global _host_isa
@@ -191,11 +245,15 @@ def host_isa() -> str:
     if _host_isa is None:
         level = "portable"
         if platform.machine().lower() in ("x86_64", "amd64"):
-            have = _cpu_features()
-            for name, need, _ in _X86_LEVELS:
-                if not set(need) <= have:
-                    break
-                level = name
+            level = _remembered_isa()
+            if level is None:
+                have = _cpu_features()
+                level = "portable"
+                for name, need, _ in _X86_LEVELS:
+                    if not set(need) <= have:
+                        break
+                    level = name
+                _remember_isa(level)
         _host_isa = level
     return _host_isa
 
@@ -284,6 +342,20 @@ def _probed_flags(cmd: tuple[str, ...], cand: tuple[str, ...]) -> tuple[str, ...
     return cand if ok else ()
 
 
+# emit/program.py LANE_KERNELS_ONLY: the first line of a source whose kernels are all lane-loop kernels, which
+# GCC builds without these passes (CpuOptions.lane_compile_flags): their compile time, not their speed.
+LANE_KERNELS_ONLY = "// slangjit: lane-loop kernels only"
+LANE_KERNEL_FLAGS = ("-fno-tree-pre", "-fno-gcse", "-fno-code-hoisting", "-fno-tree-vrp", "-fno-schedule-insns2",
+                     "-fno-expensive-optimizations")
+
+
+def source_flags(source: str, cmd: tuple[str, ...], flags: tuple[str, ...]) -> tuple[str, ...]:
+    """`flags` and what the source's first line asks for (LANE_KERNELS_ONLY, with GCC)."""
+    if source.startswith(LANE_KERNELS_ONLY + "\n") and _is_gcc(cmd):
+        return flags[:len(BASE_FLAGS)] + LANE_KERNEL_FLAGS + flags[len(BASE_FLAGS):]   # before $SLANGJIT_CXXFLAGS
+    return flags
+
+
 def compile_flags() -> tuple[str, ...]:
     extra = os.environ.get("SLANGJIT_CXXFLAGS", "").strip()
     return BASE_FLAGS + half_rounding_flags(find_compiler()) + isa_flags() + \
@@ -359,11 +431,16 @@ _libs: dict[str, CpuLibrary] = {}
 _key_locks: dict[str, threading.Lock] = {}
 
 
-def library_key(source: str, cmd: Optional[tuple[str, ...]] = None, flags: Optional[tuple[str, ...]] = None) -> str:
+def library_key(source: str, cmd: Optional[tuple[str, ...]] = None, flags: Optional[tuple[str, ...]] = None,
+                source_sha256: Optional[bytes] = None) -> str:
+    """The library's cache key: sha256 over the source's sha256 (`source_sha256` when the caller has it:
+    CompiledProgram.source_sha256, computed once per program), the compiler and its version, the flags."""
     cmd = find_compiler() if cmd is None else cmd
     flags = compile_flags() if flags is None else flags
+    if source_sha256 is None:
+        source_sha256 = hashlib.sha256(source.encode("utf-8", "surrogatepass")).digest()
     h = hashlib.sha256()
-    for part in (_CACHE_VERSION, source.encode("utf-8"), "\0".join(cmd).encode(), compiler_version(cmd).encode(),
+    for part in (_CACHE_VERSION, source_sha256, "\0".join(cmd).encode(), compiler_version(cmd).encode(),
                  "\0".join(flags).encode(), "\0".join(link_libs()).encode()):
         h.update(len(part).to_bytes(8, "little"))
         h.update(part)
@@ -386,19 +463,33 @@ def _verify(path: Path, folder: Path, key: str) -> bool:
     return mac_ok(folder, key, memoryview(data)[:n], mac)
 
 
+def _run_compiler(argv: list) -> "subprocess.CompletedProcess":
+    try:
+        return subprocess.run(argv, capture_output=True, text=True)
+    except OSError as e:
+        raise CompilerNotFoundError(f"C++ compiler {argv[0]!r} cannot be run: {e}") from None
+
+
 def _build(source: str, cmd: tuple[str, ...], flags: tuple[str, ...], key: str, final: Path) -> float:
     d = final.parent
+    t0 = time.perf_counter()
+    pch = _precompiled_prefix(source, cmd, flags, d)     # (-include argument, the rest of the source) or None
     fd, src_tmp = tempfile.mkstemp(dir=str(d), prefix=f".build-{key[:16]}-", suffix=".cpp")
     with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(source)
+        f.write(source if pch is None else pch[1])
     fd, lib_tmp = tempfile.mkstemp(dir=str(d), prefix=f".build-{key[:16]}-", suffix=_LIB_EXT)
     os.close(fd)
-    t0 = time.perf_counter()
     try:
-        try:
-            p = subprocess.run([*cmd, *flags, "-o", lib_tmp, src_tmp, *link_libs()], capture_output=True, text=True)
-        except OSError as e:
-            raise CompilerNotFoundError(f"C++ compiler {' '.join(cmd)!r} cannot be run: {e}") from None
+        p = None
+        if pch is not None:
+            p = _run_compiler([*cmd, *flags, "-include", pch[0], "-o", lib_tmp, src_tmp, *link_libs()])
+            if p.returncode != 0 or os.path.getsize(lib_tmp) == 0:     # the header is not usable: without it
+                _drop_pch(pch[0])
+                with open(src_tmp, "w", encoding="utf-8") as f:
+                    f.write(source)
+                p = None
+        if p is None:
+            p = _run_compiler([*cmd, *flags, "-o", lib_tmp, src_tmp, *link_libs()])
         if p.returncode != 0 or os.path.getsize(lib_tmp) == 0:
             keep = d / f"failed-{key[:16]}.cpp"
             try:
@@ -431,15 +522,138 @@ def _build(source: str, cmd: tuple[str, ...], flags: tuple[str, ...], key: str, 
         _unlink(lib_tmp)
 
 
-def load_library(source: str) -> CpuLibrary:
-    """Compile `source` (C++) to a shared library, or find it in the cache, and load it."""
+# ------------------------------------------------------------------------------------------ precompiled prefix
+#
+# Every generated translation unit starts with the prelude and the target's fixed parts, up to the line
+# PCH_END (emit/program.py): text that depends on the target's options (lanes, privatised adds, vector math),
+# never on the program.  With GCC, that prefix is precompiled (a .gch, ~20 MB) once per prefix, compiler and
+# flags into `<cache>/cpu/pch/`, and a build compiles only the rest with `-include` (the prelude's parsing is
+# ~0.1 s of every build).  The header is made the second time a prefix is built in a cache folder (a one-off
+# temporary cache never pays for it), by the build that needs it.  A .gch carries an HMAC (`<name>.mac`, the
+# folder's secret, as every entry) checked once per process before the compiler may read it; a header the
+# compiler rejects is deleted and the build runs on the whole source.
+
+PCH_END = "// slangjit: end of the precompiled prefix"      # emit/program.py PCH_END
+_PCH_VERSION = b"slangjit-pch-v1"
+_pch_ok: dict = {}                      # .gch path -> True once its MAC was checked in this process
+_pch_locks: dict = {}
+
+
+def _is_gcc(cmd: tuple[str, ...]) -> bool:
+    v = compiler_version(cmd)
+    return "Free Software Foundation" in v and "clang" not in v.lower()
+
+
+def _precompiled_prefix(source: str, cmd: tuple[str, ...], flags: tuple[str, ...], d: Path):
+    """(the `-include` argument naming the prefix's .gch, the source after the prefix), or None: no prefix
+    marker, not GCC, no header yet (made here the second time a prefix is built), or it cannot be made."""
+    i = source.find("\n" + PCH_END + "\n")
+    if i < 0 or os.environ.get("SLANGJIT_NO_PCH") or not _is_gcc(cmd):
+        return None
+    prefix, rest = source[: i + 1], source[i + 1:]
+    h = hashlib.sha256()
+    for part in (_PCH_VERSION, prefix.encode("utf-8"), "\0".join(cmd).encode(), compiler_version(cmd).encode(),
+                 "\0".join(flags).encode()):
+        h.update(len(part).to_bytes(8, "little"))
+        h.update(part)
+    pkey = h.hexdigest()
+    folder = d / "pch"
+    header = folder / (pkey[:40] + ".h")            # the compiler reads header + ".gch"; the header never exists
+    gch = folder / (pkey[:40] + ".h.gch")
+    body = "// (prelude: the precompiled header)\n" + rest
+    with _compiler_lock:
+        lock = _pch_locks.setdefault(pkey, threading.Lock())
+    with lock:
+        if _pch_ok.get(str(gch)) and os.path.isfile(gch):
+            return str(header), body
+        if os.path.lexists(gch):
+            if _pch_verify(gch, d, pkey):
+                _pch_ok[str(gch)] = True
+                return str(header), body
+            _drop_pch(str(header))
+        seen = folder / (pkey[:40] + ".seen")
+        if not os.path.exists(seen):
+            try:
+                folder.mkdir(mode=0o700, exist_ok=True)
+                seen.touch()
+            except OSError:
+                pass
+            return None
+        if not _make_pch(prefix, cmd, flags, d, folder, gch, pkey):
+            return None
+        _pch_ok[str(gch)] = True
+        return str(header), body
+
+
+def _pch_verify(gch: Path, d: Path, pkey: str) -> bool:
+    try:
+        with open(gch, "rb") as f:
+            data = f.read()
+        with open(str(gch)[: -len(".h.gch")] + ".mac", "rb") as f:
+            mac = f.read()
+    except OSError:
+        return False
+    return mac_ok(d, pkey, data, mac)
+
+
+def _make_pch(prefix: str, cmd, flags, d: Path, folder: Path, gch: Path, pkey: str) -> bool:
+    fd, h_tmp = tempfile.mkstemp(dir=str(folder), prefix=".pch-", suffix=".h")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(prefix)
+    g_tmp = h_tmp + ".gch"
+    try:
+        try:
+            p = subprocess.run([*cmd, *flags, "-x", "c++-header", "-o", g_tmp, h_tmp], capture_output=True)
+        except OSError:
+            return False
+        if p.returncode != 0 or not os.path.isfile(g_tmp):
+            return False
+        with open(g_tmp, "rb") as f:
+            mac = entry_mac(d, pkey, f.read())
+        if mac is None:
+            return False
+        _atomic_write(folder / (pkey[:40] + ".mac"), mac)
+        os.replace(g_tmp, gch)
+        return True
+    finally:
+        _unlink(h_tmp)
+        _unlink(g_tmp)
+
+
+def _drop_pch(header: str) -> None:
+    _pch_ok.pop(header + ".gch", None)
+    for p in (header + ".gch", header[: -len(".h")] + ".mac"):
+        if os.path.lexists(p):
+            remove_entry(p)
+
+
+def load_library(source: str, source_sha256: Optional[bytes] = None) -> CpuLibrary:
+    """Compile `source` (C++) to a shared library, or find it in the cache (or a background build,
+    load_library_async), and load it.  `source_sha256`, when given, must be the sha256 of `source`."""
     t0 = time.perf_counter()
     cmd = find_compiler()
-    flags = compile_flags()
-    key = library_key(source, cmd, flags)
+    flags = source_flags(source, cmd, compile_flags())
+    key = library_key(source, cmd, flags, source_sha256)
     lib = _libs.get(key)
     if lib is not None:
+        if key in _pending:             # a background build that finished before anyone asked
+            with _compiler_lock:
+                b = _pending.get(key)
+                if b is not None and b.done():
+                    del _pending[key]
         return lib
+    fut = _pending.get(key)
+    if fut is not None:
+        try:
+            return fut.result()
+        finally:
+            with _compiler_lock:
+                if _pending.get(key) is fut:
+                    del _pending[key]
+    return _load(source, cmd, flags, key, t0)
+
+
+def _load(source: str, cmd: tuple[str, ...], flags: tuple[str, ...], key: str, t0: float) -> CpuLibrary:
     with _compiler_lock:
         lock = _key_locks.setdefault(key, threading.Lock())
     with lock:
@@ -477,10 +691,87 @@ def load_library(source: str) -> CpuLibrary:
         return lib
 
 
+# ------------------------------------------------------------------------------------------ background builds
+#
+# A program loaded for the CPU device starts its C++ build at once, in a worker thread (load_library_async,
+# called by runtime/cpu.py when the front end hands over the source); the kernel loads the library at its
+# first use (load_library waits for the build there).  The compiler runs as a separate process, so a
+# module's programs, loaded one after another, build in parallel with each other and with the front end of
+# the next one.  A build's error reaches the caller of load_library, as before.
+
+_pending: dict = {}                     # key -> _Build
+_build_slots = threading.BoundedSemaphore(max(1, min(8, os.cpu_count() or 1)))   # compiler processes at once
+
+
+class _Build:
+    """One background build: a daemon thread running _load; `result()` waits and returns or raises."""
+
+    def __init__(self, fn, *args):
+        self._done = threading.Event()
+        self._value = self._error = None
+        self._thread = threading.Thread(target=self._run, args=(fn, args), name="slangjit-cxx", daemon=True)
+        self._thread.start()
+
+    def _run(self, fn, args) -> None:
+        try:
+            with _build_slots:
+                self._value = fn(*args)
+        except BaseException as e:  # noqa: BLE001 -- handed to the waiter
+            self._error = e
+        finally:
+            self._done.set()
+
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def result(self):
+        self._done.wait()
+        if self._error is not None:
+            raise self._error.with_traceback(None)
+        return self._value
+
+
+def _known(key: str, name: str) -> bool:
+    """The library is loaded, being built, or has a file in a cache folder (load_library verifies it)."""
+    if key in _libs or key in _pending:
+        return True
+    try:
+        folders = cache_dirs().read
+    except OSError:
+        return False
+    return any(os.path.lexists(folder / name) for folder in folders)
+
+
+def load_library_async(source: str, source_sha256: Optional[bytes] = None) -> bool:
+    """Start building `source` in the background unless its library is loaded, on disk or being built.
+    True when a build was started; load_library(source) returns its library (or raises its error)."""
+    cmd = find_compiler()
+    flags = source_flags(source, cmd, compile_flags())
+    key = library_key(source, cmd, flags, source_sha256)
+    name = key[:40] + _LIB_EXT
+    with _compiler_lock:
+        if _known(key, name):
+            return False
+        _pending[key] = _Build(_load, source, cmd, flags, key, time.perf_counter())
+    return True
+
+
+def _finish_builds() -> None:
+    """At exit: let the builds under way finish (their compiler processes would otherwise be orphaned
+    half way, leaving temporary files in the cache folder); their errors are nobody's to report now."""
+    for b in list(_pending.values()):
+        b._done.wait()
+
+
+atexit.register(_finish_builds)
+
+
 def _after_fork_in_child() -> None:      # a lock held by another thread at fork() would never be released
-    global _compiler_lock, _key_locks
+    global _compiler_lock, _key_locks, _build_slots
     _compiler_lock = threading.Lock()
     _key_locks = {}
+    _build_slots = threading.BoundedSemaphore(max(1, min(8, os.cpu_count() or 1)))
+    _pending.clear()                    # the parent's build threads do not exist here: its builds are not ours
 
 
 if hasattr(os, "register_at_fork"):

@@ -26,7 +26,17 @@ _WAVE_IDENTITY = {f"sj::{n}" for n in (
 _WAVE_CONST = {"sj::WaveIsFirstLane": "true", "sj::WaveGetLaneIndex": "0u", "sj::WaveGetLaneCount": "1u"}
 
 LANE_LOOPS_PRELUDE = r"""#if defined(__x86_64__) && (defined(__F16C__) || defined(__AVX512F__))
+#if defined(__clang__) || !defined(__GNUC__)
 #include <immintrin.h>
+#define SJ_CVT_INTRIN 1
+#else
+// GCC: the conversion builtins themselves; <immintrin.h> is ~0.18 s of parsing per translation unit
+// (runtime/cpu_compiler.py, compile latency).  Rounding operand 8 = to nearest even, no exceptions.
+typedef float sj_v16sf __attribute__((vector_size(64)));
+typedef short sj_v16hi __attribute__((vector_size(32)));
+typedef float sj_v8sf __attribute__((vector_size(32)));
+typedef short sj_v8hi __attribute__((vector_size(16)));
+#endif
 #endif
 #if defined(__AVX512F__)
 #define SJ_LANES_FN __attribute__((target("prefer-vector-width=512")))
@@ -50,15 +60,31 @@ SJ_FN float rh(float x) {
 template <int W> SJ_FN void rh_row(float* x) {
 #if defined(__x86_64__) && defined(__AVX512F__)
     if constexpr (W % 16 == 0) {
-        for (int i = 0; i < W; i += 16)
+        for (int i = 0; i < W; i += 16) {
+#if defined(SJ_CVT_INTRIN)
             _mm512_store_ps(x + i, _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_load_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+#else
+            sj_v16sf v; __builtin_memcpy(&v, x + i, sizeof v);
+            const sj_v16hi h = __builtin_ia32_vcvtps2ph512_mask(v, 8, sj_v16hi{}, (unsigned short)0xffff);
+            v = __builtin_ia32_vcvtph2ps512_mask(h, sj_v16sf{}, (unsigned short)0xffff, 4);
+            __builtin_memcpy(x + i, &v, sizeof v);
+#endif
+        }
         return;
     }
 #endif
 #if defined(__x86_64__) && defined(__F16C__)
     if constexpr (W % 8 == 0) {
-        for (int i = 0; i < W; i += 8)
+        for (int i = 0; i < W; i += 8) {
+#if defined(SJ_CVT_INTRIN)
             _mm256_store_ps(x + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_load_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+#else
+            sj_v8sf v; __builtin_memcpy(&v, x + i, sizeof v);
+            const sj_v8hi h = __builtin_ia32_vcvtps2ph256(v, 8);
+            v = __builtin_ia32_vcvtph2ps256(h);
+            __builtin_memcpy(x + i, &v, sizeof v);
+#endif
+        }
         return;
     }
 #endif

@@ -23,6 +23,15 @@ from .cpu_adds import PACC_PRELUDE, CpuEmitter
 from .cpu_lane_loops import LACC_PRELUDE, LANE_LOOPS_PRELUDE, LoopLaneKernel
 from .cpu_lanes import LANES_PRELUDE, LaneKernel, vector_math_header
 
+# Ends the part of a C++ translation unit that depends only on the prelude and the target's options (never on
+# the program): runtime/cpu_compiler.py precompiles the text before it once per compiler and flags (a GCC
+# precompiled header) and compiles only the rest for each program.  Spelled the same there.
+PCH_END = "// slangjit: end of the precompiled prefix"
+# The first line of a translation unit whose every launcher is a lane-loop kernel (emit/cpu_lane_loops.py), when
+# CpuOptions.lane_compile_flags: runtime/cpu_compiler.py then leaves out GCC passes that cost those kernels
+# compile time and no speed (LANE_KERNEL_FLAGS).  Spelled the same there.
+LANE_KERNELS_ONLY = "// slangjit: lane-loop kernels only"
+
 SYSTEM_VALUES = {"sv_dispatchthreadid": "dtid", "sv_groupid": "gid", "sv_groupthreadid": "gtid",
                  "sv_groupindex": "gindex"}
 
@@ -151,6 +160,9 @@ class CppTarget(Target):
         self.simd_threads = bool(getattr(cpu_options, "simd_threads", False)) and not group_barrier
         self.used_lanes = False
         self.used_lane_loops = False
+        self.lane_compile_flags = bool(getattr(cpu_options, "lane_compile_flags", False))
+        self.launchers = 0              # launchers emitted, and of them lane-loop kernels
+        self.lane_loop_launchers = 0
         self.privatised: dict = dict(cpu_plan.entries) if slots is not None else {}   # id(entry) -> slots
 
     def launch_prologue(self) -> list[str]:
@@ -184,17 +196,21 @@ class CppTarget(Target):
             "}"])]
 
     def header(self) -> list[str]:
-        return [vector_math_header()] if self.used_lanes and self.vector_math else []
+        only = self.lane_compile_flags and self.launchers and self.lane_loop_launchers == self.launchers
+        return [*([LANE_KERNELS_ONLY] if only else []),
+                *([vector_math_header()] if self.used_lanes and self.vector_math else [])]
 
     def after_prelude(self) -> list[str]:
         return ["#include <cstddef>", *([PACC_PRELUDE] if self.privatised else []),
                 *([LANES_PRELUDE] if self.used_lanes or self.used_lane_loops else []),
                 *([LANE_LOOPS_PRELUDE] if self.used_lane_loops else []),
                 *([LACC_PRELUDE] if self.used_lane_loops and self.privatised else []),
-                "#ifndef SJ_EXPORT\n#define SJ_EXPORT __attribute__((visibility(\"default\")))\n#endif"]
+                "#ifndef SJ_EXPORT\n#define SJ_EXPORT __attribute__((visibility(\"default\")))\n#endif",
+                PCH_END]
 
     def launcher(self, fn: ir.Function, numthreads, symbol: str, sname: str, call_args: list[str]) -> list[str]:
         nx, ny, nz = numthreads
+        self.launchers += 1
         if self.group_barrier:
             # Threads of a group run as fibers so group barriers hold (prelude: sj::fiber).
             return [
@@ -240,6 +256,7 @@ class CppTarget(Target):
             loops = LoopLaneKernel.build(self.em, fn, numthreads, sname, call_args, varying, ns, self.lane_width)
         if loops is not None:
             self.used_lane_loops = True
+            self.lane_loop_launchers += 1
             W, nred = loops.W, len(loops.red_apply)
             return loops.lines + [
                 f'extern "C" SJ_EXPORT void {symbol}(void* sj_gp, void* sj_pp, const uint32_t* sj_gc, uint32_t sj_begin, uint32_t sj_end, void* sj_ep)',
