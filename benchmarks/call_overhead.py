@@ -39,8 +39,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n-log2", type=int, default=24)
     ap.add_argument("--repeats", type=int, default=1000)
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="the CPU backend unless told")
     args = ap.parse_args()
-    device = spy.create_device()
+    device = spy.create_device(type=spy.DeviceType.cpu if args.device == "cpu" else spy.DeviceType.cuda)
+    print(f"device: {args.device}")
     module = spy.Module.load_from_source(device, "bench_poly", SRC)
 
     x4 = spy.Tensor.from_numpy(device, np.arange(4, dtype=np.float32))
