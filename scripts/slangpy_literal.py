@@ -42,16 +42,19 @@ import sys
 # test_write_to_cursor_marshall, test_python_cursor_writer, test_tostring), the native bridge
 # (test_native_bridge, test_bridge_fallback_gaps, test_cpp_coverage_*), signature hashing, neural / fusion /
 # raytracing / profiler / shader printing / image loading / performance, torch (test_torch*, test_pytorch*,
-# test_value_torch_pipeline: the torch integration is measured separately) and TensorView / DiffTensorView parameters
-# (test_tensorview, test_difftensorview: helper compat-c's part).
+# test_value_torch_pipeline: the torch integration is measured separately), TensorView / DiffTensorView parameters
+# (test_tensorview, test_difftensorview: helper compat-c's part), and files built on SlangPy's marshalling classes
+# (test_interfaces and test_return_types register `Marshall` subclasses in `slangpy.bindings.typeregistry`).
+# On the CPU, test_pointers selects no device (its POINTER_DEVICE_TYPES are vulkan and cuda) and test_scalar_return
+# skips itself at import without a CUDA torch; both count on CUDA.
 FILES = [
     "test_array.py", "test_array_return_arrays.py", "test_buffer_views.py", "test_buffers.py", "test_caching.py",
     "test_call_group_integrations.py", "test_call_groups.py", "test_command_buffer.py", "test_custom_types.py",
     "test_diff_loop_runtime_start.py", "test_differential_function_call.py", "test_diffpair_type.py",
     "test_difftensor_load_variants.py", "test_dtypes.py", "test_errors.py", "test_generics.py", "test_grid.py",
-    "test_instances.py", "test_interfaces.py", "test_linking.py", "test_modules.py", "test_nd_function_call.py",
+    "test_instances.py", "test_linking.py", "test_modules.py", "test_nd_function_call.py",
     "test_ndbuffer.py", "test_numpy.py", "test_packed_arg.py", "test_pointers.py", "test_raw_dispatch.py",
-    "test_return_types.py", "test_scalar_parameter_conversion.py", "test_scalar_return.py",
+    "test_scalar_parameter_conversion.py", "test_scalar_return.py",
     "test_sets_and_hooks.py", "test_shape.py", "test_shapes.py", "test_simple_function_call.py",
     "test_structured_dtype.py", "test_structured_numpy.py", "test_tensor.py", "test_tensor_with_grads.py",
     "test_transforms.py", "test_type_conformances.py", "test_vector_function_call.py", "test_vectorizing.py",
@@ -86,7 +89,12 @@ for _name in ("slangjit.core", "slangjit.core.calldata", "slangjit.core.utils", 
         pass
 
 
+# SlangPy's native base classes, named by some tests: slangjit has one class for each
+_ALIASES = {"NativeNDBuffer": "NDBuffer", "NativeTensor": "Tensor"}
+
+
 def _lookup(name):
+    name = _ALIASES.get(name, name)
     for src in _SOURCES:
         mod = _sys.modules[src]
         if name in vars(mod):
@@ -187,6 +195,10 @@ SHADER_DIR = Path(os.environ.get("SLANGPY_LITERAL_TESTS", Path(__file__).parent)
 _DEV = os.environ.get("SLANGPY_DEVICE", "cpu")
 DEFAULT_DEVICE_TYPES = [DeviceType[_DEV]]
 _DEVICES = {}
+
+
+def should_skip_test_for_device(device_type):
+    return False
 
 
 @pytest.fixture
