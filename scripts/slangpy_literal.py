@@ -236,7 +236,9 @@ def create_function_from_module(device, func_name, module_source, link=[], optio
 
 
 def _kind(cursor):
-    return str(getattr(cursor.element_type_layout, "kind", "")).split(".")[-1]
+    k = cursor.element_type_layout.kind      # compared with TypeReflection.Kind, as SlangPy's helper does
+    K = spy.TypeReflection.Kind
+    return {K.scalar: "scalar", K.vector: "vector", K.matrix: "matrix"}.get(k, k)
 
 
 def read_tensor_from_numpy(buffer):
@@ -306,6 +308,7 @@ def copy_tests(checkout: str, work: str, files) -> str:
         f.write("from slangpy.testing.helpers import *  # noqa: F401,F403\n"
                 "from slangpy.testing.helpers import test_id  # noqa: F401\n")
     open(os.path.join(dst, "conftest.py"), "a").close()
+    open(os.path.join(dst, "__init__.py"), "a").close()   # files that do `from . import helpers`
     return dst
 
 

@@ -52,3 +52,62 @@ def test_vector_equals_scalar_componentwise():
     assert spy.float3(1, 2, 3) == spy.float3(1, 2, 3)
     assert spy.float3(1, 2, 3) != spy.float3(1, 2, 4)
     assert spy.float3(1, 2, 3) == [1, 2, 3]
+
+
+# ---- Shape takes its dimensions as arguments too (SlangPy's Shape(4096, 4096, 8))
+
+def test_shape_from_dimension_arguments():
+    assert spy.Shape(4, 5, 6) == (4, 5, 6)
+    assert spy.Shape(4, 5, 6) == spy.Shape((4, 5, 6))
+    assert spy.Shape(7).as_tuple() == (7,)
+    assert spy.Shape().as_tuple() == ()
+    assert not spy.Shape(None).valid
+
+
+def test_tensor_view_with_shape_of_arguments(device):
+    data = np.arange(24, dtype=np.float32)
+    t = spy.Tensor.from_numpy(device, data)
+    v = t.view(shape=spy.Shape(2, 3, 4))
+    assert v.shape == (2, 3, 4)
+    np.testing.assert_array_equal(v.to_numpy(), data.reshape(2, 3, 4))
+
+
+# ---- debug_only_bindings: a Python value reports its own type (the kernel converts it to the parameter's)
+
+def test_debug_binding_reports_python_value_type(device):
+    m = spy.Module(device.load_module_from_source(
+        "lit_dbg", "float intfoo(int a) { return a; }\nfloat foo(float a) { return a; }"))
+    b = m.intfoo.debug_build_call_data(10.0).debug_only_bindings.args[0]
+    assert b.vector_type.name == "float" and b.vector_mapping.as_tuple() == ()
+    b = m.intfoo.debug_build_call_data(10).debug_only_bindings.args[0]
+    assert b.vector_type.name == "int"
+    assert m.foo.debug_build_call_data(2.5).debug_only_bindings.args[0].vector_type.name == "float"
+    # and the value is still converted to the parameter's type by the call
+    assert m.intfoo(7.9) == 7.0
+
+
+# ---- SlangModule.layout and slangjit.core.utils.find_type_layout_for_buffer
+
+def test_device_module_layout_and_buffer_type_lookup(device):
+    from slangjit.core.utils import find_type_layout_for_buffer
+    src = """
+struct P { float2 pos; float2 vel; }
+float2[2] ends(P p) { return { p.pos, p.pos + p.vel }; }
+"""
+    dm = device.load_module_from_source("lit_layout", src)
+    lay = dm.layout
+    assert dm.layout is lay                       # built once
+    assert lay.find_struct_by_name("P") is not None
+    t = find_type_layout_for_buffer(lay, "float2[2]")
+    res = spy.NDBuffer(device, t, 3)
+    m = spy.Module(dm)
+    pos = np.array([[0, 1], [2, 3], [4, 5]], np.float32)
+    vel = np.array([[1, 1], [-1, 0], [0.5, 2]], np.float32)
+    m.ends({"pos": pos, "vel": vel}, _result=res)
+    got = res.storage.to_numpy().view(np.float32).reshape(3, 2, 2)
+    np.testing.assert_allclose(got[:, 0], pos)
+    np.testing.assert_allclose(got[:, 1], pos + vel)
+    with pytest.raises(ValueError, match="no type named 'Nope'"):
+        find_type_layout_for_buffer(lay, "Nope")
+    with pytest.raises(TypeError, match="module layout"):
+        find_type_layout_for_buffer(object(), "P")
