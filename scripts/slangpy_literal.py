@@ -216,6 +216,17 @@ def get_device(type, use_cache=True, cuda_interop=False, **kwargs):
     return dev
 
 
+def get_torch_device(type, use_cache=True):
+    """A device for torch interop tests: CUDA only (skipped without a CUDA torch)."""
+    try:
+        import torch
+    except ImportError:
+        pytest.skip("torch is not installed")
+    if type != DeviceType.cuda or not torch.cuda.is_available():
+        pytest.skip("torch interop tests need a CUDA device")
+    return get_device(type, use_cache=use_cache, cuda_interop=True)
+
+
 def create_module(device, module_source, link=[], options={}):
     name = hashlib.sha256(module_source.encode()).hexdigest()[:16]
     return spy.Module(device.load_module_from_source(name, module_source), link=link, options=options)

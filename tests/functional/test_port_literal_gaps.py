@@ -111,3 +111,24 @@ float2[2] ends(P p) { return { p.pos, p.pos + p.vel }; }
         find_type_layout_for_buffer(lay, "Nope")
     with pytest.raises(TypeError, match="module layout"):
         find_type_layout_for_buffer(object(), "P")
+
+
+# ---- from_numpy(..., shape=): the elements laid out in the given shape
+
+def test_from_numpy_with_shape(device):
+    data = np.arange(12, dtype=np.float32)
+    t = spy.Tensor.from_numpy(device, data, shape=(3, 4))
+    assert t.shape == (3, 4)
+    np.testing.assert_array_equal(t.to_numpy(), data.reshape(3, 4))
+    b = spy.NDBuffer.from_numpy(device, data, shape=(2, 6))
+    assert isinstance(b, spy.NDBuffer) and b.shape == (2, 6)
+    np.testing.assert_array_equal(b.to_numpy(), data.reshape(2, 6))
+    pt = np.dtype([("x", np.float32), ("y", np.float32)])
+    m = spy.Module(device.load_module_from_source("lit_fromnp", "struct P2 { float x; float y; }\n"
+                                                                "float sum(P2 p) { return p.x + p.y; }"))
+    s = np.zeros(4, dtype=pt)
+    s["x"], s["y"] = [1, 2, 3, 4], [10, 20, 30, 40]
+    sb = spy.NDBuffer.from_numpy(device, s, dtype=m.P2, shape=(4,))
+    np.testing.assert_allclose(m.sum(sb, _result="numpy"), [11, 22, 33, 44])
+    with pytest.raises(ValueError, match=r"shape=\(5,\) holds 5 elements, the array 12"):
+        spy.Tensor.from_numpy(device, data, shape=(5,))
