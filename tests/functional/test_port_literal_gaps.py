@@ -7,6 +7,9 @@ import pytest
 
 import slangjit as spy
 
+# tests taking `device` run on the CPU and, on a GPU machine, on CUDA (skipped without one)
+on_devices = pytest.mark.parametrize("device", ["cpu", "cuda"], indirect=True)
+
 
 # ---- spy.math: vector helpers on Python-side vectors (SlangPy programs compute expected values with them)
 
@@ -64,6 +67,7 @@ def test_shape_from_dimension_arguments():
     assert not spy.Shape(None).valid
 
 
+@on_devices
 def test_tensor_view_with_shape_of_arguments(device):
     data = np.arange(24, dtype=np.float32)
     t = spy.Tensor.from_numpy(device, data)
@@ -74,6 +78,7 @@ def test_tensor_view_with_shape_of_arguments(device):
 
 # ---- debug_only_bindings: a Python value reports its own type (the kernel converts it to the parameter's)
 
+@on_devices
 def test_debug_binding_reports_python_value_type(device):
     m = spy.Module(device.load_module_from_source(
         "lit_dbg", "float intfoo(int a) { return a; }\nfloat foo(float a) { return a; }"))
@@ -88,6 +93,7 @@ def test_debug_binding_reports_python_value_type(device):
 
 # ---- SlangModule.layout and slangjit.core.utils.find_type_layout_for_buffer
 
+@on_devices
 def test_device_module_layout_and_buffer_type_lookup(device):
     from slangjit.core.utils import find_type_layout_for_buffer
     src = """
@@ -115,6 +121,7 @@ float2[2] ends(P p) { return { p.pos, p.pos + p.vel }; }
 
 # ---- from_numpy(..., shape=): the elements laid out in the given shape
 
+@on_devices
 def test_from_numpy_with_shape(device):
     data = np.arange(12, dtype=np.float32)
     t = spy.Tensor.from_numpy(device, data, shape=(3, 4))
