@@ -40,8 +40,9 @@ from .functional.values import (DiffPair, PrimType, ValueRef, diffPair, diff_pai
                                 float32, float64, float16, int8, int16, int32, int64, uint8, uint16,
                                 uint32, uint64, VECTOR_EXPORTS as _VECTOR_EXPORTS)
 from .functional import values as _values                                            # noqa: E402
+from .functional import vecmath as math                                              # noqa: E402
 globals().update({_n: getattr(_values, _n) for _n in _VECTOR_EXPORTS})
-__all__ += ["BufferCursor", "Tensor", "NDBuffer", "Shape", "Module", "Function", "FunctionNode", "Struct", "InstanceList", "InstanceTensor",
+__all__ += ["math", "BufferCursor", "Tensor", "NDBuffer", "Shape", "Module", "Function", "FunctionNode", "Struct", "InstanceList", "InstanceTensor",
             "InstanceDifferentiableBuffer", "InstanceDifferentiableTensor", "InstanceBuffer",
             "ResolveException", "BoundVariableException", "KernelGenException", "SHADER_PATH", "call_id", "PackedArg", "pack", "TypeReflection", "FunctionReflection",
             "VariableReflection", "ModuleLayout",

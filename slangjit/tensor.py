@@ -134,7 +134,21 @@ class Tensor:
 
     @staticmethod
     def from_numpy(device, ndarray: np.ndarray, usage=DEFAULT_USAGE, memory_type=MemoryType.device_local,
-                   program_layout=None, target_slang_dtype=None, dtype=None) -> "Tensor":
+                   program_layout=None, target_slang_dtype=None, dtype=None, shape=None) -> "Tensor":
+        """A tensor holding a copy of `ndarray`; `dtype=` gives the Slang element type (needed for structured
+        arrays), `shape=` the tensor's shape (it must hold the same number of elements)."""
+        t = Tensor._from_numpy(device, ndarray, usage, target_slang_dtype, dtype)
+        if shape is not None:
+            shape = tuple(int(d) for d in (shape if isinstance(shape, (tuple, list)) else (shape,)))
+            if int(np.prod(shape, dtype=np.int64)) != t.element_count:
+                raise ValueError(f"from_numpy: shape={shape} holds {int(np.prod(shape, dtype=np.int64))} elements, "
+                                 f"the array {t.element_count} of {t.dtype.name}")
+            if shape != tuple(t.shape):
+                t = t.view(shape=shape)
+        return t
+
+    @staticmethod
+    def _from_numpy(device, ndarray, usage, target_slang_dtype, dtype) -> "Tensor":
         a = np.asarray(ndarray)
         if target_slang_dtype is None:
             target_slang_dtype = dtype          # SlangPy's newer spelling

@@ -1,4 +1,4 @@
-"""SlangPy's `slangpy.core.utils` helpers."""
+"""SlangPy's `slangpy.core.utils` helpers: `parse_generic_signature`, `find_type_layout_for_buffer`."""
 from __future__ import annotations
 
 
@@ -30,3 +30,18 @@ def parse_generic_signature(name: str) -> tuple:
         raise ValueError(f"parse_generic_signature: unbalanced '<' in '{name}'")
     args.append(body[start:].strip())
     return (base, args)
+
+
+def find_type_layout_for_buffer(program_layout, slang_type_name: str):
+    """The element type a buffer / NDBuffer of `slang_type_name` holds, looked up in a module's layout
+    (`module.layout` or `device_module.layout`); usable as an NDBuffer / Tensor dtype."""
+    if not isinstance(slang_type_name, str):
+        raise TypeError(f"find_type_layout_for_buffer: expected a type name (str), got "
+                        f"{type(slang_type_name).__name__}")
+    find = getattr(program_layout, "find_type_by_name", None)
+    if find is None:
+        raise TypeError(f"find_type_layout_for_buffer: expected a module layout, got {type(program_layout).__name__}")
+    t = find(slang_type_name)
+    if t is None:
+        raise ValueError(f"find_type_layout_for_buffer: no type named '{slang_type_name}' in the module")
+    return t

@@ -214,7 +214,9 @@ class Binder:
         nat = self.natural(v, P)
         if self._value_converts(v, nat, P):
             fmt = _FAST_FMT.get(P.name) if isinstance(P, S.ScalarT) else None
-            return ValueLeaf(name, P, getter, fmt)
+            leaf = ValueLeaf(name, P, getter, fmt)
+            leaf.value_type = nat      # the Python value's own type, converted when packed (debug_only_bindings)
+            return leaf
         # a list of values of the parameter's type (dicts for a struct ...): a 1-D container of them
         if isinstance(v, (list, tuple)) and v and P.is_concrete() and isinstance(P, (S.StructT, S.ArrayT)) and \
                 all(self._value_converts(x, None if isinstance(x, (dict, list, tuple)) else self.natural(x, P), P)

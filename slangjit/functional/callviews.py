@@ -82,6 +82,8 @@ class DebugBinding:
         self.vector_mapping = _Mapping(max(maps, key=len) if maps else ())
         if isinstance(leaf, ContainerLeaf) and leaf.convert:
             vt = leaf.dtype
+        elif isinstance(getattr(leaf, "value_type", None), S.SType):
+            vt = leaf.value_type       # a Python value: its own type (the kernel converts it), as SlangPy reports
         else:
             vt = ptype
         self.vector_type = _DebugType(vt)

@@ -5,6 +5,7 @@ import os
 from typing import Optional, Sequence
 
 from ..compiler.source import CompileError
+from ..runtime import base as _runtime_base
 from . import typeview as S
 from .function import Function
 from .layout import BufferLayout, ModuleLayout, TypeReflection
@@ -261,3 +262,11 @@ class Struct:
 
     def __repr__(self):
         return f"Struct({self.name})"
+
+
+def _layout_of(device_module):
+    return Module(device_module).layout
+
+
+# `device.load_module(...).layout` (SlangPy's slang_module.layout) is this reflection; the runtime asks for it
+_runtime_base.set_module_layout_provider(_layout_of)

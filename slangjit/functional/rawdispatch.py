@@ -2,6 +2,8 @@
 dispatch thread id (or of a `[shader("compute")]` entry point)."""
 from __future__ import annotations
 
+import warnings
+
 from ..compiler import SourceSpec, compile_program
 from ..runtime.base import device_compile_options, thread_count3
 from . import typeview as S
@@ -24,6 +26,13 @@ def raw_dispatch(node, thread_count, vars: dict, **kwargs):
     if getattr(node, "bwds_mode", False):
         raise ValueError("Raw dispatch cannot run a backwards (.bwds) call.")
     consts = dict(getattr(node, "constants_", {}) or {})
+    # a keyword the function has no parameter for is ignored, as SlangPy does, with a warning naming it (a
+    # misspelt name leaves the real parameter unset, which the kernel reports: every uniform must be given)
+    known = {p.name for p in cand.params}
+    for extra in [n for n in kwargs if n not in known]:
+        warnings.warn(f"dispatch: '{cand.name}' has no parameter '{extra}'; the argument is ignored "
+                      f"(parameters: {', '.join(sorted(known)) or 'none'})", UserWarning, stacklevel=3)
+        del kwargs[extra]
     thread_count = list(thread_count3(thread_count))      # 1 to 3 integers >= 0 ("12" and 7.9 are errors)
     key = ("raw", tuple(sorted(kwargs)), repr(sorted(consts.items())), node.thread_group_size_)
     cache = fn._node_caches.setdefault("raw", {})

@@ -23,7 +23,9 @@ class Shape(tuple):
 
     _invalid = False
 
-    def __new__(cls, dims=()):
+    def __new__(cls, dims=(), *more):
+        if more:                          # Shape(4096, 4096, 8), as SlangPy's Shape takes its dimensions
+            dims = (dims,) + more
         if dims is None:
             s = tuple.__new__(cls, ())
             s._invalid = True

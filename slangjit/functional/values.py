@@ -71,6 +71,9 @@ class VectorValue:
     def __eq__(self, other):
         if isinstance(other, VectorValue):
             return self._v == other._v
+        if isinstance(other, (int, float, bool, np.number)):
+            # as the arithmetic operators: a scalar stands for a vector of copies of itself
+            return all(v == other for v in self._v)
         try:
             return list(other) == self._v
         except TypeError:

@@ -282,12 +282,32 @@ class EntryPoint:
         return f"EntryPoint({self.name!r})"
 
 
+_MODULE_LAYOUT_PROVIDER: list = []
+
+
+def set_module_layout_provider(provider) -> None:
+    """Register the function that builds a SlangModule's `layout` (the functional layer, stage 10, registers
+    its declaration reflection when it is imported; the runtime cannot import it)."""
+    _MODULE_LAYOUT_PROVIDER[:] = [provider]
+
+
 class SlangModule:
     def __init__(self, device: "Device", name: str, path: Optional[str], text: Optional[str]):
         self.device = device
         self.name = name
         self.path = path
         self.text = text
+
+    @property
+    def layout(self):
+        """Reflection of the module's declarations (SlangPy's `slang_module.layout`): the functional API's
+        ModuleLayout (`find_type_by_name`, `find_function_by_name`, ...), built once."""
+        lay = self.__dict__.get("_sj_layout")
+        if lay is None:
+            if not _MODULE_LAYOUT_PROVIDER:
+                raise AttributeError("SlangModule.layout needs slangjit's functional API (import slangjit)")
+            lay = self.__dict__["_sj_layout"] = _MODULE_LAYOUT_PROVIDER[0](self)
+        return lay
 
     def entry_point(self, name: str, type_conformances=()) -> EntryPoint:
         return EntryPoint(self, name, type_conformances)

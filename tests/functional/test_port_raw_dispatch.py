@@ -80,9 +80,17 @@ def test_multiply_const(m):
 
 def test_multiply_const_unknown_argument(m):
     # SlangPy's own test passes `amount=10`, which this function does not have, and SlangPy ignores it;
-    # slangjit names the unknown argument (docs/slangpy-compat.md)
-    with pytest.raises(ValueError, match="dispatch: unknown variable 'amount'"):
-        m.times_const.constants({"VAL": 5}).dispatch(uint3(32, 1, 1), buffer=_buf(m), amount=10)
+    # slangjit ignores it too, with a warning naming it (docs/slangpy-compat.md)
+    b = _buf(m)
+    with pytest.warns(UserWarning, match="has no parameter 'amount'; the argument is ignored"):
+        m.times_const.constants({"VAL": 5}).dispatch(uint3(32, 1, 1), buffer=b, amount=10)
+    np.testing.assert_array_equal(b.to_numpy().reshape(-1, 3), _expect(5))
+
+
+def test_dispatch_misspelt_argument_is_still_an_error(m):
+    # the ignored name leaves the real uniform unset, which the kernel refuses
+    with pytest.warns(UserWarning, match="'bufer'"), pytest.raises(ValueError, match="buffer"):
+        m.times_const.constants({"VAL": 5}).dispatch(uint3(32, 1, 1), bufer=_buf(m))
 
 
 @pytest.mark.parametrize("how", ["dict", "callback"])

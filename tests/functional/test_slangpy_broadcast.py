@@ -190,7 +190,7 @@ def test_generic_container_without_map_is_ambiguous(m):
     ("foo", "none", 10.0, "float", "float"),
     ("foo", (), 10.0, "float", "float"),
     ("foo", "float", 10.0, "float", "float"),
-    ("intfoo", "none", 10.0, "int", "float"),            # the value converts to the parameter's type
+    ("intfoo", "none", 10.0, "float", "float"),          # the value's own type; the kernel converts it to int
     ("genericfoo", "none", 10.0, "float", "float"),
     ("genericconstrainedfoo", "none", 10.0, "float", "float"),
 ])
