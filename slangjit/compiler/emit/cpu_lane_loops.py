@@ -37,6 +37,7 @@ not counted, ...) raises _Unsupported, and the entry point keeps the scalar laun
 """
 from __future__ import annotations
 
+import copy
 from types import SimpleNamespace
 from typing import Optional
 
@@ -47,11 +48,42 @@ from ..passes.add_aliasing import separate_sites
 from ..passes.cpu_lanes import lane_shape
 from ..passes.red_slots import counted_loop, is_red_add
 from .cpu_lane_values import (LACC_PRELUDE, LANE_LOOPS_PRELUDE, MAX_LANE_BYTES, Classify, LaneRaw, _ELEMENTWISE,
-                              _Lanewise, _Unsupported, _WAVE_CONST, _WAVE_IDENTITY, _atomic_obj, _counter_copies,
+                              _Lanewise, _Unsupported, _WAVE_CONST, _WAVE_IDENTITY, _atomic_obj, _counter_copies, _iname,
                               _is_half, _loads, _prod, _root, _side_effects, _sub_type, _written_locals, components,
                               leaves, _fields)
 
 __all__ = ["LACC_PRELUDE", "LANE_LOOPS_PRELUDE", "LoopLaneKernel"]
+
+
+def _mentions(v: ir.Var, node) -> bool:
+    return any(isinstance(n, ir.LocalRef) and n.var.uid == v.uid for n in scan.walk(node))
+
+
+def _assigned_before_read(v: ir.Var, rest: list) -> bool:
+    """Is local v (declared without initialiser) unused in `rest`, or first used by a whole assignment
+    `v = e` at this block's level whose value does not read v?  Then its declaration needs no zero-fill."""
+    for x in rest:
+        if not _mentions(v, x):
+            continue
+        e = x.expr if isinstance(x, ir.ExprStmt) else None
+        return isinstance(e, ir.Assign) and e.op == "=" and isinstance(e.lhs, ir.LocalRef) and \
+            e.lhs.var.uid == v.uid and not _mentions(v, e.rhs)
+    return True
+
+
+def _trap_free(e) -> bool:
+    """Can e be evaluated for lanes that are not active without a fault?  (No integer division, no call
+    other than elementwise math.)"""
+    for n in scan.walk(e):
+        if isinstance(n, ir.Binary) and n.op in ("/", "%") and not (
+                isinstance(n.type, (T.ScalarType, T.VectorType)) and
+                (n.type if isinstance(n.type, T.ScalarType) else n.type.elem).kind == "float"):
+            return False
+        if isinstance(n, (ir.Call, ir.MethodCall, ir.StmtExpr)):
+            return False
+        if isinstance(n, ir.Intrinsic) and n.name not in _ELEMENTWISE:
+            return False
+    return True
 
 
 class LoopLaneKernel:
@@ -414,6 +446,15 @@ class LoopLaneKernel:
                 b = self.lx(e.args[1], [str(i)], pre)
                 acc = f"({acc} + (({a}) * ({b})))"
             return self._rh(acc, pre) if _is_half(vt.elem) else acc
+        if _iname(e) == "sj::bit_cast" and len(e.args) == 1 and not e.out_params and \
+                isinstance(e.type, T.ScalarType) and isinstance(e.args[0].type, T.ScalarType):
+            x, xt = self._opnd(e.args[0], [], pre)
+            if _is_half(xt):
+                x = f"(sj::half)({x})"
+            call = copy.copy(e)
+            call.args = [LaneRaw(xt, text=x)]
+            text = em.expr(call)
+            return f"(float)({text})" if _is_half(e.type) else text
         if e.name in _ELEMENTWISE and not e.out_params:
             st = self._comp_type(e.type, sel)
             parts, types = [], []
@@ -444,7 +485,10 @@ class LoopLaneKernel:
             em.cur_loc = loc
         self.hcount = 0
         if isinstance(s, ir.Block):
-            for x in s.stmts:
+            for i, x in enumerate(s.stmts):
+                if isinstance(x, ir.VarDecl) and x.init is None and x.var.uid in self.cls.varying and \
+                        _assigned_before_read(x.var, s.stmts[i + 1:]):
+                    continue        # no zero-fill of lane rows that the next use overwrites whole
                 self._stmt(x, masks, d)
         elif isinstance(s, ir.VarDecl):
             rhs = s.init if s.init is not None else ir.Construct(s.var.type, [])
@@ -560,7 +604,9 @@ class LoopLaneKernel:
         self._out(d, "{")
         for p in pre:
             self._out(d + 1, p)
-        self._simd(d + 1, [f"int32_t sj_c = ({m}) ? int32_t(bool({c})) : 0; {t}[sj_l] = sj_c; "
+        # a condition that cannot trap is computed for every lane (a vectorised loop), else only where active
+        sel = f"({m}) & int32_t(bool({c}))" if _trap_free(s.cond) else f"({m}) ? int32_t(bool({c})) : 0"
+        self._simd(d + 1, [f"int32_t sj_c = {sel}; {t}[sj_l] = sj_c; "
                            f"{f}[sj_l] = ({m}) & (sj_c ^ 1);"])
         self._out(d, "}")
         for branch, mk in ((s.then, t), (s.else_, f)):

@@ -177,12 +177,17 @@ def _sub_type(t, sel):
     raise _Unsupported(f"index into {t}")
 
 
+def _iname(n) -> str:
+    """An intrinsic's name without its template arguments (`sj::bit_cast<$T0>` -> `sj::bit_cast`)."""
+    return n.name.split("<", 1)[0]
+
+
 def _side_effects(e) -> bool:
     """Does evaluating e write anything or call anything with effects?  (Loads are no effects.)"""
     for n in scan.walk(e):
         if isinstance(n, (ir.Assign, ir.IncDec, ir.Call, ir.MethodCall, ir.StmtExpr, ir.OutConvert)):
             return True
-        if isinstance(n, ir.Intrinsic) and not (n.name in PURE_INTRINSICS or n.name in _WAVE_IDENTITY
+        if isinstance(n, ir.Intrinsic) and not (_iname(n) in PURE_INTRINSICS or n.name in _WAVE_IDENTITY
                                                 or n.name in _WAVE_CONST or n.name in ("sj::vcat",)) :
             return True
         if isinstance(n, ir.Intrinsic) and n.out_params:
@@ -289,7 +294,7 @@ class Classify:
                 return True
             if isinstance(n, (ir.SystemValue, ir.Call, ir.MethodCall, ir.StmtExpr)):
                 return True
-            if isinstance(n, ir.Intrinsic) and n.name not in PURE_INTRINSICS and n.name not in _WAVE_CONST \
+            if isinstance(n, ir.Intrinsic) and _iname(n) not in PURE_INTRINSICS and n.name not in _WAVE_CONST \
                     and n.name != "sj::vcat":
                 if n.name in _WAVE_IDENTITY:
                     continue
