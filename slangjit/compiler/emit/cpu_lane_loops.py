@@ -215,7 +215,7 @@ class LoopLaneKernel:
             f"    alignas(64) int32_t sj_alive[{W}];",
             "    bool sj_live = true; (void)sj_live;"] + head + \
             [f"    alignas(64) int32_t sj_m{i}[{W}];" for i in range(self.masks)] + \
-            [f"    alignas(64) float sj_h{i}[{W}];" for i in range(self.hmax)] + self.lines + ["}"]
+            self.lines + ["}"]
         return True
 
     def _lctype(self, st) -> str:
@@ -344,6 +344,8 @@ class LoopLaneKernel:
         name = f"sj_h{self.hcount}"
         self.hcount += 1
         self.hmax = max(self.hmax, self.hcount)
+        # declared in the statement's block: the compiler sees the row die there and keeps it in registers
+        pre.append(f"alignas(64) float {name}[{self.W}];")
         pre.append("#pragma omp simd")
         pre.append(f"for (int sj_l = 0; sj_l < {self.W}; ++sj_l) {{ {name}[sj_l] = {value}; }}")
         pre.append(f"sj::rh_row<{self.W}>({name});")
@@ -486,9 +488,10 @@ class LoopLaneKernel:
         self.hcount = 0
         if isinstance(s, ir.Block):
             for i, x in enumerate(s.stmts):
-                if isinstance(x, ir.VarDecl) and x.init is None and x.var.uid in self.cls.varying and \
+                if isinstance(x, ir.VarDecl) and x.var.uid in self.cls.varying and \
+                        (x.init is None or not (_side_effects(x.init) or _loads(x.init))) and \
                         _assigned_before_read(x.var, s.stmts[i + 1:]):
-                    continue        # no zero-fill of lane rows that the next use overwrites whole
+                    continue        # no fill of lane rows that the next use overwrites whole
                 self._stmt(x, masks, d)
         elif isinstance(s, ir.VarDecl):
             rhs = s.init if s.init is not None else ir.Construct(s.var.type, [])
