@@ -28,10 +28,12 @@ _WAVE_CONST = {"sj::WaveIsFirstLane": "true", "sj::WaveGetLaneIndex": "0u", "sj:
 LANE_LOOPS_PRELUDE = r"""#if defined(__x86_64__) && (defined(__F16C__) || defined(__AVX512F__))
 #include <immintrin.h>
 #endif
+// never inlined into its launcher (compiled for the default vector width): its loops would be vectorised
+// with 256-bit halves that the 512-bit half rounding then reloads whole (a store-forwarding stall each)
 #if defined(__AVX512F__)
-#define SJ_LANES_FN __attribute__((target("prefer-vector-width=512")))
+#define SJ_LANES_FN __attribute__((noinline, target("prefer-vector-width=512")))
 #else
-#define SJ_LANES_FN
+#define SJ_LANES_FN __attribute__((noinline))
 #endif
 namespace sj {
 // Round a float to the nearest half (ties to even) and back, in integer/float arithmetic the compiler
