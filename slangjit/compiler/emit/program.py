@@ -90,6 +90,7 @@ class Target:
         fields = ([f"float acc[{ns}];", f"uintptr_t tab[{ns}];", f"alignas(64) float lacc[{ns * W}];"] if ns else []) + \
             [f"sj::LaneRed red[{max(1, nred)}];"]
         return [
+            *([f"// privatised gradient adds: {ns} slots, per lane in sj_lacc"] if ns else []),
             f"struct sj_Acc_{n} {{ {' '.join(fields)} }};",
             f"static void sj_accinit_{n}(sj_Acc_{n}* a) {{ {'for (int s = 0; s < ' + str(ns) + '; ++s) a->tab[s] = 0; ' if ns else ''}"
             f"for (auto& r : a->red) r = sj::LaneRed{{}}; }}",
@@ -261,6 +262,7 @@ class CppTarget(Target):
         fields = ([f"float acc[{ns}];", f"uintptr_t tab[{ns}];", f"alignas(64) float lacc[{ns * W}];"] if ns else []) + \
             [f"sj::LaneRed red[{max(1, nred)}];"]
         return [
+            *([f"// privatised gradient adds: {ns} slots, per lane in sj_lacc"] if ns else []),
             f"struct sj_Acc_{n} {{ {' '.join(fields)} }};",
             f"static void sj_accinit_{n}(sj_Acc_{n}* a) {{ {'for (int s = 0; s < ' + str(ns) + '; ++s) a->tab[s] = 0; ' if ns else ''}"
             f"for (auto& r : a->red) r = sj::LaneRed{{}}; }}",
