@@ -333,3 +333,48 @@ def test_mlp_learn_gradient_is_lane_blocked_and_matches_the_scalar_kernel(tmp_pa
         out[name] = tr.read_grads().astype(np.float64)
     # the same half arithmetic per sample; only the order of the float sums differs
     np.testing.assert_allclose(out["lanes"], out["scalar"], rtol=2e-3, atol=1e-3 * np.abs(out["scalar"]).max())
+
+
+# ------------------------------------------------------------------------------------------ session 11
+
+LOSSES = r"""
+[numthreads(64, 1, 1)]
+void computeMain(uint3 tid : SV_DispatchThreadID, uniform float* xs, uniform half* gh, uniform int* dv,
+                 uniform Atomic<uint>* mx, uniform Atomic<float>* sm, uniform int* o, uniform uint n)
+{
+    if (tid.x >= n) return;
+    float x = xs[tid.x];
+    float l = 0.0;
+    for (int k = 0; k < 3; k++)
+        l += x * float(k + 1);
+    for (int k = 0; k < 2; k++)
+        InterlockedAdd(gh[k], half(k + 1));              // privatised half sites
+    int d = dv[tid.x];
+    if (100 / d > 3)                                      // integer division: masked per active lane only
+        o[tid.x] = 1;
+    mx.max(bit_cast<uint>(l));                           // a combined max of float bits
+    sm.add(l);
+}
+"""
+
+
+@pytest.mark.parametrize("workers", ["1", "2", "3"])
+def test_combined_bit_cast_max_and_per_worker_flush_over_chunks(workers, monkeypatch, tmp_path):
+    """lossBuffer.max(bit_cast<uint>(loss)) is combined over the lanes (no compare-exchange per lane); a chunked
+    dispatch (many groups per worker) keeps the privatised sums per worker and flushes them once: exact sums."""
+    monkeypatch.setenv("SLANGJIT_NUM_THREADS", workers)
+    src = _cpp(LOSSES)
+    assert "sj_lanes_computeMain" in src and "sj_redapply_computeMain_1" in src and "sj_accflush_computeMain" in src
+    n = 64 * 150 - 13                    # 150 groups: chunks of a few groups per worker; a partial last block
+    rng = np.random.default_rng(3)
+    xs = rng.integers(0, 64, n).astype(np.float32)        # small integers: float sums exact in any order
+    dv = rng.integers(1, 60, n).astype(np.int32)
+    got = _dispatch(LOSSES, (-(-n // 64) * 64, 1, 1),
+                    {"xs": xs, "gh": np.zeros(2, np.float16), "dv": dv, "mx": np.zeros(1, np.uint32),
+                     "sm": np.zeros(1, np.float32), "o": np.zeros(n, np.int32)}, PipelineOptions(), tmp_path, n=n)
+    loss = xs.astype(np.float64) * 6
+    assert got["mx"][0] == np.float32(loss.max()).view(np.uint32)
+    assert got["sm"][0] == loss.sum()
+    np.testing.assert_array_equal(got["o"], (100 // dv > 3).astype(np.int32))
+    # a half rounding per worker: n and 2n are exact halves only up to 2048; compare with the rounding bound
+    np.testing.assert_allclose(got["gh"].astype(np.float64), [n, 2 * n], rtol=int(workers) * 2.0 ** -11)
