@@ -107,16 +107,19 @@ class LoopLaneKernel:
         self.red_apply: list[str] = []      # per deferred combined atomic: its apply function
         self.deferred: set = set()
         self.copies: dict = {}
+        self.half_rows = False              # CpuOptions.half_rows: round through F16C rows, not sj::rhf
         self.hcount = 0                     # half-rounding rows of the statement being emitted (sj_h*)
         self.hmax = 0
 
     @classmethod
-    def build(cls, em, fn, numthreads, sname, call_args, varying_params, slots_n, width) -> Optional["LoopLaneKernel"]:
+    def build(cls, em, fn, numthreads, sname, call_args, varying_params, slots_n, width,
+              half_rows: bool = False) -> Optional["LoopLaneKernel"]:
         if lane_shape(fn) is not None:
             return None
         if not slots_n and not any(isinstance(n, ir.Loop) for n in scan.walk(fn.body)):
             return None             # straight-line code: emit/cpu_lanes.py's business (or scalar)
         k = cls(em, fn, numthreads, sname, call_args, varying_params, slots_n, width)
+        k.half_rows = half_rows
         saved = (em.lane_alias, em.slot_base, dict(em.counter_ranges), em.site_ids.copy(), list(em.sites))
         try:
             return k if k._emit() else None
@@ -340,6 +343,11 @@ class LoopLaneKernel:
         raise _Unsupported(type(e).__name__)
 
     def _rh(self, value: str, pre: list) -> str:
+        if self.half_rows:
+            return self._rh_row(value, pre)
+        return f"sj::rhf({value})"
+
+    def _rh_row(self, value: str, pre: list) -> str:
         """A half-rounded lane value: computed for every lane into a row, rounded by sj::rh_row (F16C)."""
         name = f"sj_h{self.hcount}"
         self.hcount += 1
@@ -549,6 +557,9 @@ class LoopLaneKernel:
             self._per_lane(ir.ExprStmt(e), masks, d)
             return
         im = self._if_mask(masks)
+        if len(vals) == 1 and im is None and self._round_in_place(vals[0], lhs[0], pre):
+            self._guarded(d, lambda dd: self._block(dd, pre))
+            return
         body = []
         for i, v in enumerate(vals):
             body.append(f"auto sj_c{i} = {v};")
@@ -565,6 +576,28 @@ class LoopLaneKernel:
             else:
                 self._simd(dd, body)
         self._guarded(d, emit) if pre else emit(d)
+
+    def _round_in_place(self, val: str, lhs: str, pre: list) -> bool:
+        """`x = <half operation>` for every lane: the last half row is computed into x's own row and rounded
+        there (no row copy, one store-to-load trip less on the dependency chain).  Its loop reads x's old
+        value lane by lane before writing it, as the copy would have."""
+        if not (self.half_rows and len(pre) >= 4 and val.endswith("[sj_l]") and lhs.endswith("[sj_l]")):
+            return False
+        name = val[: -len("[sj_l]")]
+        decl, prag, loop, call = pre[-4:]
+        if decl != f"alignas(64) float {name}[{self.W}];" or call != f"sj::rh_row<{self.W}>({name});" or \
+                prag != "#pragma omp simd" or any(name in p for p in pre[:-4]):
+            return False
+        row = lhs[: -len("[sj_l]")]
+        pre[-4:] = [prag, loop.replace(f"{{ {name}[sj_l] = ", f"{{ {row}[sj_l] = ", 1),
+                    f"sj::rh_row<{self.W}>({row});"]
+        return True
+
+    def _block(self, d: int, lines: list) -> None:
+        self._out(d, "{")
+        for p in lines:
+            self._out(d + 1, p)
+        self._out(d, "}")
 
     def _lvalue(self, lv, sel) -> str:
         """The lane array element that a varying lvalue's component sel is."""

@@ -206,6 +206,7 @@ class CppTarget(Target):
         self.vector_math = bool(getattr(cpu_options, "vector_math", False))
         self.lane_loops = self.lanes and bool(getattr(cpu_options, "lane_loops", False))   # emit/cpu_lane_loops.py
         self.lane_width = int(getattr(cpu_options, "lane_width", 32))
+        self.half_rows = bool(getattr(cpu_options, "half_rows", False))
         self.used_lanes = False
         self.used_lane_loops = False
         self.privatised: dict = dict(cpu_plan.entries) if slots is not None else {}   # id(entry) -> slots
@@ -348,7 +349,8 @@ class CppTarget(Target):
         loops = None
         if self.lane_loops and (ns or not slot_args):
             varying = {i for i, a in enumerate(call_args) if not a.startswith("sj_P->")}
-            loops = LoopLaneKernel.build(self.em, fn, numthreads, sname, call_args, varying, ns, self.lane_width)
+            loops = LoopLaneKernel.build(self.em, fn, numthreads, sname, call_args, varying, ns, self.lane_width,
+                                         self.half_rows)
         if loops is not None:
             self.used_lane_loops = True
             W, nred = loops.W, len(loops.red_apply)
