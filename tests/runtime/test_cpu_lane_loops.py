@@ -14,6 +14,7 @@ pytestmark = pytest.mark.usefixtures("private_cache")
 
 RW = spy.BufferUsage.shader_resource | spy.BufferUsage.unordered_access
 SCALAR = PipelineOptions().with_cpu(lane_loops=False)
+RHF = PipelineOptions().with_cpu(half_rows=False)      # half rounding by sj::rhf in the lane loops' registers
 
 
 def _cpp(text: str, options: PipelineOptions = PipelineOptions()) -> str:
@@ -85,23 +86,26 @@ def test_half_arithmetic_in_loops_rounds_as_the_scalar_kernel(nx, tmp_path):
     w = rng.uniform(0.2, 3.0, 8).astype(np.float16) * np.array([1, -1, 1, 1, -1, 1, -1, 1], np.float16)
     want = _half_loop_ref(a, w)
     got = {}
-    for name, opts in (("lanes", PipelineOptions()), ("scalar", SCALAR)):
+    assert "sj::rhf(" in _cpp(text, RHF) and "sj::rhf(" not in _cpp(text)
+    for name, opts in (("lanes", PipelineOptions()), ("rhf", RHF), ("scalar", SCALAR)):
         out = _dispatch(text, (-(-count // nx) * nx, 1, 1), {"a": a, "w": w, "o": np.full(count + 3, 7, np.float16)},
                         opts, tmp_path, name=name, count=count)["o"]
         assert (out[count:] == 7).all(), name                    # idle lanes store nothing
         got[name] = out[:count]
     np.testing.assert_array_equal(got["lanes"].view(np.uint16), want.view(np.uint16))
+    np.testing.assert_array_equal(got["rhf"].view(np.uint16), want.view(np.uint16))
     np.testing.assert_array_equal(got["scalar"].view(np.uint16), want.view(np.uint16))
     # the inputs reach infinity, and subnormal products (below 2^-14) in the first step
     assert np.isinf(want).any() and (np.abs((a[600:800] * w[0]).astype(np.float16)) < 6.1e-5).any()
 
 
-@pytest.mark.parametrize("isa", ["host", "portable", "v3"])
+@pytest.mark.parametrize("isa", ["host", "portable", "v3", "rhf"])
 def test_half_rounding_of_every_half_pattern(isa, monkeypatch, tmp_path):
     """sj::rh_row (float -> half -> float: AVX-512 / F16C conversions, or sj::rh's bit arithmetic on `portable`)
     on floats at, next to and halfway between every half value, NaN, inf, overflow, zero signs."""
-    if isa != "host":
+    if isa not in ("host", "rhf"):
         monkeypatch.setenv("SLANGJIT_CPU_ISA", isa)
+    opts = RHF if isa == "rhf" else PipelineOptions()       # rhf: sj::rhf's float arithmetic, host ISA
     text = r"""
 RWStructuredBuffer<float> x;
 RWStructuredBuffer<half> o;
@@ -116,7 +120,7 @@ void computeMain(uint3 tid : SV_DispatchThreadID, uniform uint count)
     o[tid.x] = h;
 }
 """
-    assert "sj_lanes_computeMain" in _cpp(text)
+    assert "sj_lanes_computeMain" in _cpp(text, opts) and ("sj::rhf(" in _cpp(text, opts)) == (isa == "rhf")
     halves = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
     base = halves[np.isfinite(halves)].astype(np.float32)
     bits = base.view(np.uint32)
@@ -127,7 +131,7 @@ void computeMain(uint3 tid : SV_DispatchThreadID, uniform uint count)
     xs = np.concatenate([base, (bits + 1).view(np.float32), (bits - 1).view(np.float32), mid,
                          np.array([np.nan, np.inf, -np.inf, 65519.0, 65520.0, 70000.0, -0.0, 1e-9, -3e-8], np.float32)])
     n = xs.size
-    out = _dispatch(text, (-(-n // 32) * 32, 1, 1), {"x": xs, "o": np.zeros(n, np.float16)}, PipelineOptions(),
+    out = _dispatch(text, (-(-n // 32) * 32, 1, 1), {"x": xs, "o": np.zeros(n, np.float16)}, opts,
                     tmp_path, count=n)["o"]
     with np.errstate(over="ignore"):
         want = xs.astype(np.float16)
