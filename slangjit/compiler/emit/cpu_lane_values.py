@@ -107,8 +107,10 @@ template <class T> SJ_FN void lacc_add(float* acc, float* lacc, uintptr_t* tab, 
     acc[s] += float(v);
 }
 inline void lacc_flush(const float* acc, const float* lacc, const uintptr_t* tab, int n, int W) {
-    for (int s = 0; s < n; ++s)
-        if (tab[s]) {
+    // workers flushing at the same time start at different slots (spread over the gradient's cache lines)
+    const int s0 = n ? int((reinterpret_cast<uintptr_t>(acc) >> 6) % uintptr_t(n)) : 0;
+    for (int i = 0; i < n; ++i)
+        if (const int s = (s0 + i) % n; tab[s]) {
             float t = acc[s];
             for (int l = 0; l < W; ++l) t += lacc[s * W + l];
             pacc_put(tab[s], t);
