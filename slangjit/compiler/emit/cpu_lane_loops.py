@@ -86,6 +86,68 @@ def _trap_free(e) -> bool:
     return True
 
 
+def _flat(block: ir.Block) -> list:
+    """The statements of a block with plain nested blocks opened (inlining leaves them), in order."""
+    out = []
+    for x in block.stmts:
+        out.extend(_flat(x) if isinstance(x, ir.Block) else [x])
+    return out
+
+
+def _stmt_writes(x) -> set:
+    out = set()
+    for n in scan.walk(x):
+        if isinstance(n, ir.VarDecl):
+            out.add(n.var.uid)
+        elif isinstance(n, ir.ExprStmt):
+            out |= _written_locals(n.expr)
+        elif isinstance(n, ir.Loop):
+            for part in (n.step, n.cond):
+                if part is not None:
+                    out |= _written_locals(part)
+    return out
+
+
+def _copy_aliases(fn: ir.Function, varying: set) -> tuple[dict, set]:
+    """Whole copies `d = s` of varying locals in the entry's top-level code that the emitter can drop: d is
+    written by nothing else (its declaration aside, which nothing reads), and s by nothing after the copy, so
+    every later read of d reads s's rows.  (uid of d -> s's Var, ids of the statements to skip.)"""
+    stmts = _flat(fn.body)
+    writes = [_stmt_writes(x) for x in stmts]
+    reads = [{n.var.uid for n in scan.walk(x) if isinstance(n, ir.LocalRef)} for x in stmts]
+    alias: dict = {}
+    skip: set = set()
+    for i, x in enumerate(stmts):
+        if isinstance(x, ir.VarDecl) and isinstance(x.init, ir.LocalRef):
+            d, src = x.var, x.init.var
+        elif isinstance(x, ir.ExprStmt) and isinstance(x.expr, ir.Assign) and x.expr.op == "=" and \
+                isinstance(x.expr.lhs, ir.LocalRef) and isinstance(x.expr.rhs, ir.LocalRef):
+            d, src = x.expr.lhs.var, x.expr.rhs.var
+        else:
+            continue
+        if d.uid == src.uid or d.uid not in varying or src.uid not in varying or d.type != src.type:
+            continue
+        decl = None
+        ok = True
+        for j, y in enumerate(stmts):
+            if j == i:
+                continue
+            if isinstance(y, ir.VarDecl) and y.var.uid == d.uid and j < i and \
+                    (y.init is None or not (_side_effects(y.init) or _loads(y.init))):
+                decl = y
+                continue
+            if d.uid in writes[j] or (j < i and d.uid in reads[j]) or (j > i and src.uid in writes[j]):
+                ok = False
+                break
+        if not ok or (decl is None and not isinstance(x, ir.VarDecl)):
+            continue
+        alias[d.uid] = alias.get(src.uid, src)
+        skip.add(id(x))
+        if decl is not None:
+            skip.add(id(decl))
+    return alias, skip
+
+
 class LoopLaneKernel:
     """The lane-blocked body of one entry point (None from `build` when it does not qualify)."""
 
@@ -107,6 +169,9 @@ class LoopLaneKernel:
         self.red_apply: list[str] = []      # per deferred combined atomic: its apply function
         self.deferred: set = set()
         self.copies: dict = {}
+        self.alias: dict = {}               # varying locals that read another's rows (_copy_aliases)
+        self.skip: set = set()
+        self.copy_rows = True
         self.half_rows = False              # CpuOptions.half_rows: round through F16C rows, not sj::rhf
         self.hcount = 0                     # half-rounding rows of the statement being emitted (sj_h*)
         self.hmax = 0
@@ -160,6 +225,7 @@ class LoopLaneKernel:
         self.cls = Classify(fn, {fn.params[i].uid for i in self.varying_params})
         self.deferred = self._deferrable()
         self.copies = _counter_copies(fn)
+        self.alias, self.skip = _copy_aliases(fn, self.cls.varying) if self.copy_rows else ({}, set())
         decls = [n.var for n in scan.walk(fn.body) if isinstance(n, ir.VarDecl)]
         for n in scan.walk(fn.body):
             if isinstance(n, ir.AddressOf) and _root(n.operand) is not None and \
@@ -237,6 +303,7 @@ class LoopLaneKernel:
             t = _sub_type(t, s)
         if not isinstance(t, (T.ScalarType, T.PointerType, T.EnumType)):
             raise _Unsupported("a partial leaf path")
+        v = self.alias.get(v.uid, v)
         return f"{self.em.var_name(v)}{suf}{''.join(f'[{i}]' for i in idx)}[sj_l]"
 
     def _cpath(self, sel: list) -> str:
@@ -494,6 +561,8 @@ class LoopLaneKernel:
         if loc is not None and loc.line:
             em.cur_loc = loc
         self.hcount = 0
+        if id(s) in self.skip:
+            return                  # a row copy whose destination reads its source's rows (_copy_aliases)
         if isinstance(s, ir.Block):
             for i, x in enumerate(s.stmts):
                 if isinstance(x, ir.VarDecl) and x.var.uid in self.cls.varying and \
