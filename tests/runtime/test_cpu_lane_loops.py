@@ -410,7 +410,13 @@ void computeMain(uint3 tid : SV_DispatchThreadID, uniform float* x, uniform floa
     float r = 0.0;
     for (int k = 0; k < 4; k++)
         r += d.a[k] + 10.0 * e.a[k] + 100.0 * g.a[k] + 1000.0 * t.a[k] + 10000.0 * u.a[k];
-    y[tid.x] = r;
+    V w = g;
+    float q = w.a[3];
+    w = t;                         // read below: kept
+    q += w.a[1];
+    w = u;                         // read by nothing after: a dead store, not emitted
+    g = t;                         // the same
+    y[tid.x] = r + 100000.0 * q;
 }
 """
 
@@ -429,7 +435,7 @@ def test_row_copies_read_their_source_only_when_it_stays_unchanged(tmp_path):
     t = 3 * s
     u = t.copy()
     t[:, 1] = 7
-    want = (s + 10 * s + 100 * g + 1000 * t + 10000 * u).sum(1).astype(np.float32)
+    want = ((s + 10 * s + 100 * g + 1000 * t + 10000 * u).sum(1) + 100000 * (g[:, 3] + t[:, 1])).astype(np.float32)
     for opts in (PipelineOptions(), SCALAR):
         got = _dispatch(COPIES, (128, 1, 1), {"x": x, "y": np.zeros(n, np.float32)}, opts, tmp_path, n=n)["y"]
         np.testing.assert_array_equal(got, want)

@@ -117,7 +117,17 @@ def _copy_aliases(fn: ir.Function, varying: set) -> tuple[dict, set]:
     reads = [{n.var.uid for n in scan.walk(x) if isinstance(n, ir.LocalRef)} for x in stmts]
     alias: dict = {}
     skip: set = set()
+    # dead stores first: `v = e` (pure e) whose value nothing after reads (reverse mode's adjoint resets)
     for i, x in enumerate(stmts):
+        e = x.expr if isinstance(x, ir.ExprStmt) else None
+        if isinstance(e, ir.Assign) and e.op == "=" and isinstance(e.lhs, ir.LocalRef) and \
+                e.lhs.var.uid in varying and not (_side_effects(e.rhs) or _loads(e.rhs)) and \
+                _assigned_before_read(e.lhs.var, stmts[i + 1:]):
+            skip.add(id(x))
+            writes[i], reads[i] = set(), set()
+    for i, x in enumerate(stmts):
+        if id(x) in skip:
+            continue
         if isinstance(x, ir.VarDecl) and isinstance(x.init, ir.LocalRef):
             d, src = x.var, x.init.var
         elif isinstance(x, ir.ExprStmt) and isinstance(x.expr, ir.Assign) and x.expr.op == "=" and \
