@@ -636,7 +636,7 @@ class LoopLaneKernel:
             self._per_lane(ir.ExprStmt(e), masks, d)
             return
         im = self._if_mask(masks)
-        if len(vals) == 1 and im is None and self._round_in_place(vals[0], lhs[0], pre):
+        if im is None and (len(vals) == 1 or not _mentions(root, rhs)) and self._round_in_place(vals, lhs, pre):
             self._guarded(d, lambda dd: self._block(dd, pre))
             return
         body = []
@@ -656,20 +656,30 @@ class LoopLaneKernel:
                 self._simd(dd, body)
         self._guarded(d, emit) if pre else emit(d)
 
-    def _round_in_place(self, val: str, lhs: str, pre: list) -> bool:
-        """`x = <half operation>` for every lane: the last half row is computed into x's own row and rounded
-        there (no row copy, one store-to-load trip less on the dependency chain).  Its loop reads x's old
-        value lane by lane before writing it, as the copy would have."""
-        if not (self.half_rows and len(pre) >= 4 and val.endswith("[sj_l]") and lhs.endswith("[sj_l]")):
+    def _round_in_place(self, vals: list, lhs: list, pre: list) -> bool:
+        """`x = <half operations>` for every lane: each component's last half row is computed into x's own
+        row and rounded there (no row copy, one store-to-load trip less on the dependency chain).  One
+        component's loop reads x's old value lane by lane before writing it, as the copy would have; with
+        several components the value must not read x at all (the caller checks)."""
+        if not self.half_rows or not vals:
             return False
-        name = val[: -len("[sj_l]")]
-        decl, prag, loop, call = pre[-4:]
-        if decl != f"alignas(64) float {name}[{self.W}];" or call != f"sj::rh_row<{self.W}>({name});" or \
-                prag != "#pragma omp simd" or any(name in p for p in pre[:-4]):
-            return False
-        row = lhs[: -len("[sj_l]")]
-        pre[-4:] = [prag, loop.replace(f"{{ {name}[sj_l] = ", f"{{ {row}[sj_l] = ", 1),
-                    f"sj::rh_row<{self.W}>({row});"]
+        out = list(pre)
+        for val, lv in zip(vals, lhs):
+            if not (val.endswith("[sj_l]") and lv.endswith("[sj_l]")):
+                return False
+            name = val[: -len("[sj_l]")]
+            decl = f"alignas(64) float {name}[{self.W}];"
+            if decl not in out:
+                return False
+            k = out.index(decl)
+            if out[k + 1: k + 4] != ["#pragma omp simd", out[k + 2], f"sj::rh_row<{self.W}>({name});"] or \
+                    not out[k + 2].startswith(f"for (int sj_l = 0; sj_l < {self.W}; ++sj_l) {{ {name}[sj_l] = ") or \
+                    sum(name + "[" in p or name + ")" in p for p in out) != 3 or vals.count(val) != 1:
+                return False
+            row = lv[: -len("[sj_l]")]
+            out[k: k + 4] = ["#pragma omp simd", out[k + 2].replace(f"{{ {name}[sj_l] = ", f"{{ {row}[sj_l] = ", 1),
+                             f"sj::rh_row<{self.W}>({row});"]
+        pre[:] = out
         return True
 
     def _block(self, d: int, lines: list) -> None:
