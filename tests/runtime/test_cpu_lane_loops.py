@@ -14,6 +14,7 @@ pytestmark = pytest.mark.usefixtures("private_cache")
 
 RW = spy.BufferUsage.shader_resource | spy.BufferUsage.unordered_access
 SCALAR = PipelineOptions().with_cpu(lane_loops=False)
+RHF = PipelineOptions().with_cpu(half_rows=False)      # half rounding by sj::rhf in the lane loops' registers
 
 
 def _cpp(text: str, options: PipelineOptions = PipelineOptions()) -> str:
@@ -85,23 +86,26 @@ def test_half_arithmetic_in_loops_rounds_as_the_scalar_kernel(nx, tmp_path):
     w = rng.uniform(0.2, 3.0, 8).astype(np.float16) * np.array([1, -1, 1, 1, -1, 1, -1, 1], np.float16)
     want = _half_loop_ref(a, w)
     got = {}
-    for name, opts in (("lanes", PipelineOptions()), ("scalar", SCALAR)):
+    assert "sj::rhf(" in _cpp(text, RHF) and "sj::rhf(" not in _cpp(text)
+    for name, opts in (("lanes", PipelineOptions()), ("rhf", RHF), ("scalar", SCALAR)):
         out = _dispatch(text, (-(-count // nx) * nx, 1, 1), {"a": a, "w": w, "o": np.full(count + 3, 7, np.float16)},
                         opts, tmp_path, name=name, count=count)["o"]
         assert (out[count:] == 7).all(), name                    # idle lanes store nothing
         got[name] = out[:count]
     np.testing.assert_array_equal(got["lanes"].view(np.uint16), want.view(np.uint16))
+    np.testing.assert_array_equal(got["rhf"].view(np.uint16), want.view(np.uint16))
     np.testing.assert_array_equal(got["scalar"].view(np.uint16), want.view(np.uint16))
     # the inputs reach infinity, and subnormal products (below 2^-14) in the first step
     assert np.isinf(want).any() and (np.abs((a[600:800] * w[0]).astype(np.float16)) < 6.1e-5).any()
 
 
-@pytest.mark.parametrize("isa", ["host", "portable", "v3"])
+@pytest.mark.parametrize("isa", ["host", "portable", "v3", "rhf"])
 def test_half_rounding_of_every_half_pattern(isa, monkeypatch, tmp_path):
     """sj::rh_row (float -> half -> float: AVX-512 / F16C conversions, or sj::rh's bit arithmetic on `portable`)
     on floats at, next to and halfway between every half value, NaN, inf, overflow, zero signs."""
-    if isa != "host":
+    if isa not in ("host", "rhf"):
         monkeypatch.setenv("SLANGJIT_CPU_ISA", isa)
+    opts = RHF if isa == "rhf" else PipelineOptions()       # rhf: sj::rhf's float arithmetic, host ISA
     text = r"""
 RWStructuredBuffer<float> x;
 RWStructuredBuffer<half> o;
@@ -116,7 +120,7 @@ void computeMain(uint3 tid : SV_DispatchThreadID, uniform uint count)
     o[tid.x] = h;
 }
 """
-    assert "sj_lanes_computeMain" in _cpp(text)
+    assert "sj_lanes_computeMain" in _cpp(text, opts) and ("sj::rhf(" in _cpp(text, opts)) == (isa == "rhf")
     halves = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
     base = halves[np.isfinite(halves)].astype(np.float32)
     bits = base.view(np.uint32)
@@ -127,7 +131,7 @@ void computeMain(uint3 tid : SV_DispatchThreadID, uniform uint count)
     xs = np.concatenate([base, (bits + 1).view(np.float32), (bits - 1).view(np.float32), mid,
                          np.array([np.nan, np.inf, -np.inf, 65519.0, 65520.0, 70000.0, -0.0, 1e-9, -3e-8], np.float32)])
     n = xs.size
-    out = _dispatch(text, (-(-n // 32) * 32, 1, 1), {"x": xs, "o": np.zeros(n, np.float16)}, PipelineOptions(),
+    out = _dispatch(text, (-(-n // 32) * 32, 1, 1), {"x": xs, "o": np.zeros(n, np.float16)}, opts,
                     tmp_path, count=n)["o"]
     with np.errstate(over="ignore"):
         want = xs.astype(np.float16)
@@ -333,3 +337,105 @@ def test_mlp_learn_gradient_is_lane_blocked_and_matches_the_scalar_kernel(tmp_pa
         out[name] = tr.read_grads().astype(np.float64)
     # the same half arithmetic per sample; only the order of the float sums differs
     np.testing.assert_allclose(out["lanes"], out["scalar"], rtol=2e-3, atol=1e-3 * np.abs(out["scalar"]).max())
+
+
+# ------------------------------------------------------------------------------------------ session 11
+
+LOSSES = r"""
+[numthreads(64, 1, 1)]
+void computeMain(uint3 tid : SV_DispatchThreadID, uniform float* xs, uniform half* gh, uniform int* dv,
+                 uniform Atomic<uint>* mx, uniform Atomic<float>* sm, uniform int* o, uniform uint n)
+{
+    if (tid.x >= n) return;
+    float x = xs[tid.x];
+    float l = 0.0;
+    for (int k = 0; k < 3; k++)
+        l += x * float(k + 1);
+    for (int k = 0; k < 2; k++)
+        InterlockedAdd(gh[k], half(k + 1));              // privatised half sites
+    int d = dv[tid.x];
+    if (100 / d > 3)                                      // integer division: masked per active lane only
+        o[tid.x] = 1;
+    mx.max(bit_cast<uint>(l));                           // a combined max of float bits
+    sm.add(l);
+}
+"""
+
+
+@pytest.mark.parametrize("workers", ["1", "2", "3"])
+def test_combined_bit_cast_max_and_per_worker_flush_over_chunks(workers, monkeypatch, tmp_path):
+    """lossBuffer.max(bit_cast<uint>(loss)) is combined over the lanes (no compare-exchange per lane); a chunked
+    dispatch (many groups per worker) keeps the privatised sums per worker and flushes them once: exact sums."""
+    monkeypatch.setenv("SLANGJIT_NUM_THREADS", workers)
+    src = _cpp(LOSSES)
+    assert "sj_lanes_computeMain" in src and "sj_redapply_computeMain_1" in src and "sj_accflush_computeMain" in src
+    n = 64 * 150 - 13                    # 150 groups: chunks of a few groups per worker; a partial last block
+    rng = np.random.default_rng(3)
+    xs = rng.integers(0, 64, n).astype(np.float32)        # small integers: float sums exact in any order
+    dv = rng.integers(1, 60, n).astype(np.int32)
+    got = _dispatch(LOSSES, (-(-n // 64) * 64, 1, 1),
+                    {"xs": xs, "gh": np.zeros(2, np.float16), "dv": dv, "mx": np.zeros(1, np.uint32),
+                     "sm": np.zeros(1, np.float32), "o": np.zeros(n, np.int32)}, PipelineOptions(), tmp_path, n=n)
+    loss = xs.astype(np.float64) * 6
+    assert got["mx"][0] == np.float32(loss.max()).view(np.uint32)
+    assert got["sm"][0] == loss.sum()
+    np.testing.assert_array_equal(got["o"], (100 // dv > 3).astype(np.int32))
+    # a half rounding per worker: n and 2n are exact halves only up to 2048; compare with the rounding bound
+    np.testing.assert_allclose(got["gh"].astype(np.float64), [n, 2 * n], rtol=int(workers) * 2.0 ** -11)
+
+
+COPIES = r"""
+struct V { float a[4]; };
+V scaled(V v, float c)
+{
+    V r = v;
+    for (int k = 0; k < 4; k++)
+        r.a[k] = v.a[k] * c;
+    return r;
+}
+[numthreads(32, 1, 1)]
+void computeMain(uint3 tid : SV_DispatchThreadID, uniform float* x, uniform float* y, uniform uint n)
+{
+    if (tid.x >= n) return;
+    V s;
+    for (int k = 0; k < 4; k++)
+        s.a[k] = x[tid.x] + float(k);
+    V d = s;                       // s is not written after: d reads s's rows
+    V e = d;                       // a chain of copies
+    V g = s;                       // g is written after: a copy of its own
+    g.a[2] = -1.0;
+    V t = scaled(e, 3.0);          // the inlined call's copies
+    V u = t;
+    t.a[1] = 7.0;                  // t written after the copy: u keeps t's old values
+    float r = 0.0;
+    for (int k = 0; k < 4; k++)
+        r += d.a[k] + 10.0 * e.a[k] + 100.0 * g.a[k] + 1000.0 * t.a[k] + 10000.0 * u.a[k];
+    V w = g;
+    float q = w.a[3];
+    w = t;                         // read below: kept
+    q += w.a[1];
+    w = u;                         // read by nothing after: a dead store, not emitted
+    g = t;                         // the same
+    y[tid.x] = r + 100000.0 * q;
+}
+"""
+
+
+def test_row_copies_read_their_source_only_when_it_stays_unchanged(tmp_path):
+    """Whole copies of varying locals become aliases of the source's rows (no row copy) only where neither is
+    written afterwards; the results equal numpy's and the scalar kernel's."""
+    src = _cpp(COPIES)
+    assert "sj_lanes_computeMain" in src
+    n = 100
+    x = np.random.default_rng(5).integers(-50, 50, n).astype(np.float32)
+    k = np.arange(4, dtype=np.float64)
+    s = x[:, None].astype(np.float64) + k
+    g = s.copy()
+    g[:, 2] = -1
+    t = 3 * s
+    u = t.copy()
+    t[:, 1] = 7
+    want = ((s + 10 * s + 100 * g + 1000 * t + 10000 * u).sum(1) + 100000 * (g[:, 3] + t[:, 1])).astype(np.float32)
+    for opts in (PipelineOptions(), SCALAR):
+        got = _dispatch(COPIES, (128, 1, 1), {"x": x, "y": np.zeros(n, np.float32)}, opts, tmp_path, n=n)["y"]
+        np.testing.assert_array_equal(got, want)

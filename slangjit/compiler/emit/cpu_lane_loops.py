@@ -37,6 +37,7 @@ not counted, ...) raises _Unsupported, and the entry point keeps the scalar laun
 """
 from __future__ import annotations
 
+import copy
 from types import SimpleNamespace
 from typing import Optional
 
@@ -46,8 +47,9 @@ from .. import types as T
 from ..passes.add_aliasing import separate_sites
 from ..passes.cpu_lanes import lane_shape
 from ..passes.red_slots import counted_loop, is_red_add
+from .cpu_lane_rows import _assigned_before_read, _copy_aliases, _mentions, _trap_free, round_in_place, selects_only
 from .cpu_lane_values import (LACC_PRELUDE, LANE_LOOPS_PRELUDE, MAX_LANE_BYTES, Classify, LaneRaw, _ELEMENTWISE,
-                              _Lanewise, _Unsupported, _WAVE_CONST, _WAVE_IDENTITY, _atomic_obj, _counter_copies,
+                              _Lanewise, _Unsupported, _WAVE_CONST, _WAVE_IDENTITY, _atomic_obj, _counter_copies, _iname,
                               _is_half, _loads, _prod, _root, _side_effects, _sub_type, _written_locals, components,
                               leaves, _fields)
 
@@ -75,16 +77,22 @@ class LoopLaneKernel:
         self.red_apply: list[str] = []      # per deferred combined atomic: its apply function
         self.deferred: set = set()
         self.copies: dict = {}
+        self.alias: dict = {}               # varying locals that read another's rows (_copy_aliases)
+        self.skip: set = set()
+        self.copy_rows = True
+        self.half_rows = False              # CpuOptions.half_rows: round through F16C rows, not sj::rhf
         self.hcount = 0                     # half-rounding rows of the statement being emitted (sj_h*)
         self.hmax = 0
 
     @classmethod
-    def build(cls, em, fn, numthreads, sname, call_args, varying_params, slots_n, width) -> Optional["LoopLaneKernel"]:
+    def build(cls, em, fn, numthreads, sname, call_args, varying_params, slots_n, width,
+              half_rows: bool = False) -> Optional["LoopLaneKernel"]:
         if lane_shape(fn) is not None:
             return None
         if not slots_n and not any(isinstance(n, ir.Loop) for n in scan.walk(fn.body)):
             return None             # straight-line code: emit/cpu_lanes.py's business (or scalar)
         k = cls(em, fn, numthreads, sname, call_args, varying_params, slots_n, width)
+        k.half_rows = half_rows
         saved = (em.lane_alias, em.slot_base, dict(em.counter_ranges), em.site_ids.copy(), list(em.sites))
         try:
             return k if k._emit() else None
@@ -125,6 +133,7 @@ class LoopLaneKernel:
         self.cls = Classify(fn, {fn.params[i].uid for i in self.varying_params})
         self.deferred = self._deferrable()
         self.copies = _counter_copies(fn)
+        self.alias, self.skip = _copy_aliases(fn, self.cls.varying) if self.copy_rows else ({}, set())
         decls = [n.var for n in scan.walk(fn.body) if isinstance(n, ir.VarDecl)]
         for n in scan.walk(fn.body):
             if isinstance(n, ir.AddressOf) and _root(n.operand) is not None and \
@@ -183,7 +192,7 @@ class LoopLaneKernel:
             f"    alignas(64) int32_t sj_alive[{W}];",
             "    bool sj_live = true; (void)sj_live;"] + head + \
             [f"    alignas(64) int32_t sj_m{i}[{W}];" for i in range(self.masks)] + \
-            [f"    alignas(64) float sj_h{i}[{W}];" for i in range(self.hmax)] + self.lines + ["}"]
+            self.lines + ["}"]
         return True
 
     def _lctype(self, st) -> str:
@@ -202,6 +211,7 @@ class LoopLaneKernel:
             t = _sub_type(t, s)
         if not isinstance(t, (T.ScalarType, T.PointerType, T.EnumType)):
             raise _Unsupported("a partial leaf path")
+        v = self.alias.get(v.uid, v)
         return f"{self.em.var_name(v)}{suf}{''.join(f'[{i}]' for i in idx)}[sj_l]"
 
     def _cpath(self, sel: list) -> str:
@@ -308,10 +318,17 @@ class LoopLaneKernel:
         raise _Unsupported(type(e).__name__)
 
     def _rh(self, value: str, pre: list) -> str:
+        if self.half_rows:
+            return self._rh_row(value, pre)
+        return f"sj::rhf({value})"
+
+    def _rh_row(self, value: str, pre: list) -> str:
         """A half-rounded lane value: computed for every lane into a row, rounded by sj::rh_row (F16C)."""
         name = f"sj_h{self.hcount}"
         self.hcount += 1
         self.hmax = max(self.hmax, self.hcount)
+        # declared in the statement's block: the compiler sees the row die there and keeps it in registers
+        pre.append(f"alignas(64) float {name}[{self.W}];")
         pre.append("#pragma omp simd")
         pre.append(f"for (int sj_l = 0; sj_l < {self.W}; ++sj_l) {{ {name}[sj_l] = {value}; }}")
         pre.append(f"sj::rh_row<{self.W}>({name});")
@@ -414,6 +431,15 @@ class LoopLaneKernel:
                 b = self.lx(e.args[1], [str(i)], pre)
                 acc = f"({acc} + (({a}) * ({b})))"
             return self._rh(acc, pre) if _is_half(vt.elem) else acc
+        if _iname(e) == "sj::bit_cast" and len(e.args) == 1 and not e.out_params and \
+                isinstance(e.type, T.ScalarType) and isinstance(e.args[0].type, T.ScalarType):
+            x, xt = self._opnd(e.args[0], [], pre)
+            if _is_half(xt):
+                x = f"(sj::half)({x})"
+            call = copy.copy(e)
+            call.args = [LaneRaw(xt, text=x)]
+            text = em.expr(call)
+            return f"(float)({text})" if _is_half(e.type) else text
         if e.name in _ELEMENTWISE and not e.out_params:
             st = self._comp_type(e.type, sel)
             parts, types = [], []
@@ -443,8 +469,14 @@ class LoopLaneKernel:
         if loc is not None and loc.line:
             em.cur_loc = loc
         self.hcount = 0
+        if id(s) in self.skip:
+            return                  # a row copy whose destination reads its source's rows (_copy_aliases)
         if isinstance(s, ir.Block):
-            for x in s.stmts:
+            for i, x in enumerate(s.stmts):
+                if isinstance(x, ir.VarDecl) and x.var.uid in self.cls.varying and \
+                        (x.init is None or not (_side_effects(x.init) or _loads(x.init))) and \
+                        _assigned_before_read(x.var, s.stmts[i + 1:]):
+                    continue        # no fill of lane rows that the next use overwrites whole
                 self._stmt(x, masks, d)
         elif isinstance(s, ir.VarDecl):
             rhs = s.init if s.init is not None else ir.Construct(s.var.type, [])
@@ -502,6 +534,9 @@ class LoopLaneKernel:
             self._per_lane(ir.ExprStmt(e), masks, d)
             return
         im = self._if_mask(masks)
+        if im is None and (len(vals) == 1 or not _mentions(root, rhs)) and self._round_in_place(vals, lhs, pre):
+            self._guarded(d, lambda dd: self._block(dd, pre))
+            return
         body = []
         for i, v in enumerate(vals):
             body.append(f"auto sj_c{i} = {v};")
@@ -518,6 +553,15 @@ class LoopLaneKernel:
             else:
                 self._simd(dd, body)
         self._guarded(d, emit) if pre else emit(d)
+
+    def _round_in_place(self, vals: list, lhs: list, pre: list) -> bool:
+        return self.half_rows and round_in_place(vals, lhs, pre, self.W)
+
+    def _block(self, d: int, lines: list) -> None:
+        self._out(d, "{")
+        for p in lines:
+            self._out(d + 1, p)
+        self._out(d, "}")
 
     def _lvalue(self, lv, sel) -> str:
         """The lane array element that a varying lvalue's component sel is."""
@@ -560,7 +604,9 @@ class LoopLaneKernel:
         self._out(d, "{")
         for p in pre:
             self._out(d + 1, p)
-        self._simd(d + 1, [f"int32_t sj_c = ({m}) ? int32_t(bool({c})) : 0; {t}[sj_l] = sj_c; "
+        # a condition that cannot trap is computed for every lane (a vectorised loop), else only where active
+        sel = f"({m}) & int32_t(bool({c}))" if _trap_free(s.cond) else f"({m}) ? int32_t(bool({c})) : 0"
+        self._simd(d + 1, [f"int32_t sj_c = {sel}; {t}[sj_l] = sj_c; "
                            f"{f}[sj_l] = ({m}) & (sj_c ^ 1);"])
         self._out(d, "}")
         for branch, mk in ((s.then, t), (s.else_, f)):
@@ -576,31 +622,7 @@ class LoopLaneKernel:
             self._out(d, "}")
 
     def _selects_only(self, s) -> bool:
-        """Only assignments of pure values to varying locals (and ifs of them), small: if-converted."""
-        if sum(1 for _ in scan.walk(s)) > 120:
-            return False
-        stack = [s]
-        while stack:
-            x = stack.pop()
-            if isinstance(x, ir.Block):
-                stack.extend(x.stmts)
-            elif isinstance(x, ir.If):
-                if _side_effects(x.cond) or _loads(x.cond):
-                    return False
-                stack.append(x.then)
-                if x.else_ is not None:
-                    stack.append(x.else_)
-            elif isinstance(x, ir.ExprStmt) and isinstance(x.expr, ir.Assign):
-                r = _root(x.expr.lhs)
-                if r is None or r.uid not in self.cls.varying or _side_effects(x.expr.rhs) or \
-                        _side_effects(x.expr.lhs) or _loads(x.expr.rhs):
-                    return False
-            elif isinstance(x, ir.VarDecl):
-                if x.var.uid not in self.cls.varying or (x.init is not None and (_side_effects(x.init) or _loads(x.init))):
-                    return False
-            else:
-                return False
-        return True
+        return selects_only(s, self.cls.varying)
 
     def _loop(self, s, masks, d) -> None:
         em = self.em

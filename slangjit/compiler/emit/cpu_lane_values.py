@@ -38,10 +38,12 @@ typedef float sj_v8sf __attribute__((vector_size(32)));
 typedef short sj_v8hi __attribute__((vector_size(16)));
 #endif
 #endif
+// never inlined into its launcher (compiled for the default vector width): its loops would be vectorised
+// with 256-bit halves that the 512-bit half rounding then reloads whole (a store-forwarding stall each)
 #if defined(__AVX512F__)
-#define SJ_LANES_FN __attribute__((target("prefer-vector-width=512")))
+#define SJ_LANES_FN __attribute__((noinline, target("prefer-vector-width=512")))
 #else
-#define SJ_LANES_FN
+#define SJ_LANES_FN __attribute__((noinline))
 #endif
 namespace sj {
 // Round a float to the nearest half (ties to even) and back, in integer/float arithmetic the compiler
@@ -54,6 +56,22 @@ SJ_FN float rh(float x) {
     const float sub = (__builtin_bit_cast(float, a) + 0.5f) - 0.5f;  // below 2^-14: multiples of 2^-24
     uint32_t r = a < 0x38800000u ? __builtin_bit_cast(uint32_t, sub) : n;
     r = a > 0x7f800000u ? ((a | 0x00400000u) & 0xffffe000u) : r;     // NaN stays a (quiet) NaN
+    return __builtin_bit_cast(float, r | (b & 0x80000000u));
+}
+// The same rounding in float arithmetic: adding m = 2^(e+13) (e: x's exponent, at least -14) rounds |x| to
+// the 11 significant bits of a half (to the quantum 2^-24 below 2^-14) in the float add's own round-to-
+// nearest-even, and subtracting m is exact; beyond 65504 is infinity, a NaN keeps 10 payload bits, quiet.
+// Bit for bit _Float16 / vcvtps2ph (checked over all 2^32 floats); about ten simple vector operations that
+// stay in the lane loop's registers (the conversions need a row in memory).  Needs -ffp-contract=off.
+SJ_FN float rhf(float x) {
+    const uint32_t b = __builtin_bit_cast(uint32_t, x);
+    const uint32_t a = b & 0x7fffffffu;
+    uint32_t e = a & 0x7f800000u;
+    e = e < 0x38800000u ? 0x38800000u : e;
+    const float m = __builtin_bit_cast(float, e + (13u << 23));
+    uint32_t r = __builtin_bit_cast(uint32_t, (__builtin_bit_cast(float, a) + m) - m);
+    r = r > 0x477fe000u ? 0x7f800000u : r;
+    r = a > 0x7f800000u ? ((a | 0x00400000u) & 0xffffe000u) : r;
     return __builtin_bit_cast(float, r | (b & 0x80000000u));
 }
 // A row of W lanes rounded to half in place: the F16C / AVX-512 conversions where the ISA has them.
@@ -115,8 +133,10 @@ template <class T> SJ_FN void lacc_add(float* acc, float* lacc, uintptr_t* tab, 
     acc[s] += float(v);
 }
 inline void lacc_flush(const float* acc, const float* lacc, const uintptr_t* tab, int n, int W) {
-    for (int s = 0; s < n; ++s)
-        if (tab[s]) {
+    // workers flushing at the same time start at different slots (spread over the gradient's cache lines)
+    const int s0 = n ? int((reinterpret_cast<uintptr_t>(acc) >> 6) % uintptr_t(n)) : 0;
+    for (int i = 0; i < n; ++i)
+        if (const int s = (s0 + i) % n; tab[s]) {
             float t = acc[s];
             for (int l = 0; l < W; ++l) t += lacc[s * W + l];
             pacc_put(tab[s], t);
@@ -203,12 +223,17 @@ def _sub_type(t, sel):
     raise _Unsupported(f"index into {t}")
 
 
+def _iname(n) -> str:
+    """An intrinsic's name without its template arguments (`sj::bit_cast<$T0>` -> `sj::bit_cast`)."""
+    return n.name.split("<", 1)[0]
+
+
 def _side_effects(e) -> bool:
     """Does evaluating e write anything or call anything with effects?  (Loads are no effects.)"""
     for n in scan.walk(e):
         if isinstance(n, (ir.Assign, ir.IncDec, ir.Call, ir.MethodCall, ir.StmtExpr, ir.OutConvert)):
             return True
-        if isinstance(n, ir.Intrinsic) and not (n.name in PURE_INTRINSICS or n.name in _WAVE_IDENTITY
+        if isinstance(n, ir.Intrinsic) and not (_iname(n) in PURE_INTRINSICS or n.name in _WAVE_IDENTITY
                                                 or n.name in _WAVE_CONST or n.name in ("sj::vcat",)) :
             return True
         if isinstance(n, ir.Intrinsic) and n.out_params:
@@ -315,7 +340,7 @@ class Classify:
                 return True
             if isinstance(n, (ir.SystemValue, ir.Call, ir.MethodCall, ir.StmtExpr)):
                 return True
-            if isinstance(n, ir.Intrinsic) and n.name not in PURE_INTRINSICS and n.name not in _WAVE_CONST \
+            if isinstance(n, ir.Intrinsic) and _iname(n) not in PURE_INTRINSICS and n.name not in _WAVE_CONST \
                     and n.name != "sj::vcat":
                 if n.name in _WAVE_IDENTITY:
                     continue

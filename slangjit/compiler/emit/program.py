@@ -91,6 +91,56 @@ class Target:
                 out.append(f"static thread_local {ct} {g.name}{init};")
         return out
 
+    def _kept_lane_launcher(self, fn: ir.Function, symbol: str, sname: str, loops, ns: int) -> list[str]:
+        """The launcher of a lane-blocked entry with per-worker accumulators (privatised adds, combined atomics).
+        In a chunked dispatch (sj_run_chunks) they live in thread-local storage across the worker's chunks and
+        reach memory once per worker (RANGE_PRELUDE); a direct call flushes them at its end."""
+        W, nred, n = loops.W, len(loops.red_apply), fn.slang_name
+        fields = ([f"float acc[{ns}];", f"uintptr_t tab[{ns}];", f"alignas(64) float lacc[{ns * W}];"] if ns else []) + \
+            [f"sj::LaneRed red[{max(1, nred)}];"]
+        return [
+            *([f"// privatised gradient adds: {ns} slots, per lane in sj_lacc"] if ns else []),
+            f"struct sj_Acc_{n} {{ {' '.join(fields)} }};",
+            f"static void sj_accinit_{n}(sj_Acc_{n}* a) {{ {'for (int s = 0; s < ' + str(ns) + '; ++s) a->tab[s] = 0; ' if ns else ''}"
+            f"for (auto& r : a->red) r = sj::LaneRed{{}}; }}",
+            f"static void sj_accflush_{n}(void* p)",
+            "{",
+            f"    sj_Acc_{n}* a = (sj_Acc_{n}*)p;",
+            *([f"    sj::lacc_flush(a->acc, a->lacc, a->tab, {ns}, {W});"] if ns else []),
+            *[f"    if (a->red[{k}].key) sj_redapply_{n}_{k}(a->red[{k}]);" for k in range(nred)],
+            "}",
+            f'extern "C" SJ_EXPORT void {symbol}(void* sj_gp, void* sj_pp, const uint32_t* sj_gc, uint32_t sj_begin, uint32_t sj_end, void* sj_ep)',
+            "{",
+            "    sj_g = (sj_Globals*)sj_gp;",
+            *self.launch_prologue(),
+            f"    const {sname}* sj_P = (const {sname}*)sj_pp;",
+            f"    static thread_local sj_Acc_{n} sj_kept;   // a chunked dispatch's: flushed by sj_run_chunks",
+            f"    sj_Acc_{n} sj_own;",
+            "    sj::RangeCtx* sj_rc = sj::range_ctx();",
+            f"    sj_Acc_{n}* sj_A = sj_rc ? &sj_kept : &sj_own;",
+            f"    if (!sj_rc) sj_accinit_{n}(sj_A);",
+            f"    else if (sj_rc->flush != &sj_accflush_{n})",
+            "    {",
+            "        if (sj_rc->flush) sj_rc->flush(sj_rc->state);",
+            f"        sj_accinit_{n}(sj_A);",
+            f"        sj_rc->flush = &sj_accflush_{n};",
+            "        sj_rc->state = sj_A;",
+            "    }",
+            *(["    float* sj_acc = sj_A->acc; float* sj_lacc = sj_A->lacc; uintptr_t* sj_tab = sj_A->tab;"] if ns else
+              ["    float* sj_acc = nullptr; float* sj_lacc = nullptr; uintptr_t* sj_tab = nullptr;"]),
+            "    sj::LaneRed* sj_red = sj_A->red;",
+            "    for (uint32_t sj_lin = sj_begin; sj_lin < sj_end; ++sj_lin)",
+            "    {",
+            "        uint32_t sj_gx = sj_lin % sj_gc[0], sj_rest = sj_lin / sj_gc[0];",
+            "        uint32_t sj_gy = sj_rest % sj_gc[1], sj_gz = sj_rest / sj_gc[1];",
+            f"        for (uint32_t sj_t0 = 0; sj_t0 < {loops.group}u; sj_t0 += {W}u)   // lane-blocked",
+            f"            sj_lanes_{n}(sj_P, sj_gx, sj_gy, sj_gz, sj_t0, sj_acc, sj_lacc, sj_tab, sj_red);",
+            "    }",
+            f"    if (!sj_rc) sj_accflush_{n}(sj_A);",
+            *self.launch_epilogue(),
+            "}",
+        ]
+
     def launcher(self, fn: ir.Function, numthreads, symbol: str, sname: str, call_args: list[str]) -> list[str]:
         raise NotImplementedError
 
@@ -143,6 +193,14 @@ def assemble(program: Program, target: Target) -> tuple[str, ProgramReflection]:
     return "\n\n".join(parts) + "\n", refl
 
 
+# A worker's run of a dispatch's chunks (sj_run_chunks): a launcher whose accumulators outlive one chunk
+# registers them, and they are flushed once when the worker has no chunk left.
+RANGE_PRELUDE = r"""namespace sj {
+struct RangeCtx { void (*flush)(void*); void* state; };
+inline RangeCtx*& range_ctx() { static thread_local RangeCtx* c = nullptr; return c; }
+}  // namespace sj"""
+
+
 class CppTarget(Target):
     """C++ for the CPU: one `extern "C"` launcher per entry point that runs a range of thread groups
     (the ABI: reflection.py); threads of a group run as fibers when the program uses group barriers."""
@@ -158,6 +216,7 @@ class CppTarget(Target):
         self.lane_loops = self.lanes and bool(getattr(cpu_options, "lane_loops", False))   # emit/cpu_lane_loops.py
         self.lane_width = int(getattr(cpu_options, "lane_width", 32))
         self.simd_threads = bool(getattr(cpu_options, "simd_threads", False)) and not group_barrier
+        self.half_rows = bool(getattr(cpu_options, "half_rows", False))
         self.used_lanes = False
         self.used_lane_loops = False
         self.lane_compile_flags = bool(getattr(cpu_options, "lane_compile_flags", False))
@@ -186,6 +245,8 @@ class CppTarget(Target):
             'uint64_t* sj_next, uint32_t sj_total, uint32_t sj_chunk, void* sj_ep)',
             "{",
             "    sj_launcher_t sj_fn = (sj_launcher_t)sj_launcher;",
+            "    sj::RangeCtx sj_rc{nullptr, nullptr};   // accumulators kept across this worker's chunks",
+            "    sj::range_ctx() = &sj_rc;",
             "    for (;;)",
             "    {",
             "        uint64_t sj_b = __atomic_fetch_add(sj_next, (uint64_t)sj_chunk, __ATOMIC_RELAXED);",
@@ -193,6 +254,8 @@ class CppTarget(Target):
             "        uint64_t sj_e = sj_b + sj_chunk < sj_total ? sj_b + sj_chunk : sj_total;",
             "        sj_fn(sj_gp, sj_pp, sj_gc, (uint32_t)sj_b, (uint32_t)sj_e, sj_ep);",
             "    }",
+            "    sj::range_ctx() = nullptr;",
+            "    if (sj_rc.flush) sj_rc.flush(sj_rc.state);   // once per worker and dispatch",
             "}"])]
 
     def header(self) -> list[str]:
@@ -201,12 +264,62 @@ class CppTarget(Target):
                 *([vector_math_header()] if self.used_lanes and self.vector_math else [])]
 
     def after_prelude(self) -> list[str]:
-        return ["#include <cstddef>", *([PACC_PRELUDE] if self.privatised else []),
+        return ["#include <cstddef>", RANGE_PRELUDE, *([PACC_PRELUDE] if self.privatised else []),
                 *([LANES_PRELUDE] if self.used_lanes or self.used_lane_loops else []),
                 *([LANE_LOOPS_PRELUDE] if self.used_lane_loops else []),
                 *([LACC_PRELUDE] if self.used_lane_loops and self.privatised else []),
                 "#ifndef SJ_EXPORT\n#define SJ_EXPORT __attribute__((visibility(\"default\")))\n#endif",
                 PCH_END]
+
+    def _kept_lane_launcher(self, fn: ir.Function, symbol: str, sname: str, loops, ns: int) -> list[str]:
+        """The launcher of a lane-blocked entry with per-worker accumulators (privatised adds, combined atomics).
+        In a chunked dispatch (sj_run_chunks) they live in thread-local storage across the worker's chunks and
+        reach memory once per worker (RANGE_PRELUDE); a direct call flushes them at its end."""
+        W, nred, n = loops.W, len(loops.red_apply), fn.slang_name
+        fields = ([f"float acc[{ns}];", f"uintptr_t tab[{ns}];", f"alignas(64) float lacc[{ns * W}];"] if ns else []) + \
+            [f"sj::LaneRed red[{max(1, nred)}];"]
+        return [
+            *([f"// privatised gradient adds: {ns} slots, per lane in sj_lacc"] if ns else []),
+            f"struct sj_Acc_{n} {{ {' '.join(fields)} }};",
+            f"static void sj_accinit_{n}(sj_Acc_{n}* a) {{ {'for (int s = 0; s < ' + str(ns) + '; ++s) a->tab[s] = 0; ' if ns else ''}"
+            f"for (auto& r : a->red) r = sj::LaneRed{{}}; }}",
+            f"static void sj_accflush_{n}(void* p)",
+            "{",
+            f"    sj_Acc_{n}* a = (sj_Acc_{n}*)p;",
+            *([f"    sj::lacc_flush(a->acc, a->lacc, a->tab, {ns}, {W});"] if ns else []),
+            *[f"    if (a->red[{k}].key) sj_redapply_{n}_{k}(a->red[{k}]);" for k in range(nred)],
+            "}",
+            f'extern "C" SJ_EXPORT void {symbol}(void* sj_gp, void* sj_pp, const uint32_t* sj_gc, uint32_t sj_begin, uint32_t sj_end, void* sj_ep)',
+            "{",
+            "    sj_g = (sj_Globals*)sj_gp;",
+            *self.launch_prologue(),
+            f"    const {sname}* sj_P = (const {sname}*)sj_pp;",
+            f"    static thread_local sj_Acc_{n} sj_kept;   // a chunked dispatch's: flushed by sj_run_chunks",
+            f"    sj_Acc_{n} sj_own;",
+            "    sj::RangeCtx* sj_rc = sj::range_ctx();",
+            f"    sj_Acc_{n}* sj_A = sj_rc ? &sj_kept : &sj_own;",
+            f"    if (!sj_rc) sj_accinit_{n}(sj_A);",
+            f"    else if (sj_rc->flush != &sj_accflush_{n})",
+            "    {",
+            "        if (sj_rc->flush) sj_rc->flush(sj_rc->state);",
+            f"        sj_accinit_{n}(sj_A);",
+            f"        sj_rc->flush = &sj_accflush_{n};",
+            "        sj_rc->state = sj_A;",
+            "    }",
+            *(["    float* sj_acc = sj_A->acc; float* sj_lacc = sj_A->lacc; uintptr_t* sj_tab = sj_A->tab;"] if ns else
+              ["    float* sj_acc = nullptr; float* sj_lacc = nullptr; uintptr_t* sj_tab = nullptr;"]),
+            "    sj::LaneRed* sj_red = sj_A->red;",
+            "    for (uint32_t sj_lin = sj_begin; sj_lin < sj_end; ++sj_lin)",
+            "    {",
+            "        uint32_t sj_gx = sj_lin % sj_gc[0], sj_rest = sj_lin / sj_gc[0];",
+            "        uint32_t sj_gy = sj_rest % sj_gc[1], sj_gz = sj_rest / sj_gc[1];",
+            f"        for (uint32_t sj_t0 = 0; sj_t0 < {loops.group}u; sj_t0 += {W}u)   // lane-blocked",
+            f"            sj_lanes_{n}(sj_P, sj_gx, sj_gy, sj_gz, sj_t0, sj_acc, sj_lacc, sj_tab, sj_red);",
+            "    }",
+            f"    if (!sj_rc) sj_accflush_{n}(sj_A);",
+            *self.launch_epilogue(),
+            "}",
+        ]
 
     def launcher(self, fn: ir.Function, numthreads, symbol: str, sname: str, call_args: list[str]) -> list[str]:
         nx, ny, nz = numthreads
@@ -253,11 +366,14 @@ class CppTarget(Target):
         loops = None
         if self.lane_loops and (ns or not slot_args):
             varying = {i for i, a in enumerate(call_args) if not a.startswith("sj_P->")}
-            loops = LoopLaneKernel.build(self.em, fn, numthreads, sname, call_args, varying, ns, self.lane_width)
+            loops = LoopLaneKernel.build(self.em, fn, numthreads, sname, call_args, varying, ns, self.lane_width,
+                                         self.half_rows)
         if loops is not None:
             self.used_lane_loops = True
             self.lane_loop_launchers += 1
             W, nred = loops.W, len(loops.red_apply)
+            if ns or nred:
+                return loops.lines + self._kept_lane_launcher(fn, symbol, sname, loops, ns)
             return loops.lines + [
                 f'extern "C" SJ_EXPORT void {symbol}(void* sj_gp, void* sj_pp, const uint32_t* sj_gc, uint32_t sj_begin, uint32_t sj_end, void* sj_ep)',
                 "{",

@@ -88,6 +88,9 @@ class CpuOptions:
     # Logical threads per lane block of those kernels (the seed MLP's learnGradient, one worker: 16 lanes 5.4 ms,
     # 32 lanes 5.0 ms, 64 lanes 5.9 ms of CPU time).
     lane_width: int = 32
+    # Half rounding in those kernels: False = inline float arithmetic that stays in the lane loop's registers
+    # (sj::rhf, bit for bit _Float16); True = a row in memory through the F16C / AVX-512 conversions (session 10).
+    half_rows: bool = True
     # In lane-blocked loops, the math functions use glibc's vector math library (libmvec, documented error
     # <= 4 ulp) where the C library has it; their last bit may then differ from the scalar functions'.
     vector_math: bool = True

@@ -1,0 +1,168 @@
+"""Row-level helpers of the lane-blocked loop kernels (emit/cpu_lane_loops.py): which stores of lane rows
+can be left out (rows the next use overwrites, dead stores, whole copies that can read their source's rows),
+if conditions that may be computed for inactive lanes, branches that are if-converted, and half operations
+rounded in their destination row."""
+from __future__ import annotations
+
+from ..ir import nodes as ir
+from ..ir import walk as scan
+from .. import types as T
+from .cpu_lane_values import _ELEMENTWISE, _loads, _root, _side_effects, _written_locals
+
+
+def _mentions(v: ir.Var, node) -> bool:
+    return any(isinstance(n, ir.LocalRef) and n.var.uid == v.uid for n in scan.walk(node))
+
+
+def _assigned_before_read(v: ir.Var, rest: list) -> bool:
+    """Is local v (declared without initialiser) unused in `rest`, or first used by a whole assignment
+    `v = e` at this block's level whose value does not read v?  Then its declaration needs no zero-fill."""
+    for x in rest:
+        if not _mentions(v, x):
+            continue
+        e = x.expr if isinstance(x, ir.ExprStmt) else None
+        return isinstance(e, ir.Assign) and e.op == "=" and isinstance(e.lhs, ir.LocalRef) and \
+            e.lhs.var.uid == v.uid and not _mentions(v, e.rhs)
+    return True
+
+
+def _trap_free(e) -> bool:
+    """Can e be evaluated for lanes that are not active without a fault?  (No integer division, no call
+    other than elementwise math.)"""
+    for n in scan.walk(e):
+        if isinstance(n, ir.Binary) and n.op in ("/", "%") and not (
+                isinstance(n.type, (T.ScalarType, T.VectorType)) and
+                (n.type if isinstance(n.type, T.ScalarType) else n.type.elem).kind == "float"):
+            return False
+        if isinstance(n, (ir.Call, ir.MethodCall, ir.StmtExpr)):
+            return False
+        if isinstance(n, ir.Intrinsic) and n.name not in _ELEMENTWISE:
+            return False
+    return True
+
+
+def _flat(block: ir.Block) -> list:
+    """The statements of a block with plain nested blocks opened (inlining leaves them), in order."""
+    out = []
+    for x in block.stmts:
+        out.extend(_flat(x) if isinstance(x, ir.Block) else [x])
+    return out
+
+
+def _stmt_writes(x) -> set:
+    out = set()
+    for n in scan.walk(x):
+        if isinstance(n, ir.VarDecl):
+            out.add(n.var.uid)
+        elif isinstance(n, ir.ExprStmt):
+            out |= _written_locals(n.expr)
+        elif isinstance(n, ir.Loop):
+            for part in (n.step, n.cond):
+                if part is not None:
+                    out |= _written_locals(part)
+    return out
+
+
+def _copy_aliases(fn: ir.Function, varying: set) -> tuple[dict, set]:
+    """Whole copies `d = s` of varying locals in the entry's top-level code that the emitter can drop: d is
+    written by nothing else (its declaration aside, which nothing reads), and s by nothing after the copy, so
+    every later read of d reads s's rows.  (uid of d -> s's Var, ids of the statements to skip.)"""
+    stmts = _flat(fn.body)
+    writes = [_stmt_writes(x) for x in stmts]
+    reads = [{n.var.uid for n in scan.walk(x) if isinstance(n, ir.LocalRef)} for x in stmts]
+    alias: dict = {}
+    skip: set = set()
+    # dead stores first: `v = e` (pure e) whose value nothing after reads (reverse mode's adjoint resets)
+    for i, x in enumerate(stmts):
+        e = x.expr if isinstance(x, ir.ExprStmt) else None
+        if isinstance(e, ir.Assign) and e.op == "=" and isinstance(e.lhs, ir.LocalRef) and \
+                e.lhs.var.uid in varying and not (_side_effects(e.rhs) or _loads(e.rhs)) and \
+                _assigned_before_read(e.lhs.var, stmts[i + 1:]):
+            skip.add(id(x))
+            writes[i], reads[i] = set(), set()
+    for i, x in enumerate(stmts):
+        if id(x) in skip:
+            continue
+        if isinstance(x, ir.VarDecl) and isinstance(x.init, ir.LocalRef):
+            d, src = x.var, x.init.var
+        elif isinstance(x, ir.ExprStmt) and isinstance(x.expr, ir.Assign) and x.expr.op == "=" and \
+                isinstance(x.expr.lhs, ir.LocalRef) and isinstance(x.expr.rhs, ir.LocalRef):
+            d, src = x.expr.lhs.var, x.expr.rhs.var
+        else:
+            continue
+        if d.uid == src.uid or d.uid not in varying or src.uid not in varying or d.type != src.type:
+            continue
+        decl = None
+        ok = True
+        for j, y in enumerate(stmts):
+            if j == i:
+                continue
+            if isinstance(y, ir.VarDecl) and y.var.uid == d.uid and j < i and \
+                    (y.init is None or not (_side_effects(y.init) or _loads(y.init))):
+                decl = y
+                continue
+            if d.uid in writes[j] or (j < i and d.uid in reads[j]) or (j > i and src.uid in writes[j]):
+                ok = False
+                break
+        if not ok or (decl is None and not isinstance(x, ir.VarDecl)):
+            continue
+        alias[d.uid] = alias.get(src.uid, src)
+        skip.add(id(x))
+        if decl is not None:
+            skip.add(id(decl))
+    return alias, skip
+
+
+def round_in_place(vals: list, lhs: list, pre: list, W: int) -> bool:
+    """`x = <half operations>` for every lane: each component's last half row is computed into x's own
+    row and rounded there (no row copy, one store-to-load trip less on the dependency chain).  One
+    component's loop reads x's old value lane by lane before writing it, as the copy would have; with
+    several components the value must not read x at all (the caller checks).  W: the lane width."""
+    if not vals:
+        return False
+    out = list(pre)
+    for val, lv in zip(vals, lhs):
+        if not (val.endswith("[sj_l]") and lv.endswith("[sj_l]")):
+            return False
+        name = val[: -len("[sj_l]")]
+        decl = f"alignas(64) float {name}[{W}];"
+        if decl not in out:
+            return False
+        k = out.index(decl)
+        if out[k + 1: k + 4] != ["#pragma omp simd", out[k + 2], f"sj::rh_row<{W}>({name});"] or \
+                not out[k + 2].startswith(f"for (int sj_l = 0; sj_l < {W}; ++sj_l) {{ {name}[sj_l] = ") or \
+                sum(name + "[" in p or name + ")" in p for p in out) != 3 or vals.count(val) != 1:
+            return False
+        row = lv[: -len("[sj_l]")]
+        out[k: k + 4] = ["#pragma omp simd", out[k + 2].replace(f"{{ {name}[sj_l] = ", f"{{ {row}[sj_l] = ", 1),
+                         f"sj::rh_row<{W}>({row});"]
+    pre[:] = out
+    return True
+
+
+def selects_only(s, varying: set) -> bool:
+    """Only assignments of pure values to varying locals (and ifs of them), small: if-converted."""
+    if sum(1 for _ in scan.walk(s)) > 120:
+        return False
+    stack = [s]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, ir.Block):
+            stack.extend(x.stmts)
+        elif isinstance(x, ir.If):
+            if _side_effects(x.cond) or _loads(x.cond):
+                return False
+            stack.append(x.then)
+            if x.else_ is not None:
+                stack.append(x.else_)
+        elif isinstance(x, ir.ExprStmt) and isinstance(x.expr, ir.Assign):
+            r = _root(x.expr.lhs)
+            if r is None or r.uid not in varying or _side_effects(x.expr.rhs) or \
+                    _side_effects(x.expr.lhs) or _loads(x.expr.rhs):
+                return False
+        elif isinstance(x, ir.VarDecl):
+            if x.var.uid not in varying or (x.init is not None and (_side_effects(x.init) or _loads(x.init))):
+                return False
+        else:
+            return False
+    return True
