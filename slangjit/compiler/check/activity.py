@@ -36,7 +36,7 @@ from ..ir import nodes as ir
 from ..ir.derivatives import DIFF_ATTRS, attrs
 from ..ir.difftypes import diff_type
 from ..ir.walk import expr_children, walk
-from ..source import error
+from ..source import CompileError, error
 
 # Core functions the reference compiler does not differentiate (see the module docstring).
 SLANG_NON_DIFFERENTIABLE = frozenset({
@@ -50,6 +50,7 @@ _BWD_ATTRS = {"Differentiable", "BackwardDifferentiable", "TreatAsDifferentiable
 
 def check_differentiability(functions: list, derivs, struct_facts) -> None:
     """Raise E6019 at the first call that would lose a derivative silently (see the docstring)."""
+    errors: list = []
     for fn in list(functions):
         level = _level(fn)
         if level is None or fn.body is None or fn.attrs.get("generated_derivative") is not None:
@@ -59,6 +60,16 @@ def check_differentiability(functions: list, derivs, struct_facts) -> None:
         a = _Analysis(fn, level, derivs, struct_facts)
         a.run()
         a.check_atomics()
+        errors.extend(a.errors)
+    if errors:
+        # every one, in source order (slangc reports them all)
+        seen, diags = set(), []
+        for d in sorted(errors, key=lambda d: (getattr(d.loc.file, "path", ""), d.loc.line, d.loc.col)):
+            key = (id(d.loc.file), d.loc.line, d.loc.col, d.code)
+            if key not in seen:
+                seen.add(key)
+                diags.append(d)
+        raise CompileError(diags)
 
 
 def _level(fn: ir.Function) -> Optional[str]:
@@ -198,9 +209,9 @@ class _Analysis:
 
     def report(self, e: ir.Expr, name: str):
         what = "backward-differentiable" if self.level == "bwd" else "forward-differentiable"
-        raise error("E6019", f"derivative cannot be propagated through call to non-{what} function '{name}' "
+        self.errors.extend(error("E6019", f"derivative cannot be propagated through call to non-{what} function '{name}' "
                              f"in '{self.fn.slang_name}' (Slang E41022); use no_diff to say the derivative is "
-                             f"not wanted, or make '{name}' differentiable", _paren(e.loc) if e.loc.file else self.fn.loc)
+                             f"not wanted, or make '{name}' differentiable", _paren(e.loc) if e.loc.file else self.fn.loc).diagnostics)
 
     # ------------------------------------------------------------------ atomics (E6021)
 
@@ -255,10 +266,10 @@ class _Analysis:
                 carrying = self.carrying_locals()
             if any(self.carries(v, carrying) for v in vals):
                 name = getattr(getattr(node, "func", None), "slang_name", None) or getattr(node, "name", "atomic")
-                raise error("E6021", f"derivative is lost in atomic operation '{name}' in '{self.fn.slang_name}': it "
+                self.errors.extend(error("E6021", f"derivative is lost in atomic operation '{name}' in '{self.fn.slang_name}': it "
                                      f"writes a derivative-carrying value to non-differentiable memory; use no_diff or "
                                      f"detach() to say the derivative is not wanted",
-                            _paren(node.loc) if node.loc.file else self.fn.loc)
+                            _paren(node.loc) if node.loc.file else self.fn.loc).diagnostics)
 
     # ------------------------------------------------------------------ statements (backward)
 
