@@ -232,6 +232,55 @@ def test_acknowledged_atomics_compile(name, main):
     _compile(src)
 
 
+# ---------------------------------------------------------------------------------------------- E6022, E6023
+
+# slangc (reference compiler): E41031 at the `=`, or accepted (None)
+STORES = {
+    "value": ("[Differentiable] float f(float x) { outputBuffer[1] = x; return x; }", (2, 53)),
+    "through_local": ("[Differentiable] float f(float x) { float y = sin(x) * 2; outputBuffer[1] = y; return x; }", (2, 75)),
+    "static_global": ("static float S;\n[Differentiable] float f(float x) { S = x; return x; }", (3, 39)),
+    "vector": ("RWStructuredBuffer<float2> vb;\n[Differentiable] float f(float x) { vb[0] = float2(x, 1); return x; }", (3, 43)),
+    "in_callee": ("[Differentiable] void f2(float x) { outputBuffer[1] = x * 2; }\n"
+                  "[Differentiable] float f(float x) { f2(x); return x; }", (2, 53)),
+    "differentiable_call_result": ("[Differentiable] float h(float x) { return x * 3; }\n"
+                                   "[Differentiable] float f(float x) { outputBuffer[1] = h(2.0); return x; }", (3, 53)),
+    "no_diff_assignment": ("[Differentiable] float f(float x) { no_diff(outputBuffer[1] = x); return x; }", (2, 61)),
+    "detach_ok": ("[Differentiable] float f(float x) { outputBuffer[1] = detach(x); return x; }", None),
+    "constant_ok": ("[Differentiable] float f(float x) { outputBuffer[1] = 1.0; return x; }", None),
+    "nondiff_call_ok": (G + "[Differentiable] float f(float x) { outputBuffer[1] = no_diff g(x); return x; }", None),
+    "int_ok": ("RWStructuredBuffer<int> ib;\n[Differentiable] float f(float x) { ib[0] = int(x); return x; }", None),
+    "local_ok": ("[Differentiable] float f(float x) { float a[2]; a[0] = x; return a[0]; }", None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STORES))
+def test_store_losing_a_derivative(name):
+    decls, where = STORES[name]
+    src = HEAD + decls + "\n" + MAIN_FWD
+    if where is None:
+        _compile(src)
+        return
+    with pytest.raises(CompileError) as ei:
+        _compile(src)
+    d = ei.value.diagnostics[0]
+    assert d.code == "E6022" and (d.loc.line, d.loc.col) == where, str(ei.value)
+    assert "detach()" in d.message
+
+
+@pytest.mark.parametrize("expr,col", [("x * no_diff(y)", 61), ("x * no_diff(x * x)", 61)])
+def test_no_diff_of_a_value(expr, col):
+    # slangc E38031 "'no_diff' can only be used to decorate a call or a subscript operation"
+    line = "[Differentiable] float f(float x) { float y = x; return " + expr + "; }"
+    with pytest.raises(CompileError) as ei:
+        _compile(HEAD + line + "\n" + MAIN_FWD)
+    d = ei.value.diagnostics[0]
+    assert d.code == "E6023" and (d.loc.line, d.loc.col) == (2, line.index("no_diff") + 1), str(ei.value)
+
+
+def test_no_diff_of_a_call_or_subscript_is_fine():
+    _compile(HEAD + G + "[Differentiable] float f(float x) { return x * no_diff(g(x)) + x * no_diff outputBuffer[2]; }\n" + MAIN_FWD)
+
+
 # ---------------------------------------------------------------------------------------------- values
 
 def _run(device, src: str, n: int = 4) -> np.ndarray:

@@ -1,6 +1,8 @@
-"""Where a derivative would be lost silently: calls of non-differentiable functions inside
-differentiable code (E6019, Slang's E41022 "derivative cannot be propagated through
-non-differentiable call").
+"""Where a derivative would be lost silently in differentiable code: calls of non-differentiable
+functions (E6019, Slang's E41022 "derivative cannot be propagated through non-differentiable call"),
+atomics writing a derivative-carrying value (E6021, the newest Slang's "derivative is lost in atomic
+operation"), and assignments of a derivative-carrying value to a buffer element or a global (E6022,
+Slang's E41031 "derivative is lost during assignment to non-differentiable location").
 
 The rule is the reference compiler's (slangc of slangtorch 1.3.22), checked against it over many
 small programs (tests/compiler/test_autodiff_activity.py).  In a function marked `[Differentiable]`
@@ -60,6 +62,7 @@ def check_differentiability(functions: list, derivs, struct_facts) -> None:
         a = _Analysis(fn, level, derivs, struct_facts)
         a.run()
         a.check_atomics()
+        a.check_stores()
         errors.extend(a.errors)
     if errors:
         # every one, in source order (slangc reports them all)
@@ -253,6 +256,22 @@ class _Analysis:
             if len(carrying) == n:
                 return carrying
 
+    def check_stores(self):
+        """A derivative-carrying value assigned to memory that holds no derivative (a buffer element, a
+        global) loses its derivative: slangc's E41031 "derivative is lost during assignment to
+        non-differentiable location, use 'detach()' to clarify intention".  E6022 at the `=`."""
+        carrying = None
+        for node in walk(self.fn.body):           # (no_diff does not excuse an assignment: slangc)
+            if not isinstance(node, ir.Assign) or not _memory_lvalue(node.lhs):
+                continue
+            if carrying is None:
+                carrying = self.carrying_locals()
+            if self.carries(node.rhs, carrying):
+                self.errors.extend(error(
+                    "E6022", f"derivative is lost during assignment to a non-differentiable location in "
+                             f"'{self.fn.slang_name}' (Slang E41031); use detach() to say the derivative is not "
+                             f"wanted", _operator(node.loc, node.op)).diagnostics)
+
     def check_atomics(self):
         """An atomic that writes a derivative-carrying value to memory loses the derivative: Slang
         reports it ("derivative is lost in atomic operation") unless the call is wrapped in `no_diff`
@@ -401,6 +420,29 @@ def _atomic_values(e) -> Optional[list]:
             has_out = len(e.args) > 2 and e.name != "InterlockedCompareStore"
             return list(e.args[1:-1] if has_out else e.args[1:])
     return None
+
+
+def _memory_lvalue(e) -> bool:
+    """Does lvalue e designate a buffer element or a global (not a local, a parameter, or a pointer's
+    target, whose derivative storage differentiable pointers provide)?"""
+    while True:
+        if isinstance(e, ir.GlobalRef):
+            return True
+        if isinstance(e, ir.Index) and isinstance(e.obj.type, T.BufferType):
+            return True
+        if isinstance(e, (ir.Field, ir.Swizzle, ir.Index)) and not getattr(e, "via_pointer", False):
+            e = e.obj
+            continue
+        return False
+
+
+def _operator(loc, op: str):
+    """slangc points at the assignment operator: the first `op` at or after loc on its line."""
+    if loc.file is None:
+        return loc
+    line = loc.file.line_text(loc.line)
+    i = line.find(op, loc.col - 1)
+    return type(loc)(loc.file, loc.line, i + 1) if i >= 0 else loc
 
 
 def _root(e):

@@ -86,6 +86,9 @@ class DiffsMixin:
         if name in ("no_diff", "detach"):
             if len(e.args) != 1:
                 raise self.err("E3030", f"{name} takes one argument", e.loc)
+            if name == "no_diff" and not isinstance(e.args[0], (ast.Call, ast.Index, ast.Assign)):
+                raise self.err("E6023", "'no_diff' can only be used to decorate a call or a subscript operation "
+                                        "(Slang E38031); use detach() for a value", e.loc)
             x = self.expr(e.args[0], ctx)
             node = ir.Detach(x.type, x, loc=e.loc)
             node.no_diff = name == "no_diff"      # excuses a non-differentiable call (check/activity.py)
