@@ -22,9 +22,9 @@ memory are not followed (nor does slangc follow them).  A call of a function tha
 derivative at that level, whose result type is differentiable and is expected, is an error unless:
 it is wrapped in `no_diff`; or every argument of a differentiable-typed parameter is a constant
 (`g(3.0)`); or no parameter is differentiable.  `detach(g(x))` does not excuse the call.  Core
-functions Slang does not differentiate (`floor`, `ceil`, `round`, `trunc`, `fmin`, `fmax`, `step`,
-`smoothstep`, `ldexp`, `frexp`, `modf`, wave operations) count as non-differentiable calls here
-(their zero derivative rules stay, for programs that wrap them in `no_diff`).
+functions Slang does not differentiate and whose derivative is zero or unknown (`floor`, `ceil`,
+`round`, `trunc`, `step`, `ldexp`, `frexp`, `modf`, most wave operations) count as non-differentiable
+calls here (their zero derivative rules stay, for programs that wrap them in `no_diff`).
 
 Generic functions (checked per instantiation here, generically by Slang) are not analysed: their
 type parameters may be non-differentiable in Slang where the instantiation is `float`.
@@ -40,10 +40,13 @@ from ..ir.difftypes import diff_type
 from ..ir.walk import expr_children, walk
 from ..source import CompileError, error
 
-# Core functions the reference compiler does not differentiate (see the module docstring).
+# Core functions the reference compiler does not differentiate, whose derivative here would be zero
+# or is missing: a silent zero gradient, so E6019 as in Slang.  (`fmax`, `fmin`, `smoothstep` and
+# `WaveActiveSum` are not differentiable in the reference compiler either, but have true, non-zero
+# derivative rules here, as in the newer Slang: they stay accepted; docs/lang-coverage.md.)
 SLANG_NON_DIFFERENTIABLE = frozenset({
-    "floor", "ceil", "round", "trunc", "fmin", "fmax", "step", "smoothstep", "ldexp", "frexp", "modf",
-    "WaveActiveSum", "WaveActiveProduct", "WaveActiveMin", "WaveActiveMax", "WavePrefixSum",
+    "floor", "ceil", "round", "trunc", "step", "ldexp", "frexp", "modf",
+    "WaveActiveProduct", "WaveActiveMin", "WaveActiveMax", "WavePrefixSum",
     "WavePrefixProduct", "WaveReadLaneFirst", "WaveReadLaneAt", "WaveBroadcastLaneAt",
 })
 
