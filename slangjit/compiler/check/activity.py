@@ -23,7 +23,7 @@ derivative at that level, whose result type is differentiable and is expected, i
 it is wrapped in `no_diff`; or every argument of a differentiable-typed parameter is a constant
 (`g(3.0)`); or no parameter is differentiable.  `detach(g(x))` does not excuse the call.  Core
 functions Slang does not differentiate and whose derivative is zero or unknown (`floor`, `ceil`,
-`round`, `trunc`, `step`, `ldexp`, `frexp`, `modf`, most wave operations) count as non-differentiable
+`round`, `trunc`, `step`, most wave operations) count as non-differentiable
 calls here (their zero derivative rules stay, for programs that wrap them in `no_diff`).
 
 Generic functions (checked per instantiation here, generically by Slang) are not analysed: their
@@ -40,12 +40,13 @@ from ..ir.difftypes import diff_type
 from ..ir.walk import expr_children, walk
 from ..source import CompileError, error
 
-# Core functions the reference compiler does not differentiate, whose derivative here would be zero
-# or is missing: a silent zero gradient, so E6019 as in Slang.  (`fmax`, `fmin`, `smoothstep` and
+# Core functions the reference compiler does not differentiate, whose derivative here would be zero:
+# a silent zero gradient, so E6019 as in Slang.  (`ldexp`, `frexp`, `modf` have no derivative here
+# at all: E6004 / E6005 where differentiated, as before.)  (`fmax`, `fmin`, `smoothstep` and
 # `WaveActiveSum` are not differentiable in the reference compiler either, but have true, non-zero
 # derivative rules here, as in the newer Slang: they stay accepted; docs/lang-coverage.md.)
 SLANG_NON_DIFFERENTIABLE = frozenset({
-    "floor", "ceil", "round", "trunc", "step", "ldexp", "frexp", "modf",
+    "floor", "ceil", "round", "trunc", "step",
     "WaveActiveProduct", "WaveActiveMin", "WaveActiveMax", "WavePrefixSum",
     "WavePrefixProduct", "WaveReadLaneFirst", "WaveReadLaneAt", "WaveBroadcastLaneAt",
 })
@@ -92,7 +93,13 @@ def _level(fn: ir.Function) -> Optional[str]:
 def _in_core(fn: ir.Function) -> bool:
     f = getattr(fn.loc, "file", None)
     path = getattr(f, "path", "") or ""
-    return "/compiler/core/" in path.replace("\\", "/") or path.startswith("<core")
+    return library_path(path)
+
+
+def library_path(path: str) -> bool:
+    """slangjit's own Slang modules (core library, slangpy.slang): not the user's code."""
+    path = (path or "").replace("\\", "/")
+    return "/compiler/core/" in path or "/compiler/slang/" in path or path.startswith("<core")
 
 
 def _generic_owner(fn: ir.Function) -> bool:
@@ -124,6 +131,12 @@ class _Analysis:
         their own (dispatchers, generated functions) are given the benefit of the doubt."""
         if fn.attrs.get("decl") is None or fn.attrs.get("generated_derivative") is not None:
             return True
+        try:
+            return self._callee_differentiable(fn)
+        except CompileError:
+            return True          # a recorded error (a bad custom derivative) is raised where it is used
+
+    def _callee_differentiable(self, fn: ir.Function) -> bool:
         d = self.derivs
         if not d.is_differentiable(fn):
             return False

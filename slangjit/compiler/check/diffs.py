@@ -11,6 +11,7 @@ from ..ir.difftypes import add, scale
 from ..ir.program import unique_name
 from ..source import CompileError, Loc
 from .. import types as T
+from .activity import library_path
 from .calls import InitListArg
 from .members import BuiltinMethodRes
 from .results import OverloadRes, TypeRes, ValueRes
@@ -86,7 +87,8 @@ class DiffsMixin:
         if name in ("no_diff", "detach"):
             if len(e.args) != 1:
                 raise self.err("E3030", f"{name} takes one argument", e.loc)
-            if name == "no_diff" and not isinstance(e.args[0], (ast.Call, ast.Index, ast.Assign)):
+            if name == "no_diff" and not isinstance(e.args[0], (ast.Call, ast.Index, ast.Assign)) and \
+                    not library_path(getattr(e.loc.file, "path", "")):
                 raise self.err("E6023", "'no_diff' can only be used to decorate a call or a subscript operation "
                                         "(Slang E38031); use detach() for a value", e.loc)
             x = self.expr(e.args[0], ctx)
