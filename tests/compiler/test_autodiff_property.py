@@ -158,6 +158,8 @@ class E:
             return f"hmake({a[0]}, {a[1]}).at({a[2]})"
         if op == "call_hgen":
             return f"hgen({a[0]}, {a[1]})"
+        if op == "floor":                        # not differentiable in Slang: no_diff (E6019 without it)
+            return f"(no_diff floor({a[0]}))"
         return f"{op}({', '.join(a)})"
 
     # ---------------------------------------------------------------- float64 evaluation

@@ -711,7 +711,7 @@ def test_unbounded_loop_with_effects_still_asks_for_maxiters(device):
     with pytest.raises(CompileError) as ei:
         run(device, """
             [Differentiable] float f(float x, int n) { float r = 1.0;
-                for (int i = 0; i < n; i++) { r = r * x; outputBuffer[1] = r; } return r; }
+                for (int i = 0; i < n; i++) { r = r * x; outputBuffer[1] = detach(r); } return r; }
             [numthreads(1,1,1)]
             void computeMain(uint3 tid : SV_DispatchThreadID)
             { var p = diffPair(2.0, 0.0); bwd_diff(f)(p, 3, 1.0); outputBuffer[0] = p.d; }""", 1)

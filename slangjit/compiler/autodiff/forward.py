@@ -45,7 +45,8 @@ class ForwardTransform:
     def side_effect_only(self, e: ir.Intrinsic) -> bool:
         """An intrinsic with out parameters that carries no derivative: an atomic (a side effect kept in
         the primal, as Slang does), or one whose out arguments have no tangents (integers, buffer memory)."""
-        return e.name.startswith("Interlocked") or all(self.tangent_path(e.args[i]) is None for i in e.out_params)
+        name = getattr(getattr(e, "func", None), "slang_name", None) or e.name
+        return name.replace("sj::", "").startswith("Interlocked") or all(self.tangent_path(e.args[i]) is None for i in e.out_params)
 
     def tangent_path(self, e: ir.Expr) -> Optional[ir.Expr]:
         """The tangent l-value matching a primal l-value path."""

@@ -647,7 +647,8 @@ class CallsMixin:
         fn.attrs["is_init"] = is_init
         fn.attrs["attrs"] = {a.name: a for a in d.attrs}
         fn.attrs["type_args"] = gargs
-        nodiff = self.generic_nodiff_params(d, genv)
+        core = getattr(sym, "is_core", False) or sym.env.module is not None and sym.env.module == "core"
+        nodiff = self.generic_nodiff_params(d, genv, unconstrained=not core)
         if nodiff:
             fn.attrs["generic_nodiff"] = nodiff
         if pack_vars is not None:
@@ -671,9 +672,10 @@ class CallsMixin:
 
 
 
-    def generic_nodiff_params(self, d: ast.FuncDecl, genv) -> frozenset:
+    def generic_nodiff_params(self, d: ast.FuncDecl, genv, unconstrained: bool = True) -> frozenset:
         """Indices of parameters declared with a generic type (`T x`, or an associated type `T.A x`) whose
-        constraints do not make it differentiable. Slang decides differentiability from the declared
+        constraints do not make it differentiable (none at all included, outside the core library whose
+        generic intrinsics such as `select<T>` carry their derivative rules), and "ret" for such a result. Slang decides differentiability from the declared
         type, not from the type a call instantiates it with: `f<M : IMaterial>(M m, ...)` takes `m`
         without a derivative even when the concrete material is IDifferentiable."""
         tparams = {g.name: g for g in d.generic_params if g.kind == "type"}
@@ -681,11 +683,17 @@ class CallsMixin:
             return frozenset()
         ctx = self.ctx_for_env(genv)
         out = set()
+        rt = d.return_type
+        if isinstance(rt, ast.Name) and rt.name in tparams:
+            cons = self.generic_constraints(d, tparams[rt.name])
+            if (cons or unconstrained) and not any(self.constraint_differentiable(c, ctx) for c in cons):
+                out.add("ret")             # an unconstrained `T` result: no derivative, as in Slang
         for i, p in enumerate(d.params):
             t = p.type
             if isinstance(t, ast.Name) and t.name in tparams:
                 cons = self.generic_constraints(d, tparams[t.name])
-                if cons and not any(self.constraint_differentiable(c, ctx) for c in cons):
+                # unconstrained (`f<T>(T x)`) or only non-differentiable user interfaces: no derivative
+                if (cons or unconstrained) and not any(self.constraint_differentiable(c, ctx) for c in cons):
                     out.add(i)
             elif isinstance(t, ast.Member) and isinstance(t.base, ast.Name) and t.base.name in tparams:
                 # an associated type: differentiable when its own declaration says so

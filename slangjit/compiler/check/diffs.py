@@ -11,6 +11,7 @@ from ..ir.difftypes import add, scale
 from ..ir.program import unique_name
 from ..source import CompileError, Loc
 from .. import types as T
+from .activity import library_path
 from .calls import InitListArg
 from .members import BuiltinMethodRes
 from .results import OverloadRes, TypeRes, ValueRes
@@ -86,9 +87,30 @@ class DiffsMixin:
         if name in ("no_diff", "detach"):
             if len(e.args) != 1:
                 raise self.err("E3030", f"{name} takes one argument", e.loc)
+            if name == "no_diff" and not isinstance(e.args[0], (ast.Call, ast.Index, ast.Assign)) and \
+                    not library_path(getattr(e.loc.file, "path", "")):
+                raise self.err("E6023", "'no_diff' can only be used to decorate a call or a subscript operation "
+                                        "(Slang E38031); use detach() for a value", e.loc)
             x = self.expr(e.args[0], ctx)
-            return ir.Detach(x.type, x, loc=e.loc)
+            node = ir.Detach(x.type, x, loc=e.loc)
+            node.no_diff = name == "no_diff"      # excuses a non-differentiable call (check/activity.py)
+            return node
         return None
+
+    def require_backward(self, fn: ir.Function, loc: Loc):
+        """bwd_diff of a function marked only [ForwardDifferentiable] (no backward derivative of its
+        own, no user forward derivative to transpose, no substitute): Slang has no backward derivative
+        for it (E30027 "'bwd_diff' is not a member of 'f'"); E6020 here."""
+        a = set(fn.attrs.get("attrs", {}))
+        if "ForwardDifferentiable" not in a or a & {"Differentiable", "BackwardDifferentiable", "TreatAsDifferentiable",
+                                                    "BackwardDerivative", "PrimalSubstitute", "ForwardDerivative"}:
+            return
+        d = self.derivs
+        if d.find_custom(fn, "bwd") is not None or d.find_custom(fn, "fwd") is not None or d.substitute(fn) is not None:
+            return
+        raise self.err("E6020", f"'{fn.slang_name}' is only [ForwardDifferentiable]: it has no backward derivative "
+                                f"for bwd_diff (Slang E30027); mark it [Differentiable] or give it a "
+                                f"[BackwardDerivative]", loc)
 
     def nested_diff_fn(self, fexpr: ast.Expr, args: list, loc: Loc, ctx) -> Optional[ir.Function]:
         """fwd_diff(fwd_diff(f)) and friends: the inner derivative function for these args."""
@@ -124,6 +146,8 @@ class DiffsMixin:
             if not self.derivs.is_differentiable(fn) and fn.intrinsic is None:
                 raise self.err("E6012", f"'{fn.slang_name}' is not differentiable: mark it [Differentiable] "
                                         f"or give it a custom derivative", inner.loc)
+            if inner_mode == "bwd":
+                self.require_backward(fn, fexpr.loc)
         return (self.derivs.fwd(fn, loc) if inner_mode == "fwd" else self.derivs.bwd(fn, loc)), this
 
     def diff_call(self, mode: str, fexpr: ast.Expr, args_ast: list, loc: Loc, ctx) -> ir.Expr:
@@ -210,6 +234,8 @@ class DiffsMixin:
             if not ad.is_differentiable(fn) and fn.intrinsic is None:
                 raise self.err("E6012", f"'{fn.slang_name}' is not differentiable: mark it [Differentiable] "
                                         f"or give it a custom derivative", fexpr.loc)
+            if mode == "bwd":
+                self.require_backward(fn, loc)
             g = ad.fwd(fn, loc) if mode == "fwd" else ad.bwd(fn, loc)
             if dropped is not None:
                 g = self.bwd_without_outs(fn, g, dropped[1])

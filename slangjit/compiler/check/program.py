@@ -14,6 +14,7 @@ from ..parse import ast
 from ..ir.program import Program
 from .. import types as T
 from ..source import Loc, error
+from .activity import check_differentiability
 from .checker import Checker
 from .scope import Env, FuncSym, GlobalSym
 from .stmts import FuncCtx
@@ -53,6 +54,10 @@ def check_program(checker: Checker, modules: list, entry_points: Sequence[str]) 
         _instantiate_uniforms(checker, mod.decls, env)
 
     _finish(checker)
+    n = len(checker.functions)
+    check_differentiability(checker.functions, checker.derivs, checker.derivs.struct_facts)
+    if len(checker.functions) != n:
+        _finish(checker)            # facts the analysis asked for may have instantiated more
     checker.derivs.source.check_derivative_targets()
     _check_custom_derivatives(checker, [env for _, env in module_envs])
     checker.derivs.source.check_no_self_differentiation(checker.functions)

@@ -132,7 +132,7 @@ class Derivatives:
                 raise error("E6014", f"'{fn.slang_name}': differentiable pointer parameter '{p.name}' must be an "
                                      f"`in` parameter (its differential is storage the caller provides)", fn.loc)
             out.append(d)
-        rd = self.diff_type(fn.ret) if fn.ret != T.VOID else None
+        rd = self.diff_type(fn.ret) if fn.ret != T.VOID and "ret" not in fn.attrs.get("generic_nodiff", ()) else None
         if rd is not None and self.is_ptr(fn.ret):
             raise error("E6014", f"'{fn.slang_name}' returns differentiable pointer type '{fn.ret}': its "
                                  f"differential could not be known; return it from a non-differentiable "
