@@ -559,11 +559,7 @@ class CallData(CallKernelGen):
                 kernel._ctx.defer_release([k[2:] for k in keep])
             return
         gblk = node._globals_block(self) if node.sets else self._zero_g
-        gc = _GC.get(groups)
-        if gc is None:
-            gc = (ctypes.c_uint32 * 3)(groups, 1, 1)
-            if len(_GC) < 4096:
-                _GC[groups] = gc
+        gc = _GC.get(groups) or _group_counts(groups)
         rec = ErrorRecord()             # failures the kernel records (runtime/kernel_errors.py)
         if groups < 4:
             fn(gblk, blk, gc, 0, groups, ctypes.addressof(rec))
@@ -576,11 +572,7 @@ class CallData(CallKernelGen):
         """The unit-stride variant over the full groups (no bounds check: loads and stores without masks),
         then the general kernel over the last, partial group on this thread."""
         gblk = node._globals_block(self) if node.sets else self._zero_g
-        gc = _GC.get(groups)
-        if gc is None:
-            gc = (ctypes.c_uint32 * 3)(groups, 1, 1)
-            if len(_GC) < 4096:
-                _GC[groups] = gc
+        gc = _GC.get(groups) or _group_counts(groups)
         full = n // self.nt
         runs = [(unit, 0, full)] + ([(self._kern, full, groups)] if full < groups else [])
         for (kernel, fn, _), b, e in runs:
@@ -687,6 +679,14 @@ class CallData(CallKernelGen):
 
 
 _GC: dict = {}
+
+
+def _group_counts(groups: int):
+    """The launcher's uint32[3] group counts (groups, 1, 1), kept for reuse (up to 4096 sizes)."""
+    gc = (ctypes.c_uint32 * 3)(groups, 1, 1)
+    if len(_GC) < 4096:
+        _GC[groups] = gc
+    return gc
 
 
 def _prod(shape) -> int:

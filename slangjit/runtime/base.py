@@ -405,6 +405,13 @@ class KernelBase:
     (`_bind`).  ComputeKernel (cpu.py) and CudaComputeKernel (cuda.py) load and launch."""
 
     _target = ""                    # the target the program must be compiled for
+    _LAZY: frozenset = frozenset()  # attributes _load() sets at the first use (the build runs in the background)
+
+    def __getattr__(self, name: str):
+        if name in type(self)._LAZY and "_load_lock" in self.__dict__:
+            self._load()
+            return self.__dict__[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def _init_entry(self, device: "Device", program: Optional["ShaderProgram"], compiled: CompiledProgram,
                     entry_name: str, device_name: str) -> None:

@@ -171,12 +171,6 @@ class ComputeKernel(KernelBase):
         self._load_lock = threading.Lock()
         self._init_layouts()
 
-    def __getattr__(self, name: str):
-        if name in ComputeKernel._LAZY and "_load_lock" in self.__dict__:
-            self._load()
-            return self.__dict__[name]
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-
     def _load(self) -> None:
         """The library (waiting for its build), the entry's function and the chunk runner."""
         with self._load_lock:

@@ -426,12 +426,6 @@ class CudaComputeKernel(KernelBase):
         if nt > 1024:
             raise ValueError(f"[numthreads{self._numthreads}] has {nt} threads per group; CUDA allows at most 1024")
 
-    def __getattr__(self, name: str):
-        if name in CudaComputeKernel._LAZY and "_load_lock" in self.__dict__:
-            self._load()
-            return self.__dict__[name]
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-
     def _load(self) -> None:
         """The image (waiting for its build), the module, the function and what depends on them."""
         with self._load_lock:

@@ -91,56 +91,6 @@ class Target:
                 out.append(f"static thread_local {ct} {g.name}{init};")
         return out
 
-    def _kept_lane_launcher(self, fn: ir.Function, symbol: str, sname: str, loops, ns: int) -> list[str]:
-        """The launcher of a lane-blocked entry with per-worker accumulators (privatised adds, combined atomics).
-        In a chunked dispatch (sj_run_chunks) they live in thread-local storage across the worker's chunks and
-        reach memory once per worker (RANGE_PRELUDE); a direct call flushes them at its end."""
-        W, nred, n = loops.W, len(loops.red_apply), fn.slang_name
-        fields = ([f"float acc[{ns}];", f"uintptr_t tab[{ns}];", f"alignas(64) float lacc[{ns * W}];"] if ns else []) + \
-            [f"sj::LaneRed red[{max(1, nred)}];"]
-        return [
-            *([f"// privatised gradient adds: {ns} slots, per lane in sj_lacc"] if ns else []),
-            f"struct sj_Acc_{n} {{ {' '.join(fields)} }};",
-            f"static void sj_accinit_{n}(sj_Acc_{n}* a) {{ {'for (int s = 0; s < ' + str(ns) + '; ++s) a->tab[s] = 0; ' if ns else ''}"
-            f"for (auto& r : a->red) r = sj::LaneRed{{}}; }}",
-            f"static void sj_accflush_{n}(void* p)",
-            "{",
-            f"    sj_Acc_{n}* a = (sj_Acc_{n}*)p;",
-            *([f"    sj::lacc_flush(a->acc, a->lacc, a->tab, {ns}, {W});"] if ns else []),
-            *[f"    if (a->red[{k}].key) sj_redapply_{n}_{k}(a->red[{k}]);" for k in range(nred)],
-            "}",
-            f'extern "C" SJ_EXPORT void {symbol}(void* sj_gp, void* sj_pp, const uint32_t* sj_gc, uint32_t sj_begin, uint32_t sj_end, void* sj_ep)',
-            "{",
-            "    sj_g = (sj_Globals*)sj_gp;",
-            *self.launch_prologue(),
-            f"    const {sname}* sj_P = (const {sname}*)sj_pp;",
-            f"    static thread_local sj_Acc_{n} sj_kept;   // a chunked dispatch's: flushed by sj_run_chunks",
-            f"    sj_Acc_{n} sj_own;",
-            "    sj::RangeCtx* sj_rc = sj::range_ctx();",
-            f"    sj_Acc_{n}* sj_A = sj_rc ? &sj_kept : &sj_own;",
-            f"    if (!sj_rc) sj_accinit_{n}(sj_A);",
-            f"    else if (sj_rc->flush != &sj_accflush_{n})",
-            "    {",
-            "        if (sj_rc->flush) sj_rc->flush(sj_rc->state);",
-            f"        sj_accinit_{n}(sj_A);",
-            f"        sj_rc->flush = &sj_accflush_{n};",
-            "        sj_rc->state = sj_A;",
-            "    }",
-            *(["    float* sj_acc = sj_A->acc; float* sj_lacc = sj_A->lacc; uintptr_t* sj_tab = sj_A->tab;"] if ns else
-              ["    float* sj_acc = nullptr; float* sj_lacc = nullptr; uintptr_t* sj_tab = nullptr;"]),
-            "    sj::LaneRed* sj_red = sj_A->red;",
-            "    for (uint32_t sj_lin = sj_begin; sj_lin < sj_end; ++sj_lin)",
-            "    {",
-            "        uint32_t sj_gx = sj_lin % sj_gc[0], sj_rest = sj_lin / sj_gc[0];",
-            "        uint32_t sj_gy = sj_rest % sj_gc[1], sj_gz = sj_rest / sj_gc[1];",
-            f"        for (uint32_t sj_t0 = 0; sj_t0 < {loops.group}u; sj_t0 += {W}u)   // lane-blocked",
-            f"            sj_lanes_{n}(sj_P, sj_gx, sj_gy, sj_gz, sj_t0, sj_acc, sj_lacc, sj_tab, sj_red);",
-            "    }",
-            f"    if (!sj_rc) sj_accflush_{n}(sj_A);",
-            *self.launch_epilogue(),
-            "}",
-        ]
-
     def launcher(self, fn: ir.Function, numthreads, symbol: str, sname: str, call_args: list[str]) -> list[str]:
         raise NotImplementedError
 
