@@ -84,12 +84,6 @@ def staging_for(device) -> Optional[Staging]:
     return Staging(device) if staged(device) else None
 
 
-def _contig(shape) -> tuple:
-    st, acc = [], 1
-    for d in reversed(shape):
-        st.append(acc)
-        acc *= d
-    return tuple(reversed(st))
 
 
 # ----------------------------------------------------------------------------------------- signatures

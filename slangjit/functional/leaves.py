@@ -15,7 +15,8 @@ from . import values as V
 from .errors import KernelGenException, ShapeMismatchError
 from .kernelbuilder import KernelBuilder, _float_paths  # noqa: F401  (KernelBuilder: for annotations)
 
-from .calldata import Staging, _I32, _U64, _contig, _idx_paths, _zero_expr
+from .calldata import Staging, _I32, _U64, _idx_paths, _zero_expr
+from .tensorbase import _contig_strides as _contig
 
 
 # ----------------------------------------------------------------------------------------- leaves

@@ -17,7 +17,7 @@ import numpy as np
 from ..runtime import layout_pack as lp
 from . import typeview as S
 from . import values as V
-from .calldata import _contig
+from .tensorbase import _contig_strides as _contig
 from .errors import BoundVariableException
 from .leaves import Leaf, TensorParamLeaf
 

@@ -259,33 +259,15 @@ def _loads(e) -> bool:
     return False
 
 
-def _root(lv):
-    while True:
-        if isinstance(lv, (ir.Field, ir.Swizzle)) and not getattr(lv, "via_pointer", False):
-            lv = lv.obj
-        elif isinstance(lv, ir.Index) and not isinstance(scan.value_type(lv.obj), (T.PointerType, T.BufferType)):
-            lv = lv.obj
-        elif isinstance(lv, ir.Convert):
-            lv = lv.operand
-        else:
-            break
-    return lv.var if isinstance(lv, ir.LocalRef) else None
+_root = scan.local_written          # the local a write to an lvalue changes (ir/walk.py)
 
 
 def _written_locals(e) -> set:
     """uids of the locals an expression statement may write (assignment targets, out arguments)."""
     out = set()
     for n in scan.walk(e):
-        targets = []
-        if isinstance(n, ir.Assign):
-            targets = [n.lhs]
-        elif isinstance(n, ir.IncDec):
-            targets = [n.operand]
-        elif isinstance(n, ir.Call):
-            targets = [a for p, a in zip(n.func.params, n.args) if p.direction != "in"]
-        elif isinstance(n, ir.Intrinsic):
-            targets = [n.args[i] for i in n.out_params if i < len(n.args)]
-        elif isinstance(n, ir.MethodCall):
+        targets = scan.write_targets(n)
+        if isinstance(n, ir.MethodCall):
             targets = [n.obj] + list(n.args)
         elif isinstance(n, ir.AddressOf):
             targets = [n.operand]

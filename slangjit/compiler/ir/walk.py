@@ -83,6 +83,35 @@ def lvalue_root(e: ir.Expr) -> Optional[ir.Var]:
             return None
 
 
+def local_written(lv: ir.Expr) -> Optional[ir.Var]:
+    """The local that a write to lvalue `lv` changes (part of), looking through fields, swizzles, element
+    indices and conversions; None when the write goes to memory (a pointer's target, a buffer element)."""
+    while True:
+        if isinstance(lv, (ir.Field, ir.Swizzle)) and not getattr(lv, "via_pointer", False):
+            lv = lv.obj
+        elif isinstance(lv, ir.Index) and not isinstance(value_type(lv.obj), (T.PointerType, T.BufferType)):
+            lv = lv.obj
+        elif isinstance(lv, ir.Convert):
+            lv = lv.operand
+        else:
+            break
+    return lv.var if isinstance(lv, ir.LocalRef) else None
+
+
+def write_targets(n) -> list:
+    """The lvalues node `n` itself writes: an assignment's or increment's target, a call's out / inout
+    arguments, an intrinsic's out parameters (nothing for other nodes)."""
+    if isinstance(n, ir.Assign):
+        return [n.lhs]
+    if isinstance(n, ir.IncDec):
+        return [n.operand]
+    if isinstance(n, ir.Call):
+        return [a for p, a in zip(n.func.params, n.args) if p.direction != "in"]
+    if isinstance(n, ir.Intrinsic):
+        return [n.args[i] for i in n.out_params if i < len(n.args)]
+    return []
+
+
 def is_pure(e: ir.Expr) -> bool:
     """No effect: no assignment, call, out-argument, or statement inside."""
     if isinstance(e, (ir.Const, ir.LocalRef, ir.GlobalRef, ir.SystemValue)):

@@ -78,16 +78,6 @@ def _exprs_ok(e) -> Optional[str]:
     return None
 
 
-def _lv_root(lv):
-    while isinstance(lv, (ir.Field, ir.Swizzle, ir.Index, ir.Convert)):
-        if isinstance(lv, ir.Field) and lv.via_pointer:
-            return None
-        if isinstance(lv, ir.Index) and isinstance(scan.value_type(lv.obj), (T.PointerType, T.BufferType)):
-            return None
-        lv = lv.operand if isinstance(lv, ir.Convert) else lv.obj
-    return lv.var if isinstance(lv, ir.LocalRef) else None
-
-
 def _in_order(node):
     """Every node in execution order as far as text can say (a loop's condition and step after its body)."""
     if isinstance(node, ir.Loop):
@@ -124,27 +114,19 @@ def _write_positions(body) -> tuple[dict, set]:
     writes: dict = {}
     escaped: set = set()
     for pos, n in enumerate(_in_order(body)):
-        targets = []
+        targets = scan.write_targets(n)
         if isinstance(n, ir.VarDecl):
             writes.setdefault(n.var.uid, []).append(pos)
-        elif isinstance(n, ir.Assign):
-            targets = [n.lhs]
-        elif isinstance(n, ir.IncDec):
-            targets = [n.operand]
-        elif isinstance(n, ir.Call):
-            targets = [a for p, a in zip(n.func.params, n.args) if p.direction != "in"]
-        elif isinstance(n, ir.Intrinsic):
-            targets = [n.args[i] for i in n.out_params if i < len(n.args)]
         elif isinstance(n, (ir.MethodCall, ir.AddressOf, ir.OutConvert)):
             for m in scan.walk(n):
                 if isinstance(m, ir.LocalRef):
                     escaped.add(m.var.uid)
         for t in targets:
-            v = _lv_root(t)
+            v = scan.local_written(t)
             if v is not None:
                 writes.setdefault(v.uid, []).append(pos)
             for m in scan.walk(t):
-                if isinstance(m, ir.LocalRef) and _lv_root(t) is None:
+                if isinstance(m, ir.LocalRef) and scan.local_written(t) is None:
                     escaped.add(m.var.uid)
     return writes, escaped
 
