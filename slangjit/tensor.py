@@ -22,6 +22,9 @@ from .functional.tensorbase import (DEFAULT_USAGE, Shape, _check_extent, _contig
                                       staged, struct_np_dtype, POOL_MIN_BYTES, _pooled_buffer)
 
 
+_ONE_STRIDE = tuple.__new__(Shape, (1,))
+
+
 class Tensor:
     """A strided N-D view over a Buffer of elements of a Slang type."""
 
@@ -59,14 +62,15 @@ class Tensor:
         self.grad_out: Optional[Tensor] = grad_out
 
     @classmethod
-    def _alloc(cls, device, dt: S.SType, shape: tuple, fill: bool = True) -> "Tensor":
+    def _alloc(cls, device, dt: S.SType, shape: tuple, fill: bool = True, sz: int = 0) -> "Tensor":
         """Fast allocation of a contiguous, writable tensor (used for auto-allocated call results).  `fill=False`:
         the caller writes every byte before anything reads it, so a big one on the CPU may reuse the memory of a
-        dead result of the same size (tensorbase._pooled_buffer), uninitialised."""
+        dead result of the same size (tensorbase._pooled_buffer), uninitialised.  `sz`: dt's size when the caller
+        knows it (computing it costs more than the rest of a small allocation)."""
         n = 1
         for d in shape:
             n *= d
-        sz = dt.size or 1
+        sz = sz or dt.size or 1
         nbytes = (n or 1) * sz
         t = object.__new__(cls)
         host = getattr(device, "_host_memory", True)
@@ -79,7 +83,7 @@ class Tensor:
         t.device = device
         t.dtype = dt
         t._shape = tuple.__new__(Shape, shape)
-        t._strides = tuple.__new__(Shape, _contig_strides(shape))
+        t._strides = _ONE_STRIDE if len(shape) == 1 else tuple.__new__(Shape, _contig_strides(shape))
         t.offset = 0
         t.grad_in = None
         t.grad_out = None

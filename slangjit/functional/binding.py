@@ -23,6 +23,7 @@ from .callhelpers import _bound, _exact, _getter, _type_override, _value_for, du
 from .callkernel import CallKernelGen
 from .callviews import DebugBindings, _Once, _is_this
 from .errors import KernelGenException, ResolveException
+from .fastcall import build_fast_plan
 from .leaves import ContainerLeaf, RefLeaf, ValueLeaf
 
 _RESERVED_KW = ("_result", "_thread_count", "_append_to", "_this")
@@ -410,6 +411,7 @@ class CallData(CallKernelGen):
                              and rt.kind in ("scalar", "vector", "matrix") and rt.scalar is not None
                              and rt.size == S.scalar(rt.scalar).size * max(1, _prod(rt.shape)))
         self.last_unit = False
+        self._ret_size = (rt.size or 1) if rt is not None else 0
         self.global_fields = {f.name: f for f in compiled.reflection.globals}
         self._zero_g_arr = aligned_zeros(self.gsize)
         self._zero_g = self._zero_g_arr.ctypes.data
@@ -418,6 +420,8 @@ class CallData(CallKernelGen):
         self._blk = None
         self._cs_fmt = f"<{self.cd}i"
         self._srcs = [(src[0] == "pos", src[1]) for src in self.sources]
+        self._fast_call = None          # fastcall.build_fast_plan, made after the first run
+        self._fast_tried = False
 
     def _linear_strides(self, blk, cs):
         """[(slot, stride)] when every strided view of this call is linear in the flat call index, i.e. its call
@@ -593,7 +597,7 @@ class CallData(CallKernelGen):
         self.last_call_shape = tuple(cs)
         auto = None
         if self.auto_result == "tensor":
-            auto = Tensor._alloc(self.device, self.ret_t, tuple(cs), fill=not self.fills_result)
+            auto = Tensor._alloc(self.device, self.ret_t, tuple(cs), not self.fills_result, self._ret_size)
             vals[-1] = auto
         if self.tc_mode:
             n, ty, tz = thread_count3(kwargs["_thread_count"])    # an integer >= 0 ("12", 7.9: errors)
@@ -666,6 +670,9 @@ class CallData(CallKernelGen):
                 f(r[1])
         if self.instance_leaves:
             snaps.clear()
+        if not self._fast_tried:          # the signature's fast plan, for the next calls (its library is loaded)
+            self._fast_tried = True
+            self._fast_call = build_fast_plan(self, UNIT_MIN_THREADS)
         if self.bwds:
             return None
         if self.result is None:

@@ -71,6 +71,9 @@ class FunctionNode:
                      tuple(sorted((k, repr(v)) for k, v in self.constants_.items())),
                      self.call_group_shape_, self.thread_group_size_, self.type_conformances_, self.prelude_)
         self._cache = function._node_caches.setdefault(self._key, {})
+        # The calls' CallData by the signature of the arguments as given (the `__call__` fast lookup: filled
+        # only for calls without textures, hooks, `this`, `_append_to` or a `_result=` type / name)
+        self._fast = function._node_caches.setdefault(("fast",) + self._key, {})
 
     # identity semantics, spelled out: slangjit.torch passes nodes into torch.compile regions as constants
     # (torch.utils._pytree.register_constant needs explicit __eq__ / __hash__)
@@ -168,8 +171,17 @@ class FunctionNode:
     # -- calls
 
     def __call__(self, *args, **kwargs):
+        cd = self._fast.get((tuple(map(signature, args)), tuple(kwargs), tuple(map(signature, kwargs.values()))))
+        if cd is not None:                        # a signature seen before, with none of the cases below
+            f = cd._fast_call
+            return f(args, kwargs) if f is not None else cd.run(args, kwargs)
+        return self._call(args, kwargs)
+
+    def _call(self, args: tuple, kwargs: dict):
+        fast = self.this is None
         if kwargs:
             if "_append_to" in kwargs:
+                fast = False
                 kwargs = dict(kwargs)
                 enc = kwargs.pop("_append_to")
                 if enc is not None:
@@ -182,9 +194,12 @@ class FunctionNode:
                     return tensor_to_texture(self.return_type("tensor")(*args, **kwargs))
                 return self.return_type(r)(*args, **kwargs)
             if has_texture(args, kwargs):
+                fast = False
                 args, kwargs = untexture(args, kwargs)
         elif has_texture(args, kwargs):
+            fast = False
             args, kwargs = untexture(args, kwargs)
+        fkey = (tuple(map(signature, args)), tuple(kwargs), tuple(map(signature, kwargs.values()))) if fast else None
         cargs = (self.this,) + args if self.this is not None else args
         key = tuple(map(signature, cargs))
         if kwargs:
@@ -203,6 +218,8 @@ class FunctionNode:
             self._cache[key] = cd
         elif cd is _HOOKED:
             return find_call_hook(args, kwargs)(self, args, kwargs)
+        if fast:
+            self._fast[fkey] = cd
         return cd.run(cargs, kwargs)
 
     def resolve(self, *args, **kwargs) -> CallData:
