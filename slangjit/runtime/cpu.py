@@ -227,7 +227,9 @@ class CpuDevice(Device):
         super().__init__(type, include_paths, compiler_args, enable_debug_layers, compile_options)
 
     def _make_info(self) -> DeviceInfo:
-        return DeviceInfo(self.type, "cpu", platform.processor() or platform.machine() or "cpu", num_threads())
+        # platform.machine(), not platform.processor(): on Linux the latter runs `uname -p` in a subprocess
+        # (~10 ms of a new process's device creation)
+        return DeviceInfo(self.type, "cpu", platform.machine() or "cpu", num_threads())
 
     def _compile(self, modules, entry_points, compile_options=None) -> CompiledProgram:
         prog = super()._compile(modules, entry_points, compile_options)
