@@ -115,6 +115,31 @@ def build_fast_plan(cd, unit_min: int) -> Optional[Callable]:
     name = cd.name
     keep: list = []                      # the leaves on this path keep nothing alive (checked after packing)
 
+    def slow_pack(blk, vals, n, cs, out):
+        _I32.pack_into(blk, off_n, n)
+        if cs_fmt is not None:
+            cs_fmt.pack_into(blk, off_cs, *cs)
+        for get, pack_into, off, lf in scalars:
+            v = get(vals)
+            try:
+                pack_into(blk, off, v)
+            except (struct.error, OverflowError):      # the leaf's general path names what is wrong
+                lf.pack(v, blk, cs, keep)
+        for get, o_d, o_o, o_cs in tensors1:
+            v = get(vals)
+            _U64.pack_into(blk, o_d, v.storage._addr)
+            _I32.pack_into(blk, o_o, v.offset)
+            _I32.pack_into(blk, o_cs, v._strides[0] if v._shape[0] != 1 else 0)
+        if auto and auto_pack is not None:
+            o_d, o_o, o_cs = auto_pack
+            _U64.pack_into(blk, o_d, out.storage._addr)
+            _I32.pack_into(blk, o_o, 0)
+            _I32.pack_into(blk, o_cs, 1 if cs[0] != 1 else 0)
+
+    packer = _one_struct_packer(off_n, off_cs, cd.cd, scalars, tensors1, auto_pack if auto else None)
+    cd._fast_pack_format = packer.__defaults__[0].format if packer is not None else None     # (tests)
+    packer = packer or slow_pack
+
     def fast(args: tuple, kwargs: dict):
         vals = [args[i] if pos else kwargs[i] for pos, i in srcs]
         res_v = None
@@ -145,25 +170,10 @@ def build_fast_plan(cd, unit_min: int) -> Optional[Callable]:
         except IndexError:
             fr = _Frame(psize)
         blk = fr.blk
-        _I32.pack_into(blk, off_n, n)
-        if cs_fmt is not None:
-            cs_fmt.pack_into(blk, off_cs, *cs)
-        for get, pack_into, off, lf in scalars:
-            v = get(vals)
-            try:
-                pack_into(blk, off, v)
-            except (struct.error, OverflowError):      # the leaf's general path names what is wrong
-                lf.pack(v, blk, cs, keep)
-        for get, o_d, o_o, o_cs in tensors1:
-            v = get(vals)
-            _U64.pack_into(blk, o_d, v.storage._addr)
-            _I32.pack_into(blk, o_o, v.offset)
-            _I32.pack_into(blk, o_cs, v._strides[0] if v._shape[0] != 1 else 0)
-        if auto and auto_pack is not None:
-            o_d, o_o, o_cs = auto_pack
-            _U64.pack_into(blk, o_d, out.storage._addr)
-            _I32.pack_into(blk, o_o, 0)
-            _I32.pack_into(blk, o_cs, 1 if cs[0] != 1 else 0)
+        try:
+            packer(blk, vals, n, cs, out)
+        except (struct.error, OverflowError):          # the per-field path: a scalar's leaf names what is wrong
+            slow_pack(blk, vals, n, cs, out)
         for lf in others:
             lf.pack(lf.get(vals), blk, cs, keep)
         if keep:                                    # not expected: never let memory go while a kernel runs
@@ -192,3 +202,40 @@ def build_fast_plan(cd, unit_min: int) -> Optional[Callable]:
 
     return fast
 
+
+
+def _one_struct_packer(off_n: int, off_cs: Optional[int], cdim: int, scalars: list, tensors1: list, auto_pack):
+    """`pack(blk, vals, n, cs, out)` writing what slow_pack writes with ONE `struct.Struct.pack_into` (fields in
+    offset order, padding between them): a Python function generated from the fields' offsets and format
+    codes (no user text reaches it).  None when fields would overlap (never for a kernel's parameter block)."""
+    fields = [(off_n, "i", "n")]
+    if off_cs is not None:
+        fields += [(off_cs + 4 * c, "i", f"cs[{c}]") for c in range(cdim)]
+    ns: dict = {}
+    lines = []
+    for k, (get, _, off, lf) in enumerate(scalars):
+        ns[f"s{k}"] = get
+        fields.append((off, lf.fmt.format.lstrip("<"), f"s{k}(vals)"))
+    for k, (get, o_d, o_o, o_cs) in enumerate(tensors1):
+        ns[f"g{k}"] = get
+        lines.append(f"    t{k} = g{k}(vals)")
+        fields += [(o_d, "Q", f"t{k}.storage._addr"), (o_o, "i", f"t{k}.offset"),
+                   (o_cs, "i", f"(t{k}._strides[0] if t{k}._shape[0] != 1 else 0)")]
+    if auto_pack is not None:
+        o_d, o_o, o_cs = auto_pack
+        fields += [(o_d, "Q", "out.storage._addr"), (o_o, "i", "0"), (o_cs, "i", "(1 if n != 1 else 0)")]
+    fields.sort(key=lambda f: f[0])
+    fmt, pos, exprs = "<", fields[0][0], []
+    for off, code, expr in fields:
+        if off < pos:
+            return None
+        if off > pos:
+            fmt += f"{off - pos}x"
+        fmt += code
+        pos = off + struct.calcsize("<" + code)
+        exprs.append(expr)
+    ns["_S"] = struct.Struct(fmt)
+    src = ("def pack(blk, vals, n, cs, out, _S=_S):\n" + "\n".join(lines) + ("\n" if lines else "") +
+           f"    _S.pack_into(blk, {fields[0][0]}, {', '.join(exprs)})\n")
+    exec(compile(src, "<slangjit fast call packer>", "exec"), ns)   # noqa: S102  (offsets and format codes only)
+    return ns["pack"]

@@ -7,6 +7,7 @@ errors still name the argument (shape mismatch, a scalar that does not fit), `_r
 The values tests run on CUDA too (no plan there: the general path, unchanged)."""
 from __future__ import annotations
 
+import re
 import threading
 
 import numpy as np
@@ -51,6 +52,8 @@ def test_values_every_size(m, device, n):
     cd = _cd(m.poly)
     if device.type == spy.DeviceType.cpu:
         assert cd._fast_call is not None
+        # n, the call shape, a, b, c, x's address / offset / stride and the result's, packed at once
+        assert re.sub(r"\d*x", "", cd._fast_pack_format) == "<iifffQiiQii"
         assert cd.last_unit == (n >= UNIT_MIN_THREADS)
     else:
         assert cd._fast_call is None               # a GPU keeps the general path
