@@ -1,4 +1,4 @@
-"""The per-signature fast plan of a functional call on a host-memory device (the CPU): a closure, made once
+"""The per-signature fast plan of a functional call: a closure, made once
 per `CallData` (binding.py) when its signature allows it, that runs a call with only what the arguments
 change — their values, the call shape, the result — and nothing that the signature fixes.
 
@@ -10,9 +10,10 @@ pointer with prebuilt pointer arguments.  A call of 4 groups or more, or one the
 variants may take, goes through `CallData.dispatch_block` as before; a scalar that does not fit its format
 is packed by the leaf's general path, which names the argument in its error.
 
-Signatures it does not take (and that keep `CallData.run`): staged or GPU devices, `.set` globals, call
-groups, `_thread_count`, IThis instances, numpy / list / dict / reference arguments, `out` values returned
-by reference, several arguments accumulating into one gradient, unrolled kernels."""
+On a GPU (CUDA) or staged device the plan packs the same way and launches through `dispatch_block`.
+Signatures it does not take (and that keep `CallData.run`): `.set` globals, call groups, `_thread_count`,
+IThis instances, numpy / list / dict / reference arguments, `out` values returned by reference, several
+arguments accumulating into one gradient."""
 from __future__ import annotations
 
 import ctypes
@@ -55,10 +56,8 @@ def _raw_entry(kernel, fn):
 def build_fast_plan(cd, unit_min: int) -> Optional[Callable]:
     """The fast call of CallData `cd`, or None when its signature needs the general `run`."""
     node = cd.node
-    if (cd.gpu or cd.stage is not None or cd.groups is not None or cd.tc_mode or cd.instance_leaves
-            or node.sets or cd.off_u is not None or len(cd.go_leaves) > 1 or cd.post_leaves
-            or cd.auto_result not in (None, "tensor") or getattr(cd.device, "functional_staged", False)
-            or not getattr(cd.device, "_host_memory", True)):
+    if (cd.groups is not None or cd.tc_mode or cd.instance_leaves or node.sets or len(cd.go_leaves) > 1
+            or cd.post_leaves or cd.auto_result not in (None, "tensor")):
         return None
     auto_leaf = cd.result.leaf if cd.auto_result == "tensor" else None
     scalars, tensors1, others = [], [], []
@@ -76,17 +75,17 @@ def build_fast_plan(cd, unit_min: int) -> Optional[Callable]:
         else:
             return None
     kernel, fn, launch = cd._kern
-    if launch is not None:
-        return None
+    # A CPU device with host memory runs a small call itself; a GPU (or staged) device, an unrolled kernel,
+    # launch through CallData.dispatch_block (the packed block is copied at the launch: reusable at once)
+    direct = cd.stage is None and launch is None and cd.off_u is None
     if auto_leaf is not None:                    # the result: one of the tensors the kernel writes
         if auto_leaf.fast1:
             auto_pack = auto_leaf.fast1
         else:
             others.append(auto_leaf)
             auto_pack = None
-    raw = _raw_entry(kernel, fn)
-    if raw is None:
-        return None
+    raw = _raw_entry(kernel, fn) if direct else None
+    direct = raw is not None
     srcs = tuple(cd._srcs)
     has_res = cd.result is not None
     res_pos = cd.result_from_pos
@@ -181,7 +180,7 @@ def build_fast_plan(cd, unit_min: int) -> Optional[Callable]:
             frames.append(fr)
             return cd.run(args, kwargs)
         groups = -(-n // nt)
-        if groups >= _SMALL_GROUPS or n >= unit_min or cd.lin_slots is not None:
+        if not direct or groups >= _SMALL_GROUPS or n >= unit_min or cd.lin_slots is not None:
             try:
                 cd.dispatch_block(node, blk, cs, n)
             finally:

@@ -4,7 +4,8 @@ plan.  These tests check its values against numpy (sizes below, at and above the
 and the unit-stride threshold), that every result is a fresh tensor (never memory a live result holds), that
 errors still name the argument (shape mismatch, a scalar that does not fit), `_result=`, broadcasting,
 `.bwds` gradients against the analytic derivative, `return_type`, and calls from several Python threads.
-The values tests run on CUDA too (no plan there: the general path, unchanged)."""
+The values tests run on CUDA too (the plan packs the same block and launches through dispatch_block), and on
+a CPU device that stages host data as a GPU device does."""
 from __future__ import annotations
 
 import re
@@ -50,13 +51,11 @@ def test_values_every_size(m, device, n):
         r = m.poly(a=a, b=b, c=c, x=_t(device, x))
         np.testing.assert_array_equal(r.to_numpy(), (a * x * x + b * x + c).astype(np.float32), err_msg=f"it={it}")
     cd = _cd(m.poly)
+    assert cd._fast_call is not None                 # a GPU's calls launch through dispatch_block
+    # n, the call shape, a, b, c, x's address / offset / stride and the result's, packed at once
+    assert re.sub(r"\d*x", "", cd._fast_pack_format) == "<iifffQiiQii"
     if device.type == spy.DeviceType.cpu:
-        assert cd._fast_call is not None
-        # n, the call shape, a, b, c, x's address / offset / stride and the result's, packed at once
-        assert re.sub(r"\d*x", "", cd._fast_pack_format) == "<iifffQiiQii"
         assert cd.last_unit == (n >= UNIT_MIN_THREADS)
-    else:
-        assert cd._fast_call is None               # a GPU keeps the general path
 
 
 def test_positional_and_int_values(m, device):
@@ -185,3 +184,21 @@ def test_python_threads(m, device):
     for t in th:
         t.join()
     assert not errors, errors[0]
+
+
+def test_staged_device_values():
+    """The GPU path's packing without a GPU: a CPU device that stages host data (functional_staged) runs
+    the plan through dispatch_block."""
+    dev = spy.create_device(type=spy.DeviceType.cpu)
+    dev.functional_staged = True
+    mod = spy.Module.load_from_source(dev, "fastcall_staged", SRC)
+    rng = np.random.default_rng(9)
+    for n in (1, 7, 300):
+        for _ in range(3):
+            x = rng.integers(-8, 9, n).astype(np.float32)
+            y = rng.integers(-8, 9, n).astype(np.float32)
+            r = mod.add2(_t(dev, x), _t(dev, y))
+            np.testing.assert_array_equal(r.to_numpy(), x + y)
+            r = mod.poly(a=2, b=-1, c=3, x=_t(dev, x))
+            np.testing.assert_array_equal(r.to_numpy(), 2 * x * x - x + 3)
+    assert _cd(mod.add2)._fast_call is not None and _cd(mod.poly)._fast_call is not None
