@@ -194,8 +194,8 @@ def _cpu_features() -> set:
 
 def _boot_id() -> Optional[str]:
     try:
-        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
-            b = f.read().strip()
+        with open("/proc/sys/kernel/random/boot_id", "rb") as f:     # bytes: an "ascii" text file imports
+            b = f.read().decode("utf-8", "replace").strip()          # that codec (0.2 ms of a warm start)
     except OSError:
         return None
     return b if len(b) == 36 and not b.strip("0123456789abcdef-") else None
