@@ -171,10 +171,12 @@ class FunctionNode:
     # -- calls
 
     def __call__(self, *args, **kwargs):
-        cd = self._fast.get((tuple(map(signature, args)), tuple(kwargs), tuple(map(signature, kwargs.values()))))
-        if cd is not None:                        # a signature seen before, with none of the cases below
-            f = cd._fast_call
-            return f(args, kwargs) if f is not None else cd.run(args, kwargs)
+        fast = self._fast
+        if fast:                                  # (empty for a node with `this`, whose calls never go here)
+            cd = fast.get((tuple(map(signature, args)), tuple(kwargs), tuple(map(signature, kwargs.values()))))
+            if cd is not None:                    # a signature seen before, with none of the cases below
+                f = cd._fast_call
+                return f(args, kwargs) if f is not None else cd.run(args, kwargs)
         return self._call(args, kwargs)
 
     def _call(self, args: tuple, kwargs: dict):
