@@ -251,11 +251,31 @@ class LoopLaneKernel:
         inner = idx
         while isinstance(inner, ir.Convert):
             inner = inner.operand
-        if isinstance(inner, ir.LocalRef):
-            r = self.ranges.get(self.copies.get(inner.var.uid, inner.var.uid))
-            if r is not None and 0 <= r[0] and r[1] < n and inner.var.uid not in self.cls.varying:
-                return self.em.var_name(inner.var)
+        got = self._counter_affine(idx)
+        if got is not None and 0 <= got[1] and got[2] < n:
+            return got[0]
         raise _Unsupported("an array index that is not a constant or an in-range counter")
+
+    def _counter_affine(self, e) -> Optional[tuple]:
+        """(C++ text, lowest, highest value) of a uniform counter of an enclosing counted loop, or of such an
+        index times / plus an int constant (the unroll-and-jammed loops' `i * U + k`, passes/cpu_jam.py)."""
+        while isinstance(e, ir.Convert):
+            e = e.operand
+        if isinstance(e, ir.LocalRef):
+            r = self.ranges.get(self.copies.get(e.var.uid, e.var.uid))
+            if r is None or e.var.uid in self.cls.varying:
+                return None
+            return self.em.var_name(e.var), r[0], r[1]
+        if isinstance(e, ir.Binary) and e.op in ("+", "*") and isinstance(e.rhs, ir.Const) and \
+                isinstance(e.rhs.value, int) and not isinstance(e.rhs.value, bool) and e.rhs.value >= 0:
+            a = self._counter_affine(e.lhs)
+            if a is None:
+                return None
+            k = e.rhs.value
+            if e.op == "+":
+                return f"({a[0]} + {k})", a[1] + k, a[2] + k
+            return f"({a[0]} * {k})", a[1] * k, a[2] * k
+        return None
 
     def lx(self, e, sel: list, pre: list) -> str:
         """C++ text of the lane-domain scalar at selector path `sel` of e's value, for lane sj_l.  Uniform

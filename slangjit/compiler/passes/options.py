@@ -88,6 +88,9 @@ class CpuOptions:
     # Logical threads per lane block of those kernels (the seed MLP's learnGradient, one worker: 16 lanes 5.4 ms,
     # 32 lanes 5.0 ms, 64 lanes 5.9 ms of CPU time).
     lane_width: int = 32
+    # Unroll-and-jam of independent counted loop nests in lane-blocked entry points (passes/cpu_jam.py): up to
+    # this many output rows of a matrix-vector product run their dependent half steps interleaved (1 = off).
+    jam: int = 4
     # Half rounding in those kernels: False = inline float arithmetic that stays in the lane loop's registers
     # (sj::rhf, bit for bit _Float16); True = a row in memory through the F16C / AVX-512 conversions (session 10).
     half_rows: bool = True
