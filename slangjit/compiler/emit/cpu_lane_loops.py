@@ -80,19 +80,21 @@ class LoopLaneKernel:
         self.alias: dict = {}               # varying locals that read another's rows (_copy_aliases)
         self.skip: set = set()
         self.copy_rows = True
+        self.unroll = 0                    # CpuOptions.lane_unroll: innermost counted loops of so many trips unrolled
         self.half_rows = False              # CpuOptions.half_rows: round through F16C rows, not sj::rhf
         self.hcount = 0                     # half-rounding rows of the statement being emitted (sj_h*)
         self.hmax = 0
 
     @classmethod
     def build(cls, em, fn, numthreads, sname, call_args, varying_params, slots_n, width,
-              half_rows: bool = False) -> Optional["LoopLaneKernel"]:
+              half_rows: bool = False, unroll: int = 0) -> Optional["LoopLaneKernel"]:
         if lane_shape(fn) is not None:
             return None
         if not slots_n and not any(isinstance(n, ir.Loop) for n in scan.walk(fn.body)):
             return None             # straight-line code: emit/cpu_lanes.py's business (or scalar)
         k = cls(em, fn, numthreads, sname, call_args, varying_params, slots_n, width)
         k.half_rows = half_rows
+        k.unroll = unroll
         saved = (em.lane_alias, em.slot_base, dict(em.counter_ranges), em.site_ids.copy(), list(em.sites))
         try:
             return k if k._emit() else None
@@ -654,6 +656,8 @@ class LoopLaneKernel:
         init = s.init[0].init
         cond = em.expr(s.cond)
         step = em.expr(s.step)
+        if 1 < counted.trips <= self.unroll and not any(isinstance(n, ir.Loop) for n in scan.walk(s.body)):
+            self._out(d, f"#pragma GCC unroll {counted.trips}")   # rows the steps carry stay in registers
         self._out(d, f"for ({v} = {em.expr(init)}; {cond}; {step})")
         self._out(d, "{")
         if counted.trips > 0:
