@@ -218,3 +218,56 @@ def test_jam_plan_refuses_dependent_iterations():
     assert cpu_jam._plan(fixed, 4) is None
     shifted = nest(ir.VarDecl(r, c(0.0, T.FLOAT)), ir.Binary(T.INT, "+", ref(i), c(1)))
     assert cpu_jam._plan(shifted, 4) is None
+
+
+REDUCE = r"""
+RWStructuredBuffer<float> xs;
+RWStructuredBuffer<int> imax;
+RWStructuredBuffer<int> imin;
+RWStructuredBuffer<uint> umax;
+RWStructuredBuffer<uint> umin;
+RWStructuredBuffer<int> isum;
+[numthreads(64, 1, 1)]
+void computeMain(uint3 tid : SV_DispatchThreadID, uniform uint count, uniform float shift,
+                 uniform Atomic<float>* fsum)
+{
+    if (tid.x >= count)
+        return;
+    float x = xs[tid.x];
+    float f = 0.0;
+    for (int k = 0; k < 2; k++)
+        f += x;
+    int v = int(f) - 1000;
+    InterlockedMax(imax[0], v);
+    InterlockedMin(imin[0], v);
+    InterlockedMax(umax[0], uint(v + 2000));
+    InterlockedMin(umin[0], uint(v + 2000));
+    InterlockedAdd(isum[0], v);
+    fsum.add(f * shift);
+}
+"""
+
+
+@pytest.mark.parametrize("count,lo,hi,shift", [(1000, -900, 400, 1.0), (77, -990, -500, 1.0), (77, 0, 0, -0.0)])
+def test_block_reductions_are_exact_with_masked_lanes(count, lo, hi, shift, tmp_path):
+    """Combined atomics of a lane block reduced in one vectorised loop, the masked-off lanes (the last block's
+    idle threads, the returned ones) contributing the operation's identity: signed and unsigned max / min
+    (all-negative values included), integer sums, and a float sum of exact values (-0.0 stays -0.0)."""
+    src = _cpp(REDUCE)
+    assert "reduction(max:sj_r)" in src and "reduction(min:sj_r)" in src and "reduction(+:sj_r)" in src
+    x = np.random.default_rng(count).integers(lo, hi + 1, count).astype(np.float32) / 2 + 500
+    f = 2 * x
+    v = f.astype(np.int64) - 1000
+    init = {"imax": np.array([-2**31], np.int32), "imin": np.array([2**31 - 1], np.int32),
+            "umax": np.array([0], np.uint32), "umin": np.array([2**32 - 1], np.uint32),
+            "isum": np.array([0], np.int32), "fsum": np.array([-0.0], np.float32)}
+    for name, opts in (("lanes", PipelineOptions()), ("scalar", SCALAR)):
+        out = _dispatch(REDUCE, (1024, 1, 1), {"xs": x, **{k: a.copy() for k, a in init.items()}}, opts, tmp_path,
+                        name=name, count=count, shift=shift)
+        assert out["imax"][0] == v.max() and out["imin"][0] == v.min(), name
+        assert out["umax"][0] == (v + 2000).max() and out["umin"][0] == (v + 2000).min(), name
+        assert out["isum"][0] == v.sum(), name
+        want = np.float32(-0.0)                  # the buffer's -0.0 plus every value in order (exact values)
+        for t in f * np.float32(shift):
+            want = np.float32(want + t)
+        assert out["fsum"][0] == want and np.signbit(out["fsum"][0]) == np.signbit(want), name

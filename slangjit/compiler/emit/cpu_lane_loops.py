@@ -785,10 +785,30 @@ class LoopLaneKernel:
             self._out(dd, "{")
             for p in pre:
                 self._out(dd + 1, p)
-            self._out(dd + 1, f"{ct} sj_r{{}}; bool sj_any = false;")
-            self._out(dd + 1, f"for (int sj_l = 0; sj_l < {self.W}; ++sj_l) if ({m}) {{ {ct} sj_v = ({ct})({val}); "
-                              f"sj_r = sj_any ? ({ct})({comb}) : sj_v; sj_any = true; }}")
-            self._out(dd + 1, f"if (sj_any) {apply}")
+            # the block's value in one vectorised reduction: the operation's identity for masked-off lanes
+            # (-0.0f for a float sum: x + -0.0f is x, -0.0f included); a float sum in the vector's order
+            if not (_trap_free(value) and not _loads(value)):
+                self._out(dd + 1, f"{ct} sj_r{{}}; bool sj_any = false;")
+                self._out(dd + 1, f"for (int sj_l = 0; sj_l < {self.W}; ++sj_l) if ({m}) {{ {ct} sj_v = ({ct})({val}); "
+                                  f"sj_r = sj_any ? ({ct})({comb}) : sj_v; sj_any = true; }}")
+                self._out(dd + 1, f"if (sj_any) {apply}")
+                self._out(dd, "}")
+                return
+            signed = vt.kind == "int"
+            ident = {"add": "-0.0f" if vt.kind == "float" else "0",
+                     "max": "INT32_MIN" if signed else "0u", "min": "INT32_MAX" if signed else "UINT32_MAX"}[op]
+            clause = {"add": "+", "max": "max", "min": "min"}[op]
+            # OpenMP starts a float sum's partial sums at +0.0: a sum of -0.0s alone (sj_z counts them) is -0.0
+            negz = vt.kind == "float"
+            self._out(dd + 1, f"{ct} sj_r = {ident}; int32_t sj_n = 0;" + (" int32_t sj_z = 0;" if negz else ""))
+            self._out(dd + 1, f"#pragma omp simd reduction({clause}:sj_r) reduction(+:sj_n)" +
+                      (" reduction(+:sj_z)" if negz else ""))
+            self._out(dd + 1, f"for (int sj_l = 0; sj_l < {self.W}; ++sj_l) {{ {ct} sj_v = ({ct})({val}); "
+                              f"const bool sj_on = ({m}) != 0; sj_r = sj_on ? ({ct})({comb}) : sj_r; sj_n += sj_on; " +
+                              ("sj_z += sj_on & (__builtin_bit_cast(uint32_t, sj_v) == 0x80000000u); " if negz else "") + "}")
+            if negz:
+                self._out(dd + 1, "if (sj_z == sj_n) sj_r = -0.0f;")
+            self._out(dd + 1, f"if (sj_n) {apply}")
             self._out(dd, "}")
         self._guarded(d, emit)
 
