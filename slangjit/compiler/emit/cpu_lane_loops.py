@@ -47,7 +47,8 @@ from .. import types as T
 from ..passes.add_aliasing import separate_sites
 from ..passes.cpu_lanes import lane_shape
 from ..passes.red_slots import counted_loop, is_red_add
-from .cpu_lane_rows import _assigned_before_read, _copy_aliases, _mentions, _trap_free, round_in_place, selects_only
+from .cpu_lane_rows import (_assigned_before_read, _copy_aliases, _mentions, _trap_free, counter_affine, reduce_lines,
+                            round_in_place, selects_only)
 from .cpu_lane_values import (LACC_PRELUDE, LANE_LOOPS_PRELUDE, MAX_LANE_BYTES, Classify, LaneRaw, _ELEMENTWISE,
                               _Lanewise, _Unsupported, _WAVE_CONST, _WAVE_IDENTITY, _atomic_obj, _counter_copies, _iname,
                               _is_half, _loads, _prod, _root, _side_effects, _sub_type, _written_locals, components,
@@ -250,34 +251,11 @@ class LoopLaneKernel:
         """A uniform in-range index as C++ text; anything else is unsupported."""
         if isinstance(idx, ir.Const) and isinstance(idx.value, int) and 0 <= idx.value < n:
             return str(idx.value)
-        inner = idx
-        while isinstance(inner, ir.Convert):
-            inner = inner.operand
-        got = self._counter_affine(idx)
+        got = counter_affine(idx, lambda v: self.ranges.get(self.copies.get(v.uid, v.uid)), self.cls.varying,
+                             self.em.var_name)
         if got is not None and 0 <= got[1] and got[2] < n:
             return got[0]
         raise _Unsupported("an array index that is not a constant or an in-range counter")
-
-    def _counter_affine(self, e) -> Optional[tuple]:
-        """(C++ text, lowest, highest value) of a uniform counter of an enclosing counted loop, or of such an
-        index times / plus an int constant (the unroll-and-jammed loops' `i * U + k`, passes/cpu_jam.py)."""
-        while isinstance(e, ir.Convert):
-            e = e.operand
-        if isinstance(e, ir.LocalRef):
-            r = self.ranges.get(self.copies.get(e.var.uid, e.var.uid))
-            if r is None or e.var.uid in self.cls.varying:
-                return None
-            return self.em.var_name(e.var), r[0], r[1]
-        if isinstance(e, ir.Binary) and e.op in ("+", "*") and isinstance(e.rhs, ir.Const) and \
-                isinstance(e.rhs.value, int) and not isinstance(e.rhs.value, bool) and e.rhs.value >= 0:
-            a = self._counter_affine(e.lhs)
-            if a is None:
-                return None
-            k = e.rhs.value
-            if e.op == "+":
-                return f"({a[0]} + {k})", a[1] + k, a[2] + k
-            return f"({a[0]} * {k})", a[1] * k, a[2] * k
-        return None
 
     def lx(self, e, sel: list, pre: list) -> str:
         """C++ text of the lane-domain scalar at selector path `sel` of e's value, for lane sj_l.  Uniform
@@ -785,30 +763,9 @@ class LoopLaneKernel:
             self._out(dd, "{")
             for p in pre:
                 self._out(dd + 1, p)
-            # the block's value in one vectorised reduction: the operation's identity for masked-off lanes
-            # (-0.0f for a float sum: x + -0.0f is x, -0.0f included); a float sum in the vector's order
-            if not (_trap_free(value) and not _loads(value)):
-                self._out(dd + 1, f"{ct} sj_r{{}}; bool sj_any = false;")
-                self._out(dd + 1, f"for (int sj_l = 0; sj_l < {self.W}; ++sj_l) if ({m}) {{ {ct} sj_v = ({ct})({val}); "
-                                  f"sj_r = sj_any ? ({ct})({comb}) : sj_v; sj_any = true; }}")
-                self._out(dd + 1, f"if (sj_any) {apply}")
-                self._out(dd, "}")
-                return
-            signed = vt.kind == "int"
-            ident = {"add": "-0.0f" if vt.kind == "float" else "0",
-                     "max": "INT32_MIN" if signed else "0u", "min": "INT32_MAX" if signed else "UINT32_MAX"}[op]
-            clause = {"add": "+", "max": "max", "min": "min"}[op]
-            # OpenMP starts a float sum's partial sums at +0.0: a sum of -0.0s alone (sj_z counts them) is -0.0
-            negz = vt.kind == "float"
-            self._out(dd + 1, f"{ct} sj_r = {ident}; int32_t sj_n = 0;" + (" int32_t sj_z = 0;" if negz else ""))
-            self._out(dd + 1, f"#pragma omp simd reduction({clause}:sj_r) reduction(+:sj_n)" +
-                      (" reduction(+:sj_z)" if negz else ""))
-            self._out(dd + 1, f"for (int sj_l = 0; sj_l < {self.W}; ++sj_l) {{ {ct} sj_v = ({ct})({val}); "
-                              f"const bool sj_on = ({m}) != 0; sj_r = sj_on ? ({ct})({comb}) : sj_r; sj_n += sj_on; " +
-                              ("sj_z += sj_on & (__builtin_bit_cast(uint32_t, sj_v) == 0x80000000u); " if negz else "") + "}")
-            if negz:
-                self._out(dd + 1, "if (sj_z == sj_n) sj_r = -0.0f;")
-            self._out(dd + 1, f"if (sj_n) {apply}")
+            for line in reduce_lines(ct, vt.kind, op, m, val, comb, apply, self.W,
+                                     _trap_free(value) and not _loads(value)):
+                self._out(dd + 1, line)
             self._out(dd, "}")
         self._guarded(d, emit)
 
