@@ -19,6 +19,7 @@ pytestmark = pytest.mark.usefixtures("private_cache")
 RW = spy.BufferUsage.shader_resource | spy.BufferUsage.unordered_access
 SCALAR = PipelineOptions().with_cpu(lane_loops=False)
 NOJAM = PipelineOptions().with_cpu(jam=1, lane_unroll=0)
+UNROLL = PipelineOptions().with_cpu(lane_unroll=16)
 JAMMED = r"\(\(i_\d+ \* (\d+)\) \+ (\d+)\)"       # a jammed copy's row index in the C++
 
 
@@ -100,6 +101,7 @@ def test_jammed_matvec_rounds_as_numpy_and_the_scalar_kernel(nin, nout, tmp_path
         u = next(u for u in (4, 3, 2) if nout % u == 0)
         assert jammed == {(u, k) for k in range(1, u)}
         assert not re.search(JAMMED, _cpp(text, NOJAM))
+    assert f"#pragma GCC unroll {nin}" in _cpp(text, UNROLL) and "#pragma GCC unroll" not in src
     rng = np.random.default_rng(nin * 100 + nout)
     count = 1000
     xs = np.concatenate([rng.uniform(-3, 3, (800, nin)), rng.uniform(-1e-4, 1e-4, (100, nin)),
@@ -109,7 +111,7 @@ def test_jammed_matvec_rounds_as_numpy_and_the_scalar_kernel(nin, nout, tmp_path
     b = rng.uniform(-1, 1, nout).astype(np.float16)
     want = _matvec_ref(xs, w, b, nin, nout)
     assert np.isinf(want).any()
-    for name, opts in (("jam", PipelineOptions()), ("nojam", NOJAM), ("scalar", SCALAR)):
+    for name, opts in (("jam", PipelineOptions()), ("unroll", UNROLL), ("nojam", NOJAM), ("scalar", SCALAR)):
         out = _dispatch(text, (1024, 1, 1), {"xs": xs, "w": w, "b": b, "o": np.full(count * nout + 5, 7, np.float16)},
                         opts, tmp_path, name=name, count=count)["o"]
         assert (out[count * nout:] == 7).all(), name
