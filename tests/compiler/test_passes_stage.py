@@ -136,7 +136,8 @@ void computeMain(uint3 t : SV_DispatchThreadID) { float u = scale * 2.0; data[t.
 
 def test_pipeline_runs_named_passes_by_target_and_options():
     cpp = run_pipeline(program(FUSE), "cpp")
-    assert cpp.ran == ["simplify", "fuse_entries", "plan_cpu_adds", "fuse_privatised", "inline_for_lanes"]
+    assert cpp.ran == ["simplify", "fuse_entries", "plan_cpu_adds", "fuse_privatised", "inline_for_lanes",
+                       "jam_lane_loops"]
     assert cpp.plan is None
     plain = run_pipeline(program(FUSE), "cpp", PipelineOptions().with_cpu(fuse_all=False, privatize_adds=False,
                                                                           lane_loops=False))

@@ -23,7 +23,9 @@ def _names(target: str, options: PipelineOptions) -> list[str]:
 
 def test_passes_per_target_and_options():
     assert _names("cpp", DEFAULT_OPTIONS) == ["simplify", "fuse_entries", "plan_cpu_adds", "fuse_privatised",
-                                              "inline_for_lanes"]
+                                              "inline_for_lanes", "jam_lane_loops"]
+    assert _names("cpp", PipelineOptions().with_cpu(jam=1)) == ["simplify", "fuse_entries", "plan_cpu_adds",
+                                                                "fuse_privatised", "inline_for_lanes"]
     no_lanes = PipelineOptions().with_cpu(lane_loops=False)
     assert _names("cpp", no_lanes) == ["simplify", "fuse_entries", "plan_cpu_adds", "fuse_privatised"]
     assert _names("cpp", PipelineOptions().with_cpu(lanes=False)) == _names("cpp", no_lanes)

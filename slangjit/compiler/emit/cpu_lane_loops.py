@@ -47,7 +47,8 @@ from .. import types as T
 from ..passes.add_aliasing import separate_sites
 from ..passes.cpu_lanes import lane_shape
 from ..passes.red_slots import counted_loop, is_red_add
-from .cpu_lane_rows import _assigned_before_read, _copy_aliases, _mentions, _trap_free, round_in_place, selects_only
+from .cpu_lane_rows import (_assigned_before_read, _copy_aliases, _mentions, _trap_free, counter_affine, reduce_lines,
+                            round_in_place, selects_only)
 from .cpu_lane_values import (LACC_PRELUDE, LANE_LOOPS_PRELUDE, MAX_LANE_BYTES, Classify, LaneRaw, _ELEMENTWISE,
                               _Lanewise, _Unsupported, _WAVE_CONST, _WAVE_IDENTITY, _atomic_obj, _counter_copies, _iname,
                               _is_half, _loads, _prod, _root, _side_effects, _sub_type, _written_locals, components,
@@ -80,19 +81,21 @@ class LoopLaneKernel:
         self.alias: dict = {}               # varying locals that read another's rows (_copy_aliases)
         self.skip: set = set()
         self.copy_rows = True
+        self.unroll = 0                    # CpuOptions.lane_unroll: innermost counted loops of so many trips unrolled
         self.half_rows = False              # CpuOptions.half_rows: round through F16C rows, not sj::rhf
         self.hcount = 0                     # half-rounding rows of the statement being emitted (sj_h*)
         self.hmax = 0
 
     @classmethod
     def build(cls, em, fn, numthreads, sname, call_args, varying_params, slots_n, width,
-              half_rows: bool = False) -> Optional["LoopLaneKernel"]:
+              half_rows: bool = False, unroll: int = 0) -> Optional["LoopLaneKernel"]:
         if lane_shape(fn) is not None:
             return None
         if not slots_n and not any(isinstance(n, ir.Loop) for n in scan.walk(fn.body)):
             return None             # straight-line code: emit/cpu_lanes.py's business (or scalar)
         k = cls(em, fn, numthreads, sname, call_args, varying_params, slots_n, width)
         k.half_rows = half_rows
+        k.unroll = unroll
         saved = (em.lane_alias, em.slot_base, dict(em.counter_ranges), em.site_ids.copy(), list(em.sites))
         try:
             return k if k._emit() else None
@@ -248,13 +251,10 @@ class LoopLaneKernel:
         """A uniform in-range index as C++ text; anything else is unsupported."""
         if isinstance(idx, ir.Const) and isinstance(idx.value, int) and 0 <= idx.value < n:
             return str(idx.value)
-        inner = idx
-        while isinstance(inner, ir.Convert):
-            inner = inner.operand
-        if isinstance(inner, ir.LocalRef):
-            r = self.ranges.get(self.copies.get(inner.var.uid, inner.var.uid))
-            if r is not None and 0 <= r[0] and r[1] < n and inner.var.uid not in self.cls.varying:
-                return self.em.var_name(inner.var)
+        got = counter_affine(idx, lambda v: self.ranges.get(self.copies.get(v.uid, v.uid)), self.cls.varying,
+                             self.em.var_name)
+        if got is not None and 0 <= got[1] and got[2] < n:
+            return got[0]
         raise _Unsupported("an array index that is not a constant or an in-range counter")
 
     def lx(self, e, sel: list, pre: list) -> str:
@@ -634,6 +634,8 @@ class LoopLaneKernel:
         init = s.init[0].init
         cond = em.expr(s.cond)
         step = em.expr(s.step)
+        if 1 < counted.trips <= self.unroll and not any(isinstance(n, ir.Loop) for n in scan.walk(s.body)):
+            self._out(d, f"#pragma GCC unroll {counted.trips}")   # rows the steps carry stay in registers
         self._out(d, f"for ({v} = {em.expr(init)}; {cond}; {step})")
         self._out(d, "{")
         if counted.trips > 0:
@@ -761,10 +763,9 @@ class LoopLaneKernel:
             self._out(dd, "{")
             for p in pre:
                 self._out(dd + 1, p)
-            self._out(dd + 1, f"{ct} sj_r{{}}; bool sj_any = false;")
-            self._out(dd + 1, f"for (int sj_l = 0; sj_l < {self.W}; ++sj_l) if ({m}) {{ {ct} sj_v = ({ct})({val}); "
-                              f"sj_r = sj_any ? ({ct})({comb}) : sj_v; sj_any = true; }}")
-            self._out(dd + 1, f"if (sj_any) {apply}")
+            for line in reduce_lines(ct, vt.kind, op, m, val, comb, apply, self.W,
+                                     _trap_free(value) and not _loads(value)):
+                self._out(dd + 1, line)
             self._out(dd, "}")
         self._guarded(d, emit)
 

@@ -1,8 +1,10 @@
 """Row-level helpers of the lane-blocked loop kernels (emit/cpu_lane_loops.py): which stores of lane rows
 can be left out (rows the next use overwrites, dead stores, whole copies that can read their source's rows),
-if conditions that may be computed for inactive lanes, branches that are if-converted, and half operations
-rounded in their destination row."""
+if conditions that may be computed for inactive lanes, branches that are if-converted, half operations
+rounded in their destination row, row indices of unroll-and-jammed loops, and a lane block's reduction loop."""
 from __future__ import annotations
+
+from typing import Callable, Optional
 
 from ..ir import nodes as ir
 from ..ir import walk as scan
@@ -166,3 +168,54 @@ def selects_only(s, varying: set) -> bool:
         else:
             return False
     return True
+
+
+def counter_affine(e, counter_range: Callable, varying: set, var_name: Callable) -> Optional[tuple]:
+    """(C++ text, lowest, highest value) of a uniform counter of an enclosing counted loop (counter_range: its
+    (lo, hi) or None), or of such an index times / plus a non-negative int constant (the unroll-and-jammed
+    loops' `i * U + k`, passes/cpu_jam.py); else None."""
+    while isinstance(e, ir.Convert):
+        e = e.operand
+    if isinstance(e, ir.LocalRef):
+        r = counter_range(e.var)
+        if r is None or e.var.uid in varying:
+            return None
+        return var_name(e.var), r[0], r[1]
+    if isinstance(e, ir.Binary) and e.op in ("+", "*") and isinstance(e.rhs, ir.Const) and \
+            isinstance(e.rhs.value, int) and not isinstance(e.rhs.value, bool) and e.rhs.value >= 0:
+        a = counter_affine(e.lhs, counter_range, varying, var_name)
+        if a is None:
+            return None
+        k = e.rhs.value
+        if e.op == "+":
+            return f"({a[0]} + {k})", a[1] + k, a[2] + k
+        return f"({a[0]} * {k})", a[1] * k, a[2] * k
+    return None
+
+
+def reduce_lines(ct: str, kind: str, op: str, m: str, val: str, comb: str, apply: str, W: int,
+                 every_lane: bool) -> list[str]:
+    """The lines that combine lane values `val` (C type ct, scalar kind; op add / max / min, `comb` of sj_r and
+    sj_v) of the active lanes (mask text m) into sj_r and run `apply` when any lane was active.  every_lane:
+    val may be computed for every lane (no trap, no load): one vectorised reduction with the operation's
+    identity for masked-off lanes; else a loop over the active lanes."""
+    if not every_lane:
+        return [f"{ct} sj_r{{}}; bool sj_any = false;",
+                f"for (int sj_l = 0; sj_l < {W}; ++sj_l) if ({m}) {{ {ct} sj_v = ({ct})({val}); "
+                f"sj_r = sj_any ? ({ct})({comb}) : sj_v; sj_any = true; }}",
+                f"if (sj_any) {apply}"]
+    signed = kind == "int"
+    ident = {"add": "-0.0f" if kind == "float" else "0",
+             "max": "INT32_MIN" if signed else "0u", "min": "INT32_MAX" if signed else "UINT32_MAX"}[op]
+    clause = {"add": "+", "max": "max", "min": "min"}[op]
+    # a float sum in the vector's order; OpenMP starts its partial sums at +0.0, so a sum of -0.0s alone
+    # (sj_z counts them) is set to -0.0 after
+    negz = kind == "float"
+    out = [f"{ct} sj_r = {ident}; int32_t sj_n = 0;" + (" int32_t sj_z = 0;" if negz else ""),
+           f"#pragma omp simd reduction({clause}:sj_r) reduction(+:sj_n)" + (" reduction(+:sj_z)" if negz else ""),
+           f"for (int sj_l = 0; sj_l < {W}; ++sj_l) {{ {ct} sj_v = ({ct})({val}); "
+           f"const bool sj_on = ({m}) != 0; sj_r = sj_on ? ({ct})({comb}) : sj_r; sj_n += sj_on; " +
+           ("sj_z += sj_on & (__builtin_bit_cast(uint32_t, sj_v) == 0x80000000u); " if negz else "") + "}"]
+    if negz:
+        out.append("if (sj_z == sj_n) sj_r = -0.0f;")
+    return out + [f"if (sj_n) {apply}"]

@@ -167,6 +167,7 @@ class CppTarget(Target):
         self.lane_width = int(getattr(cpu_options, "lane_width", 32))
         self.simd_threads = bool(getattr(cpu_options, "simd_threads", False)) and not group_barrier
         self.half_rows = bool(getattr(cpu_options, "half_rows", False))
+        self.lane_unroll = int(getattr(cpu_options, "lane_unroll", 0))
         self.used_lanes = False
         self.used_lane_loops = False
         self.lane_compile_flags = bool(getattr(cpu_options, "lane_compile_flags", False))
@@ -317,7 +318,7 @@ class CppTarget(Target):
         if self.lane_loops and (ns or not slot_args):
             varying = {i for i, a in enumerate(call_args) if not a.startswith("sj_P->")}
             loops = LoopLaneKernel.build(self.em, fn, numthreads, sname, call_args, varying, ns, self.lane_width,
-                                         self.half_rows)
+                                         self.half_rows, self.lane_unroll)
         if loops is not None:
             self.used_lane_loops = True
             self.lane_loop_launchers += 1

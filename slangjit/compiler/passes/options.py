@@ -88,6 +88,14 @@ class CpuOptions:
     # Logical threads per lane block of those kernels (the seed MLP's learnGradient, one worker: 16 lanes 5.4 ms,
     # 32 lanes 5.0 ms, 64 lanes 5.9 ms of CPU time).
     lane_width: int = 32
+    # Unroll-and-jam of independent counted loop nests in lane-blocked entry points (passes/cpu_jam.py): up to
+    # this many output rows of a matrix-vector product run their dependent half steps interleaved (1 = off;
+    # learnGradient 2.69 -> 2.22 ms of CPU, its C++ build 0.44 -> 0.50 s of CPU).
+    jam: int = 4
+    # In those kernels, innermost counted loops of at most this many trips are unrolled (`#pragma GCC unroll`):
+    # the rows their steps carry stay in registers.  Off by default: learnGradient 2.24 -> 2.19 ms with 4 (16 lanes
+    # and 16: -6 %), but its C++ build takes 0.63 s of CPU instead of 0.50 (issue 20's cold compile is <= 1 s).
+    lane_unroll: int = 0
     # Half rounding in those kernels: False = inline float arithmetic that stays in the lane loop's registers
     # (sj::rhf, bit for bit _Float16); True = a row in memory through the F16C / AVX-512 conversions (session 10).
     half_rows: bool = True

@@ -3,7 +3,7 @@
 Each pass is named and runs on the whole program; which passes run depends on the target and the
 options (options.py), never on module state:
 
-    cpp:   simplify, [fuse_entries], [plan_cpu_adds], [fuse_privatised], [inline_for_lanes]
+    cpp:   simplify, [fuse_entries], [plan_cpu_adds], [fuse_privatised], [inline_for_lanes], [jam_lane_loops]
     cuda:  simplify, [lower_atomic_adds], plan_red_adds, [fuse_coarse], cover_slots
 
 * simplify (simplify.py): constant folding, branch folding, unreachable statements, unused locals.
@@ -14,6 +14,8 @@ options (options.py), never on module state:
 * fuse_privatised (cpu_adds.py; CpuOptions.fuse): inline + value reuse in the privatised entry points.
 * inline_for_lanes (cpu_lanes.py; CpuOptions.lane_loops): every call inlined in the entry points the lane emitter
   with loops can take (emit/cpu_lane_loops.py).
+* jam_lane_loops (cpu_jam.py; CpuOptions.jam): independent output rows of counted loop nests (matrix-vector
+  products) interleaved in those entry points, so their dependent half steps overlap.
 * lower_atomic_adds (atomic_adds.py; CudaOptions.lower_atomic_adds): unused-result float
   `Atomic<T>.add` calls become InterlockedAdd sites.
 * plan_red_adds (red_plan.py): how gradient adds are combined (coarsened kernels, slots, block cache).
@@ -31,7 +33,8 @@ from ..ir.fold import fold_value
 from ..ir.program import Program
 from .atomic_adds import lower_atomic_adds
 from .cpu_adds import CpuAddPlan, fuse_privatised, plan_cpu_adds
-from .cpu_lanes import inline_for_lanes
+from .cpu_jam import jam_loops
+from .cpu_lanes import inline_for_lanes, lane_shape
 from .fusion import inline_copy, reuse_and_prune
 from .options import DEFAULT_OPTIONS, PipelineOptions
 from .red_plan import RedAddPlan, covered_kernels, fuse_coarse_entries, plan_red_adds
@@ -88,6 +91,12 @@ def _inline_for_lanes(state: Optimized) -> None:
                                          state.options.cpu.max_slots, state.program.uses_group_barrier)
 
 
+def _jam_lane_loops(state: Optimized) -> None:
+    for fn, _ in state.program.entries:
+        if lane_shape(fn) is None:
+            jam_loops(fn, state.options.cpu.jam)
+
+
 def _plan_red_adds(state: Optimized) -> None:
     state.plan = plan_red_adds(state.program.entries, state.program.functions, state.options.cuda)
 
@@ -115,7 +124,8 @@ def pipeline(target: str, fold) -> list[Pass]:
         passes += [Pass("fuse_entries", _fuse_entries, lambda o: o.fuse_entries or o.cpu.fuse_all),
                    Pass("plan_cpu_adds", _plan_cpu_adds, lambda o: o.cpu.privatize_adds),
                    Pass("fuse_privatised", _fuse_privatised, lambda o: o.cpu.privatize_adds and o.cpu.fuse),
-                   Pass("inline_for_lanes", _inline_for_lanes, lambda o: o.cpu.lanes and o.cpu.lane_loops)]
+                   Pass("inline_for_lanes", _inline_for_lanes, lambda o: o.cpu.lanes and o.cpu.lane_loops),
+                   Pass("jam_lane_loops", _jam_lane_loops, lambda o: o.cpu.lanes and o.cpu.lane_loops and o.cpu.jam > 1)]
     return passes
 
 
