@@ -8,7 +8,7 @@ from ..ir.walk import lvalue_root
 from .. import types as T
 from ..ir.difftypes import diff_type, is_ptr_kind, zero
 from .flatten import Flattener
-from .rules import Jvp, tz
+from .rules import Jvp, plain_this, tz
 from .ptrs import ptr_vars_with_diff
 from .ptrs import unknown_ptr_diff
 
@@ -188,7 +188,7 @@ class ForwardTransform:
             args = []
             post = []
             for a, p, dt, gp in zip(e.args, e.func.params, pdiffs, g.params):
-                if dt is None:
+                if dt is None or plain_this(p, gp):
                     args.append(a)
                     continue
                 if self.ad.is_ptr(p.type):

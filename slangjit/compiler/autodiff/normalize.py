@@ -28,6 +28,18 @@ def _and(a, b):
     return b if a is None else ir.Binary(T.BOOL, "&&", a, b)
 
 
+def _leaves(s) -> bool:
+    """Does statement s always leave its switch case (break, continue, return, discard, or an if whose
+    branches all do)?  A case that does not falls through into the next one."""
+    if isinstance(s, (ir.Break, ir.Continue, ir.Return, ir.Discard)):
+        return True
+    if isinstance(s, ir.Block):
+        return bool(s.stmts) and _leaves(s.stmts[-1])
+    if isinstance(s, ir.If):
+        return s.else_ is not None and _leaves(s.then) and _leaves(s.else_)
+    return False
+
+
 def _set(v, val=True):
     return ir.ExprStmt(ir.Assign(T.BOOL, "=", ir.LocalRef(T.BOOL, v), ir.Const(T.BOOL, val)))
 
@@ -194,7 +206,7 @@ class Normalizer:
         for case in reversed(s.cases):
             body = list(case.body)
             # fall-through into the next case is not supported in reverse mode
-            if body and not isinstance(body[-1], (ir.Break, ir.Return)) and case is not s.cases[-1]:
+            if body and not _leaves(body[-1]) and case is not s.cases[-1]:
                 raise error("E6008", "switch fall-through cannot be differentiated in reverse mode", s.loc)
             stmts, flags = self.lst(body, sc)
             flags_all += [f for f in flags if f is not sb]

@@ -16,7 +16,7 @@ from ..source import error
 from ..ir.difftypes import diff_type, is_ptr_kind, zero
 from .flatten import Flattener
 from .normalize import Normalizer
-from .rules import Jvp
+from .rules import Jvp, plain_this
 from .transpose import Transposer
 from .ptrs import ptr_vars_with_diff
 from .ptrs import ptr_diff_expr
@@ -652,6 +652,9 @@ class ReverseTransform(RecomputeLoops):
         args = []
         after: list = []
         for a, p, d, hp in zip(call.args, f.params, pd, h.params):
+            if d is not None and plain_this(p, hp):
+                args.append(a)
+                continue
             if d is None:
                 if p.direction == "out":
                     tmp = self.temp(p.type, "o")

@@ -24,6 +24,12 @@ def cst(t: T.Type, v) -> ir.Expr:
     return c
 
 
+def plain_this(p: ir.Var, dp: ir.Var) -> bool:
+    """A member's user derivative takes `this` as a plain value (the derivative it gives is for the
+    other parameters only): the call passes the primal receiver, which gets no derivative from it."""
+    return p.name == "this" and not isinstance(dp.type, T.PairType) and dp.type == p.type
+
+
 def tz(t, x):
     """The tangent x, or an explicit zero of type t."""
     return x if x is not None else zero(t)

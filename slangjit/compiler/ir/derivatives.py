@@ -56,6 +56,7 @@ class Derivatives:
         self.bwd_cache: dict[int, ir.Function] = {}
         self.pending: list = []               # (kind, fn, shell, loc): bodies autodiff builds
         self.transposed: set = set()          # id(F): user forward derivatives bwd_diff transposes
+        self.subst_origin: dict = {}          # id(substitute) -> the function it stands in for
         self.struct_facts = source.struct_facts if source is not None else recorded_facts
 
     def seal(self):
@@ -97,7 +98,20 @@ class Derivatives:
 
     def _sub(self, fn):
         g = self.substitute(fn)
-        return g if g is not None and g is not fn else None
+        if g is None or g is fn:
+            return None
+        self.subst_origin.setdefault(id(g), fn)
+        return g
+
+    def _custom(self, fn: ir.Function, mode: str) -> Optional[ir.Function]:
+        """fn's user derivative; for a primal substitute that derivative code calls in place of the
+        function it stands in for, that function's user derivative (the substitute replaces the primal
+        computation only: `[BackwardDerivativeOf(f)]` stays f's derivative, as in Slang)."""
+        c = self.find_custom(fn, mode)
+        orig = self.subst_origin.get(id(fn))
+        if c is None and orig is not None:
+            c = self.find_custom(orig, mode)
+        return c
 
     # ------------------------------------------------------------------ types and signatures
 
@@ -156,7 +170,7 @@ class Derivatives:
         if id(fn) in self.fwd_cache:
             return self.fwd_cache[id(fn)]
         sub = self._sub(fn)
-        custom = self.find_custom(fn, "fwd")
+        custom = self._custom(fn, "fwd")
         if sub is not None and custom is None:
             g = self.fwd(sub, loc)
             self.fwd_cache[id(fn)] = g
@@ -190,7 +204,7 @@ class Derivatives:
         if id(fn) in self.bwd_cache:
             return self.bwd_cache[id(fn)]
         sub = self._sub(fn)
-        custom = self.find_custom(fn, "bwd")
+        custom = self._custom(fn, "bwd")
         if sub is not None and custom is None:
             g = self.bwd(sub, loc)
             self.bwd_cache[id(fn)] = g

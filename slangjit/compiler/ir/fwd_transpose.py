@@ -35,6 +35,11 @@ def transposed_bwd(derivs, fn: ir.Function, F: ir.Function, shell_params: list, 
         return None                      # a static derivative of a method: not this form
     if len(fparams) != len(fn.params):
         return None
+    # A member's user derivative that takes `this` as a plain value gives no derivative for it: `this`
+    # enters L as a primal only (the backward derivative passes the pair's primal part).
+    plain = [i == 0 and p.name == "this" and d is not None and fp.type == p.type
+             for i, (p, d, fp) in enumerate(zip(fn.params, pd, fparams))]
+    pd = [None if pl else d for d, pl in zip(pd, plain)]
     # L: per fn parameter, the primal (no derivative) and, if differentiable, its tangent.
     lparams, lsig, largs, pre, post = [], [], [], [], []
     for p, d, fp in zip(fn.params, pd, fparams):
@@ -86,11 +91,11 @@ def transposed_bwd(derivs, fn: ir.Function, F: ir.Function, shell_params: list, 
     bparams = [ir.Var(p.name, p.type, p.direction) for p in shell_params]
     bstmts, hargs, after = [], [], []
     hp_iter = iter(h.params)
-    for (p, d), bp in zip(zip(fn.params, pd), bparams):
+    for (p, d, pl), bp in zip(zip(fn.params, pd, plain), bparams):
         ref = ir.LocalRef(bp.type, bp)
         if d is None:
             next(hp_iter)
-            hargs.append(ref)
+            hargs.append(ir.Field(p.type, ref, "p") if pl else ref)
             continue
         if p.direction != "out":
             next(hp_iter)
