@@ -649,6 +649,11 @@ class CallsMixin:
         fn.attrs["type_args"] = gargs
         core = getattr(sym, "is_core", False) or sym.env.module is not None and sym.env.module == "core"
         nodiff = self.generic_nodiff_params(d, genv, unconstrained=not core)
+        # An interface-typed parameter is an implicit generic: like `T x` with `T : I`, it takes no
+        # derivative when its interface is not differentiable (Slang decides from the declared type).
+        iface_nodiff = {i for i in impl_map if not self.iface_param_differentiable(d.params[i].type, ctx)}
+        if iface_nodiff:
+            nodiff = frozenset(nodiff | iface_nodiff)
         if nodiff:
             fn.attrs["generic_nodiff"] = nodiff
         if pack_vars is not None:
@@ -724,10 +729,21 @@ class CallsMixin:
             r = self.resolve_base(c, ctx)
         except CompileError:
             return True
+        return self.iface_type_differentiable(r)
+
+    def iface_type_differentiable(self, r) -> bool:
+        """False only for an interface that extends neither IDifferentiable nor IDifferentiablePtrType."""
         if isinstance(r, T.InterfaceType):
             return self.iface_extends(r, BuiltinIfaceRes("IDifferentiable")) or \
                 self.iface_extends(r, BuiltinIfaceRes("IDifferentiablePtrType"))
         return True
+
+    def iface_param_differentiable(self, t, ctx) -> bool:
+        try:
+            r = self.resolve_type(t, ctx)
+        except CompileError:
+            return True
+        return self.iface_type_differentiable(r)
 
     def constraint_interface_decl(self, c, ctx):
         try:
