@@ -241,7 +241,8 @@ class DerivativeResolver:
             try:
                 base = chk.resolve(target.base.base, chk.ctx_for_env(gsym.env))
                 sym = getattr(getattr(owner, "info", None), "sym", None)
-                if isinstance(base, TypeRes) or getattr(base, "sym", None) is sym or sym is not None:
+                if sym is not None and getattr(getattr(base, "sym", None), "decl", None) is sym.decl:
+                    # the target names the owner's generic struct: its member, on this instantiation
                     return chk.resolve(ast.Member(TypeLiteral(owner), target.name, target.op, loc=target.loc),
                                        chk.ctx_for_env(gsym.env))
             except CompileError:
