@@ -28,6 +28,7 @@ from .results import (BUFFER_KINDS, BuiltinIfaceRes, CBufferMemberSym, GenericRe
 from .scope import (AliasSym, AssocTypeSym, EnumSym, Env, FieldSym, FuncSym, GlobalSym, InterfaceSym,
                     NamespaceSym, PropertySym, StructSym, SubscriptSym, TypeSym, ValueSym)
 from .calls import CallsMixin
+from .nodiff import NoDiffMixin
 from .conflicts import admit, check_params
 from .exprs import ExprsMixin
 from .members import MembersMixin
@@ -38,7 +39,7 @@ from .dynamic import DynamicMixin
 from .operators import OperatorsMixin
 
 
-class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, ExprsMixin, OperatorsMixin, StmtsMixin):
+class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, NoDiffMixin, ExprsMixin, OperatorsMixin, StmtsMixin):
     def __init__(self):
         self.core_env = Env(kind="module")
         self.extensions: list[tuple[ast.ExtensionDecl, Env]] = []

@@ -210,7 +210,7 @@ class DerivativeResolver:
                     continue
                 if owner is not None and gsym.owner is not None and gsym.owner is not owner:
                     continue          # the same generic member, declared for another instantiation
-                res = self.resolve_target(target, gsym)
+                res = self.resolve_target(target, gsym, owner)
                 if res is None:
                     continue
                 if any(c.decl is decl for c in getattr(res, "cands", [])):
@@ -225,16 +225,28 @@ class DerivativeResolver:
                             mismatched.decl.loc)
         return found
 
-    def resolve_target(self, target: ast.Expr, gsym):
+    def resolve_target(self, target: ast.Expr, gsym, owner=None):
         """The functions a `[...DerivativeOf(target)]` names, or None.  In a generic derivative the
         target may apply the derivative's own generic parameters (`f<T>`, `S<T>.m`): those are
         unbound where it is declared, so the target is looked up without its generic arguments
-        (which one is meant is decided by matching signatures)."""
+        (which one is meant is decided by matching signatures); a method of a generic struct
+        (`S<T>::m`) is looked up on the instantiation being matched (`owner`, the method's `this`)."""
         chk = self.chk
         try:
             return chk.resolve(target, chk.ctx_for_env(gsym.env))
         except CompileError:
             pass
+        if owner is not None and isinstance(target, ast.Member) and isinstance(target.base, ast.GenericApp) \
+                and getattr(gsym.decl, "generic_params", None):
+            try:
+                base = chk.resolve(target.base.base, chk.ctx_for_env(gsym.env))
+                sym = getattr(getattr(owner, "info", None), "sym", None)
+                if sym is not None and getattr(getattr(base, "sym", None), "decl", None) is sym.decl:
+                    # the target names the owner's generic struct: its member, on this instantiation
+                    return chk.resolve(ast.Member(TypeLiteral(owner), target.name, target.op, loc=target.loc),
+                                       chk.ctx_for_env(gsym.env))
+            except CompileError:
+                return None
         if getattr(gsym.decl, "generic_params", None):
             stripped = _strip_generic_args(target)
             if stripped is not target:
@@ -253,6 +265,12 @@ class DerivativeResolver:
                                                           "PrimalSubstituteOf"):
                 continue
             res = self.resolve_target(target, gsym)
+            if res is None and isinstance(target, ast.Member) and isinstance(target.base, ast.GenericApp) \
+                    and getattr(gsym.decl, "generic_params", None):
+                # `S<T>::m` in a generic derivative: found per instantiation (find_custom); here the
+                # generic struct must exist
+                chk.resolve(target.base.base, chk.ctx_for_env(gsym.env))
+                continue
             if res is None:
                 chk.resolve(target, chk.ctx_for_env(gsym.env))       # raises the located lookup error
                 raise error("E6013", f"[{kind}] of '{gsym.name}' must name a function", gsym.decl.loc)

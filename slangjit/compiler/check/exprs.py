@@ -137,6 +137,12 @@ class ExprsMixin:
         return ValueRes(e)
 
     def resolve_member(self, e: ast.Member, ctx):
+        if e.name in ("get", "set") and isinstance(e.base, ast.Member) and e.base.name == "__subscript":
+            owner = self.resolve(e.base.base, ctx)
+            if isinstance(owner, GenericRes):
+                owner = TypeRes(self.resolve_type(e.base.base, ctx))
+            if isinstance(owner, TypeRes):
+                return self.subscript_accessor_res(owner.type, e.name, e.loc)
         base = self.resolve(e.base, ctx)
         if isinstance(base, NamespaceRes):
             syms = base.env.lookup_local(e.name)

@@ -10,7 +10,7 @@ from ..parse import ast
 from ..ir import nodes as ir
 from ..source import Loc
 from .. import types as T
-from .scope import AliasSym, AssocTypeSym, EnumSym, Env, FieldSym, FuncSym, GlobalSym, InterfaceSym, NamespaceSym, PackSym, PropertySym, StructSym, TypeSym, ValueSym
+from .scope import AliasSym, AssocTypeSym, EnumSym, Env, FieldSym, FuncSym, GlobalSym, InterfaceSym, NamespaceSym, PackSym, PropertySym, StructSym, SubscriptSym, TypeSym, ValueSym
 from .conflicts import is_extern_struct
 from .results import CBufferMemberSym, GenericRes, NamespaceRes, OverloadRes, PropertyRes, TypeRes, ValueRes
 
@@ -327,9 +327,22 @@ class MembersMixin:
         key = ("acc", id(acc))
         if key in sym.cache:
             return sym.cache[key]
+        fs = self.accessor_sym(sym, acc, vtype, index_params)
+        fn = self.instantiate_function(fs, [], loc)
+        if acc.kind == "get":
+            fn.ret = vtype
+        sym.cache[key] = fn
+        return fn
+
+    def accessor_sym(self, sym, acc: ast.Accessor, vtype: T.Type, index_params: list) -> FuncSym:
+        """The method an accessor is (one per accessor, so a derivative attached to it by name --
+        `__func_extension fwd_diff(S::__subscript::get)` -- matches the one calls use)."""
+        key = ("accsym", id(acc))
+        if key in sym.cache:
+            return sym.cache[key]
         if acc.kind == "get":
             fdecl = ast.FuncDecl("get_" + (sym.decl.name if hasattr(sym.decl, "name") else "subscript"),
-                                 list(index_params), None, acc.body, loc=acc.loc)
+                                 list(index_params), TypeLiteral(vtype), acc.body, loc=acc.loc)
             fdecl.attrs = list(acc.attrs)
             if "mutating" in acc.mods:
                 fdecl.attrs.append(ast.Attribute("mutating"))
@@ -344,11 +357,23 @@ class MembersMixin:
         if "static" in sym.decl.mods:
             fdecl.mods = {"static"}
         fs = FuncSym(fdecl, sym.env, sym.owner)
-        fn = self.instantiate_function(fs, [], loc)
-        if acc.kind == "get":
-            fn.ret = vtype
-        sym.cache[key] = fn
-        return fn
+        sym.cache[key] = fs
+        return fs
+
+    def subscript_accessor_res(self, t: T.Type, kind: str, loc: Loc) -> OverloadRes:
+        """`S::__subscript::get` / `::set`: the accessors of S's subscripts, as methods named through
+        their type (`this` is the first argument)."""
+        cands = []
+        for sym in self.member_syms(t, "__subscript"):
+            if not isinstance(sym, SubscriptSym):
+                continue
+            vtype = self.resolve_type(sym.decl.return_type, self.ctx_for_env(sym.env))
+            for acc in sym.decl.accessors:
+                if acc.kind == kind:
+                    cands.append(self.accessor_sym(sym, acc, vtype, sym.decl.params))
+        if not cands:
+            raise self.err("E2052", f"'{t}' has no subscript with a '{kind}' accessor", loc)
+        return OverloadRes(cands, name=f"__subscript::{kind}")
 
     # ------------------------------------------------------------------ builtin methods
 

@@ -218,6 +218,10 @@ class StmtsMixin:
                 init = self.expr(d.init, ctx)
                 if not self.conforms(init.type, t):
                     raise self.err("E3001", f"'{init.type}' does not conform to '{t}'", d.init.loc)
+                if not self.iface_type_differentiable(t) and self.diff_type(init.type) is not None:
+                    # seen through an interface that is not IDifferentiable, the value carries no
+                    # derivative (Slang: the method view does not propagate into `this`)
+                    init = ir.Detach(init.type, init, loc=d.init.loc)
                 t = init.type
             elif d.init is not None:
                 init = self.coerce_init(d.init, t, ctx)

@@ -94,6 +94,7 @@ class ParserBase:
         self.path = path
         self.depth = 0
         self.known_types: set[str] = set()
+        self.conj_aliases: dict[str, list] = {}      # `typealias IAB = IA & IB;` -> [IA, IB]
         self._generic_fail: dict[int, _Fail] = {}   # `<` positions where generic args failed
         self.generic_depth = 0                      # inside how many generic argument lists
         self.spec = 0                               # inside how many speculative parses
@@ -200,3 +201,10 @@ class ParserBase:
             raise _Fail("E0011", f"unterminated '{open_tok.text}' (opened here): expected '}}' before "
                         f"end of file", open_tok.loc)
 
+    def parse_constraints(self) -> list:
+        """`IA & IB & ...` after `:` in a generic parameter or `where` clause; a conjunction alias
+        (`typealias IAB = IA & IB;`) stands for its parts."""
+        out = [self.parse_type()]
+        while self.accept("&"):
+            out.append(self.parse_type())
+        return [p for c in out for p in (self.conj_aliases.get(c.name, [c]) if isinstance(c, ast.Name) else [c])]

@@ -55,11 +55,30 @@ class FuncExtensionParserMixin:
         if kind != "apply":
             d.attrs = [ast.Attribute(kind, [target], loc=t.loc)]
             return [d]
+        if isinstance(target, ast.Member) and _uses_this(body):
+            # `__apply(S::method)()` whose body uses `this`: the forward pass is a method of S (an
+            # extension member, so `this` is the receiver) and the backward derivative takes the
+            # receiver first, as `inout DifferentialPair<S>` (its context's first output is dThis).
+            fwd = ast.FuncDecl(base, params, ret, body, [], [], None, loc=kw.loc)
+            ext = ast.ExtensionDecl(target.base, [fwd], gp, [], where, loc=kw.loc)
+            return [ext, _apply_backward(d, target, t.loc, this_type=target.base)]
         return [d, _apply_backward(d, target, t.loc)]
 
 
-def _apply_backward(apply: ast.FuncDecl, target: ast.Expr, loc) -> ast.FuncDecl:
-    """The [BackwardDerivativeOf(target)] function that runs `apply` and then its context."""
+def _uses_this(node) -> bool:
+    """Does an AST subtree mention `this`?"""
+    if isinstance(node, ast.ThisExpr):
+        return True
+    if isinstance(node, list):
+        return any(_uses_this(x) for x in node)
+    if isinstance(node, ast.Node):
+        return any(_uses_this(v) for v in vars(node).values() if isinstance(v, (list, ast.Node)))
+    return False
+
+
+def _apply_backward(apply: ast.FuncDecl, target: ast.Expr, loc, this_type=None) -> ast.FuncDecl:
+    """The [BackwardDerivativeOf(target)] function that runs `apply` and then its context (with
+    this_type: `apply` is a method of that type and the derivative takes the receiver first)."""
     ret = apply.return_type
     if not (isinstance(ret, ast.GenericApp) and isinstance(ret.base, ast.Name) and ret.base.name == "Tuple"
             and len(ret.args) == 2):
@@ -75,6 +94,13 @@ def _apply_backward(apply: ast.FuncDecl, target: ast.Expr, loc) -> ast.FuncDecl:
         return ast.Member(e, n, loc=loc)
 
     params, call_args, stmts, grads, writes = [], [], [], [], []
+    if this_type is not None:
+        params.append(ast.Param("__self", ast.GenericApp(name("DifferentialPair"), [this_type], loc=loc), "inout",
+                                loc=loc))
+        stmts.append(ast.DeclStmt([ast.VarDecl("__d_self", member(this_type, "Differential"), loc=loc)], loc=loc))
+        grads.append(name("__d_self"))
+        writes.append(ast.ExprStmt(ast.Assign("=", name("__self"), ast.Call(
+            name("diffPair"), [member(name("__self"), "p"), name("__d_self")], loc=loc), loc=loc), loc=loc))
     for p in apply.params:
         if p.direction not in ("in", ""):
             raise error("E0012", f"`__apply` parameter '{p.name}' must be an `in` parameter", p.loc)
@@ -95,8 +121,8 @@ def _apply_backward(apply: ast.FuncDecl, target: ast.Expr, loc) -> ast.FuncDecl:
     if not (isinstance(result, ast.Name) and result.name == "void"):
         params.append(ast.Param("__dOut", member(result, "Differential"), "in", loc=loc))
         grads.append(name("__dOut"))
-    callee = name(apply.name)
-    if apply.generic_params:
+    callee = name(apply.name) if this_type is None else member(member(name("__self"), "p"), apply.name)
+    if apply.generic_params and this_type is None:
         callee = ast.GenericApp(callee, [name(g.name) for g in apply.generic_params], loc=loc)
     head = [ast.DeclStmt([ast.VarDecl("__t", None, ast.Call(callee, call_args, loc=loc), keyword="let", loc=loc)],
                          loc=loc),

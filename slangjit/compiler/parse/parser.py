@@ -426,9 +426,7 @@ class Parser(StmtParserMixin, ExprParserMixin, FuncExtensionParserMixin, ParserB
                 also = []
                 ty = None
                 if self.accept(":"):
-                    ty = self.parse_type()
-                    while self.accept("&"):
-                        also.append(self.parse_type())
+                    ty, *also = self.parse_constraints()
                 default = self.parse_type() if self.accept("=") else None
                 self.known_types.add(t.text)
                 params.append(ast.GenericParam(t.text, "type", ty, default, also=also, loc=t.loc))
@@ -464,9 +462,7 @@ class Parser(StmtParserMixin, ExprParserMixin, FuncExtensionParserMixin, ParserB
                     clauses.append(ast.WhereClause(subj, self.parse_type(), equal=True, loc=start.loc))
                 else:
                     self.expect(":", "':' or '=='")
-                    clauses.append(ast.WhereClause(subj, self.parse_type(), loc=start.loc))
-                    while self.accept("&"):
-                        clauses.append(ast.WhereClause(subj, self.parse_type(), loc=start.loc))
+                    clauses += [ast.WhereClause(subj, c, loc=start.loc) for c in self.parse_constraints()]
                 while self.at(","):
                     # `where T : IA, U : IB` or `where T : IA, IB`
                     save = self.pos
@@ -479,9 +475,7 @@ class Parser(StmtParserMixin, ExprParserMixin, FuncExtensionParserMixin, ParserB
                     self.pos = save + 1
                     if is_new:
                         break
-                    clauses.append(ast.WhereClause(subj, self.parse_type(), loc=start.loc))
-                    while self.accept("&"):
-                        clauses.append(ast.WhereClause(subj, self.parse_type(), loc=start.loc))
+                    clauses += [ast.WhereClause(subj, c, loc=start.loc) for c in self.parse_constraints()]
                 else:
                     break
         return clauses
@@ -554,6 +548,12 @@ class Parser(StmtParserMixin, ExprParserMixin, FuncExtensionParserMixin, ParserB
             self.parse_type()
         self.expect("=")
         ty = self.parse_type()
+        if self.at("&") and not gp:
+            # `typealias IAB = IA & IB;`: an interface conjunction, usable as a constraint
+            parts = [ty]
+            while self.accept("&"):
+                parts.append(self.parse_type())
+            self.conj_aliases[nt.text] = parts
         self.expect(";")
         return ast.TypeAliasDecl(nt.text, ty, gp, loc=nt.loc)
 

@@ -87,6 +87,11 @@ SJ_CMATH2(fmin, fmin)
 SJ_CMATH2(fmax, fmax)
 #undef SJ_CMATH1
 #undef SJ_CMATH2
+// exp10 through pow: exact at integral exponents (C's exp10 is a GNU extension)
+SJ_FN float exp10(float x) { return ::powf(10.0f, x); }
+SJ_FN double exp10(double x) { return ::pow(10.0, x); }
+SJ_FN half exp10(half x) { return half(::powf(10.0f, float(x))); }
+SJ_LIFT1(exp10)
 
 // @section minmax needs: math_lift
 SJ_FN float abs(float x) { return ::fabsf(x); }
