@@ -113,6 +113,19 @@ CASES = {
                                  "[Differentiable] float f(float x) { A a; return h(a, x) + x; }", (5, 50)),
     "treat_as_differentiable": ("[TreatAsDifferentiable] float g(float x) { return x * x; }\n"
                                 "[Differentiable] float f(float x) { return g(x) + x; }", None),
+    # lang-g: components of a vector local built by a constructor (slangc folds the swizzle)
+    "vector_ctor_other_component": (G + "[Differentiable] float f(float x) { float2 v = float2(g(x), x); return v.y; }", None),
+    "vector_ctor_same_component": (G + "[Differentiable] float f(float x) { float2 v = float2(g(x), x); return v.x; }", (3, 56)),
+    "vector_init_list_component": (G + "[Differentiable] float f(float x) { float2 v = {g(x), x}; return v.y; }", None),
+    "vector_ctor_index": (G + "[Differentiable] float f(float x) { float2 v = float2(g(x), x); return v[1]; }", None),
+    "vector_ctor_swizzle": (G + "[Differentiable] float f(float x) { float3 v = float3(g(x), x, x); return dot(v.yz, v.yz); }", None),
+    "vector_ctor_two_reads": (G + "[Differentiable] float f(float x) { float3 v = float3(g(x), x, x); return v.y + v.x; }", (3, 56)),
+    "vector_ctor_whole": (G + "[Differentiable] float f(float x) { float2 v = float2(g(x), x); return dot(v, v); }", (3, 56)),
+    "vector_ctor_direct": (G + "[Differentiable] float f(float x) { return float2(g(x), x).y; }", None),
+    "vector_ctor_assigned": (G + "[Differentiable] float f(float x) { float2 v; v = float2(g(x), x); return v.y; }", None),
+    "vector_ctor_copied": (G + "[Differentiable] float f(float x) { float2 v = float2(g(x), x); float2 w = v; return w.y; }", None),
+    "vector_ctor_vector_arg": ("float2 g(float x) { return float2(x, x*x); }\n"
+                               "[Differentiable] float f(float x) { float3 v = float3(g(x), x); return v.z; }", (3, 56)),
     "custom_backward": ("void gb(inout DifferentialPair<float> x, float d) { x = diffPair(x.p, 2*x.p*d); }\n"
                         "[BackwardDerivative(gb)] float g(float x) { return x * x; }\n"
                         "[Differentiable] float f(float x) { return g(x) + x; }", None),

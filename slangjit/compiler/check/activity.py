@@ -193,6 +193,10 @@ class _Analysis:
         """e's value must carry a derivative."""
         if not self.is_diff(e.type) and not isinstance(e, ir.LocalRef):
             return
+        comps = _components(e)
+        if comps is not None:               # v.y, v[1], float2(a, b).y: only those components
+            self.expect_components(e.obj, comps, live)
+            return
         if isinstance(e, ir.LocalRef):
             if self.is_diff(e.var.type):
                 live.add(e.var.uid)
@@ -225,6 +229,44 @@ class _Analysis:
             return
         for c in expr_children(e):
             self.expect(c, live)
+
+    def expect_components(self, e: ir.Expr, comps: set, live: set):
+        """Components comps of vector e must carry a derivative (slangc folds a swizzle of a vector
+        constructor, and SSA splits a vector local built by one: `float2 v = float2(g(x), x);
+        return v.y;` expects only x).  Structs and arrays are not split (slangc does not)."""
+        n = getattr(e.type, "n", None) if isinstance(e.type, T.VectorType) else None
+        if isinstance(e, ir.LocalRef) and isinstance(n, int):
+            if self.is_diff(e.var.type):
+                live.update((e.var.uid, i) for i in comps)
+            return
+        if isinstance(e, ir.Construct) and isinstance(n, int):
+            if e.splat and len(e.args) == 1:
+                self.expect(e.args[0], live)
+                return
+            if len(e.args) == n and all(not isinstance(a.type, (T.VectorType, T.MatrixType)) for a in e.args):
+                for i in sorted(comps):
+                    self.expect(e.args[i], live)
+                return
+        inner = _components(e)
+        if inner is not None and isinstance(e, ir.Swizzle):
+            idx = list(e.indices)
+            self.expect_components(e.obj, {idx[i] for i in comps if i < len(idx)}, live)
+            return
+        self.expect(e, live)
+
+    def write(self, uid, rhs: ir.Expr, live: set, whole_write: bool):
+        """A write of a whole local: pass what is expected of it on to rhs."""
+        comps = {k[1] for k in live if isinstance(k, tuple) and k[0] == uid}
+        whole = uid in live
+        if not whole and not comps:
+            return
+        if whole_write:
+            live.discard(uid)
+            live.difference_update({(uid, i) for i in comps})
+        if whole or not isinstance(rhs.type, T.VectorType):
+            self.expect(rhs, live)
+        else:
+            self.expect_components(rhs, comps, live)
 
     def report(self, e: ir.Expr, name: str):
         what = "backward-differentiable" if self.level == "bwd" else "forward-differentiable"
@@ -332,9 +374,7 @@ class _Analysis:
         if isinstance(s, ir.VarDecl):
             live = set(live)
             if s.init is not None:
-                if s.var.uid in live:
-                    live.discard(s.var.uid)
-                    self.expect(s.init, live)
+                self.write(s.var.uid, s.init, live, True)
                 self.roots(s.init, live)
             return live
         if isinstance(s, ir.ExprStmt):
@@ -363,17 +403,14 @@ class _Analysis:
         if isinstance(e, ir.Assign):
             lhs = e.lhs
             if isinstance(lhs, ir.LocalRef):
-                uid = lhs.var.uid
-                if uid in live:
-                    if e.op == "=":
-                        live.discard(uid)
-                    self.expect(e.rhs, live)
+                self.write(lhs.var.uid, e.rhs, live, e.op == "=")
             self.roots(e.rhs, live)
             return live
         if isinstance(e, ir.Call):
             for a, p in zip(e.args, e.func.params):
                 if p.direction == "out" and isinstance(a, ir.LocalRef):
                     live.discard(a.var.uid)
+                    live.difference_update({k for k in live if isinstance(k, tuple) and k[0] == a.var.uid})
         self.roots(e, live)
         return live
 
@@ -405,6 +442,16 @@ class _Analysis:
         for x in reversed(e.stmts):
             live = self.block(x, live, loop)
         return live
+
+
+def _components(e: ir.Expr) -> Optional[set]:
+    """The components of a vector that e reads: `v.yz` -> {1, 2}, `v[1]` -> {1}; None otherwise."""
+    if isinstance(e, ir.Swizzle) and isinstance(e.obj.type, T.VectorType):
+        return set(e.indices)
+    if isinstance(e, ir.Index) and isinstance(e.obj.type, T.VectorType) and isinstance(e.index, ir.Const) \
+            and isinstance(e.index.value, int) and not isinstance(e.index.value, bool):
+        return {e.index.value}
+    return None
 
 
 def _paren(loc):
