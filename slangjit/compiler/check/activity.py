@@ -26,8 +26,14 @@ functions Slang does not differentiate and whose derivative is zero or unknown (
 `round`, `trunc`, `step`, most wave operations) count as non-differentiable
 calls here (their zero derivative rules stay, for programs that wrap them in `no_diff`).
 
-Generic functions (checked per instantiation here, generically by Slang) are not analysed: their
-type parameters may be non-differentiable in Slang where the instantiation is `float`.
+Generic functions and methods of generic structs are analysed per instantiation, where Slang's
+generic view and the instantiation agree on every type parameter's differentiability: Slang decides
+from the constraints (`T : IFloat` / `T : IDifferentiable` / a user interface extending
+IDifferentiable: differentiable; unconstrained or `T : IArithmetic`: not), so an instantiation whose
+type arguments are differentiable exactly where the constraints say so sees what Slang sees; one that
+differs (`f<T>(T x)` with `float`) is not analysed.  `[Differentiable]` functions and methods of
+non-generic structs that the program never calls are instantiated for the analysis only
+(`check_uninstantiated`), as slangc checks every function it compiles.
 """
 from __future__ import annotations
 
@@ -39,6 +45,8 @@ from ..ir.derivatives import DIFF_ATTRS, attrs
 from ..ir.difftypes import diff_type
 from ..ir.walk import expr_children, walk
 from ..source import CompileError, error
+from .results import BuiltinIfaceRes
+from .scope import FuncSym, StructSym
 
 # Core functions the reference compiler does not differentiate, whose derivative here would be zero:
 # a silent zero gradient, so E6019 as in Slang.  (`ldexp`, `frexp`, `modf` have no derivative here
@@ -54,14 +62,18 @@ SLANG_NON_DIFFERENTIABLE = frozenset({
 _BWD_ATTRS = {"Differentiable", "BackwardDifferentiable", "TreatAsDifferentiable"}
 
 
-def check_differentiability(functions: list, derivs, struct_facts) -> None:
-    """Raise E6019 at the first call that would lose a derivative silently (see the docstring)."""
+def check_differentiability(functions: list, derivs, struct_facts, checker=None) -> None:
+    """Raise E6019 at the first call that would lose a derivative silently (see the docstring).
+    Without the checker, generic instantiations are not analysed."""
     errors: list = []
     for fn in list(functions):
         level = _level(fn)
         if level is None or fn.body is None or fn.attrs.get("generated_derivative") is not None:
             continue
-        if fn.attrs.get("type_args") or _in_core(fn) or _generic_owner(fn):
+        if _in_core(fn):
+            continue
+        if (fn.attrs.get("type_args") or _generic_owner(fn) or fn.attrs.get("pack")) and \
+                (checker is None or not _generics_agree(fn, checker, derivs, struct_facts)):
             continue
         a = _Analysis(fn, level, derivs, struct_facts)
         a.run()
@@ -77,6 +89,139 @@ def check_differentiability(functions: list, derivs, struct_facts) -> None:
                 seen.add(key)
                 diags.append(d)
         raise CompileError(diags)
+
+
+_DIFF_BUILTINS = {"IDifferentiable", "IDifferentiablePtrType", "IFloat", "__BuiltinFloatingPointType"}
+
+
+def _generics_agree(fn: ir.Function, checker, derivs, struct_facts) -> bool:
+    """Is every generic type parameter of fn (and of its struct) differentiable in this instantiation
+    exactly where its declared constraints make it differentiable in Slang's generic view?"""
+    if fn.attrs.get("pack"):
+        return False
+    groups = []
+    d = fn.attrs.get("decl")
+    if d is not None and getattr(d, "generic_params", None):
+        groups.append((d, fn.attrs.get("env")))
+    if _generic_owner(fn):
+        inst = getattr(fn.params[0].type, "info", None)
+        sd = getattr(getattr(inst, "sym", None), "decl", None)
+        if sd is None or getattr(inst, "env", None) is None:
+            return False
+        groups.append((sd, inst.env))
+    probe = _Analysis.__new__(_Analysis)
+    probe.struct_facts = struct_facts
+    for decl, env in groups:
+        if env is None:
+            return False
+        ctx = checker.ctx_for_env(env)
+        for g in decl.generic_params:
+            if g.kind == "value":
+                continue
+            if g.kind != "type":
+                return False
+            bound = next((x for x in env.lookup(g.name) if hasattr(x, "type") and isinstance(x.type, T.Type)), None)
+            if bound is None:
+                return False
+            declared = False
+            for c in checker.generic_constraints(decl, g):
+                try:
+                    r = checker.resolve_base(c, ctx)
+                except CompileError:
+                    return False
+                if isinstance(r, BuiltinIfaceRes) and r.name in _DIFF_BUILTINS or \
+                        isinstance(r, T.InterfaceType) and checker.iface_extends(r, BuiltinIfaceRes("IDifferentiable")):
+                    declared = True
+            if probe.is_diff(bound.type) != declared:
+                return False
+    return True
+
+
+def check_uninstantiated(checker, module_envs: list, finish) -> None:
+    """Analyse the user's non-generic `[Differentiable]` / `[ForwardDifferentiable]` functions and methods
+    of non-generic structs that nothing instantiated (slangc checks every function it compiles).  They are
+    instantiated for the analysis only: afterwards the checker is restored (functions, structs and the
+    symbols' instance caches), so unused code is neither emitted nor able to fail the program otherwise.
+    finish(checker) checks the new bodies (check/program.py's _finish); each function (or struct) is done
+    on its own, and one whose body fails to check is left alone, as before."""
+    todo = []
+    for _mod, env in module_envs:
+        for syms in list(env.names.values()):
+            for sym in syms:
+                if isinstance(sym, FuncSym) and _wants_check(sym):
+                    todo.append(sym)
+                elif isinstance(sym, StructSym) and not sym.decl.generic_params and \
+                        any(_diff_decl(m) for m in sym.decl.members):
+                    todo.append(sym)
+    diags: list = []
+    for sym in todo:            # one at a time: a body that fails to check skips only its own analysis
+        try:
+            _check_one_uninstantiated(checker, sym, finish)
+        except CompileError as e:
+            diags.extend(d for d in e.diagnostics if d.code in ("E6019", "E6021", "E6022"))
+    if diags:
+        raise CompileError(sorted(diags, key=lambda d: (getattr(d.loc.file, "path", ""), d.loc.line, d.loc.col)))
+
+
+def _check_one_uninstantiated(checker, sym, finish) -> None:
+    n_f, n_s = len(checker.functions), len(checker.structs)
+    added: list = []
+    orig_f, orig_s = checker.instantiate_function, checker.instantiate_struct
+
+    def rec_f(sym, type_args, loc, *a, **k):
+        before = set(sym.cache)
+        try:
+            return orig_f(sym, type_args, loc, *a, **k)
+        finally:
+            added.extend((sym.cache, key) for key in set(sym.cache) - before)
+
+    def rec_s(sym, args, loc, *a, **k):
+        before = set(sym.cache)
+        try:
+            return orig_s(sym, args, loc, *a, **k)
+        finally:
+            added.extend((sym.cache, key) for key in set(sym.cache) - before)
+
+    checker.instantiate_function, checker.instantiate_struct = rec_f, rec_s
+    extras = []
+    try:
+        if isinstance(sym, FuncSym):
+            extras.append(checker.instantiate_function(sym, [], sym.decl.loc))
+        else:
+            st = checker.instantiate_struct(sym, [], sym.decl.loc)
+            menv = getattr(getattr(st, "info", None), "env", None)
+            for msyms in list(getattr(menv, "names", {}).values()):
+                for m in msyms:
+                    if isinstance(m, FuncSym) and m.owner is st and _wants_check(m):
+                        extras.append(checker.instantiate_function(m, [], m.decl.loc))
+        finish(checker)
+    except CompileError:
+        extras = []             # (unused code that does not check: left alone, as before)
+    finally:
+        checker.instantiate_function, checker.instantiate_struct = orig_f, orig_s
+    try:
+        if extras:
+            check_differentiability(extras, checker.derivs, checker.derivs.struct_facts, checker)
+    finally:
+        for cache, key in added:
+            cache.pop(key, None)
+        del checker.functions[n_f:]
+        del checker.structs[n_s:]
+        checker.pending_bodies.clear()
+        checker.body_errors.clear()
+
+
+def _diff_decl(d) -> bool:
+    names = {a.name for a in getattr(d, "attrs", ())}
+    return bool(names & {"Differentiable", "BackwardDifferentiable", "ForwardDifferentiable"}) and \
+        getattr(d, "body", None) is not None
+
+
+def _wants_check(sym) -> bool:
+    """A non-generic function with a body, marked differentiable, that nothing has instantiated."""
+    d = sym.decl
+    return _diff_decl(d) and not d.generic_params and not sym.cache and "TreatAsDifferentiable" not in \
+        {a.name for a in d.attrs}
 
 
 def _level(fn: ir.Function) -> Optional[str]:
