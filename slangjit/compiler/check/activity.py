@@ -163,8 +163,12 @@ def check_uninstantiated(checker, module_envs: list, finish) -> None:
         raise CompileError(sorted(diags, key=lambda d: (getattr(d.loc.file, "path", ""), d.loc.line, d.loc.col)))
 
 
+_RESTORED_LISTS = ("functions", "structs", "dyn_ifaces", "globals", "warnings")
+
+
 def _check_one_uninstantiated(checker, sym, finish) -> None:
-    n_f, n_s = len(checker.functions), len(checker.structs)
+    lengths = {name: len(getattr(checker, name)) for name in _RESTORED_LISTS if hasattr(checker, name)}
+    barrier = getattr(checker, "uses_group_barrier", False)
     added: list = []
     orig_f, orig_s = checker.instantiate_function, checker.instantiate_struct
 
@@ -205,8 +209,9 @@ def _check_one_uninstantiated(checker, sym, finish) -> None:
     finally:
         for cache, key in added:
             cache.pop(key, None)
-        del checker.functions[n_f:]
-        del checker.structs[n_s:]
+        for name, n in lengths.items():
+            del getattr(checker, name)[n:]
+        checker.uses_group_barrier = barrier
         checker.pending_bodies.clear()
         checker.body_errors.clear()
 
