@@ -113,6 +113,51 @@ CASES = {
                                  "[Differentiable] float f(float x) { A a; return h(a, x) + x; }", (5, 50)),
     "treat_as_differentiable": ("[TreatAsDifferentiable] float g(float x) { return x * x; }\n"
                                 "[Differentiable] float f(float x) { return g(x) + x; }", None),
+    # lang-g: components of a vector local built by a constructor (slangc folds the swizzle)
+    "vector_ctor_other_component": (G + "[Differentiable] float f(float x) { float2 v = float2(g(x), x); return v.y; }", None),
+    "vector_ctor_same_component": (G + "[Differentiable] float f(float x) { float2 v = float2(g(x), x); return v.x; }", (3, 56)),
+    "vector_init_list_component": (G + "[Differentiable] float f(float x) { float2 v = {g(x), x}; return v.y; }", None),
+    "vector_ctor_index": (G + "[Differentiable] float f(float x) { float2 v = float2(g(x), x); return v[1]; }", None),
+    "vector_ctor_swizzle": (G + "[Differentiable] float f(float x) { float3 v = float3(g(x), x, x); return dot(v.yz, v.yz); }", None),
+    "vector_ctor_two_reads": (G + "[Differentiable] float f(float x) { float3 v = float3(g(x), x, x); return v.y + v.x; }", (3, 56)),
+    "vector_ctor_whole": (G + "[Differentiable] float f(float x) { float2 v = float2(g(x), x); return dot(v, v); }", (3, 56)),
+    "vector_ctor_direct": (G + "[Differentiable] float f(float x) { return float2(g(x), x).y; }", None),
+    "vector_ctor_assigned": (G + "[Differentiable] float f(float x) { float2 v; v = float2(g(x), x); return v.y; }", None),
+    "vector_ctor_copied": (G + "[Differentiable] float f(float x) { float2 v = float2(g(x), x); float2 w = v; return w.y; }", None),
+    "vector_ctor_vector_arg": ("float2 g(float x) { return float2(x, x*x); }\n"
+                               "[Differentiable] float f(float x) { float3 v = float3(g(x), x); return v.z; }", (3, 56)),
+    # lang-g: generic functions and methods of generic structs, decided from the generic types as in Slang
+    "generic_ifloat_callee": ("T gt<T : IFloat>(T x) { return x * x; }\n"
+                              "[Differentiable] T k<T : IFloat>(T x) { return gt(x) + x; }\n"
+                              "[Differentiable] float f(float x) { return k<float>(x); }", (3, 50)),
+    "generic_constant_args": (G + "[Differentiable] T k<T : IFloat>(T x) { return T(g(2.0)) + x * T(g(float(1.0))); }\n"
+                              "[Differentiable] float f(float x) { return k<float>(x); }", None),
+    "generic_unused_local": (G + "[Differentiable] T k<T : IDifferentiable>(T x, float y) { float z = g(y); return x; }\n"
+                             "[Differentiable] float f(float x) { return k<float>(x, x); }", None),
+    "generic_float_param": (G + "[Differentiable] float k<T : IDifferentiable>(T x, float y) { return g(y); }\n"
+                            "[Differentiable] float f(float x) { return k<float>(x, x); }", (3, 71)),
+    "generic_unconstrained": ("T gu<T>(T x) { return x; }\n[Differentiable] T k<T>(T x) { return gu(x); }\n"
+                              "[Differentiable] float f(float x) { return k<float>(x) * x; }", None),
+    "generic_arithmetic": ("T ga<T : IArithmetic>(T x) { return x * x; }\n"
+                           "[Differentiable] T k<T : IArithmetic>(T x) { return ga(x); }\n"
+                           "[Differentiable] float f(float x) { return k<float>(x) * x; }", None),
+    "generic_struct_method": (G + "struct S<T : IFloat> { T c; [Differentiable] float m(float x) { return g(x) * 2.0; } }\n"
+                              "[Differentiable] float f(float x) { S<float> s = {1.0}; return s.m(x); }", (3, 73)),
+    "generic_struct_method_T": ("T gt<T : IFloat>(T x) { return x * x; }\n"
+                                "struct S<T : IFloat> { T c; [Differentiable] T m(T x) { return gt(x) * c; } }\n"
+                                "[Differentiable] float f(float x) { S<float> s = {1.0}; return s.m(x); }", (3, 66)),
+    "generic_struct_unconstrained": ("T gu<T>(T x) { return x; }\n"
+                                     "struct S<T> { T c; [Differentiable] T m(T x) { return gu(x); } }\n"
+                                     "[Differentiable] float f(float x) { S<float> s = {1.0}; return s.m(x) * x; }", None),
+    # lang-g: [Differentiable] functions the program never calls (slangc checks every one)
+    "uncalled": (G + "[Differentiable] float u(float x) { return g(x) + x; }\n"
+                 "[Differentiable] float f(float x) { return x * x; }", (3, 45)),
+    "uncalled_method": (G + "struct Q { float c; [Differentiable] float m(float x) { return g(x) + c; } }\n"
+                        "[Differentiable] float f(float x) { return x * x; }", (3, 65)),
+    "uncalled_forward": (G + "[ForwardDifferentiable] float u(float x) { return g(x) + x; }\n"
+                         "[Differentiable] float f(float x) { return x * x; }", (3, 52)),
+    "uncalled_fine": ("[Differentiable] float u(float x) { return sin(x) + x; }\n"
+                      "[Differentiable] float f(float x) { return x * x; }", None),
     "custom_backward": ("void gb(inout DifferentialPair<float> x, float d) { x = diffPair(x.p, 2*x.p*d); }\n"
                         "[BackwardDerivative(gb)] float g(float x) { return x * x; }\n"
                         "[Differentiable] float f(float x) { return g(x) + x; }", None),
@@ -343,3 +388,25 @@ def test_unconstrained_generic_with_differentiable_float_parameter():
         pytest.skip("no create_device")
     out, _ = _run(device, src.replace("RWStructuredBuffer<float> outputBuffer;\n", "RWStructuredBuffer<float> outputBuffer;\nRWStructuredBuffer<float> acc;\n"))
     assert out[0] == pytest.approx(12.0)
+
+
+def test_uncalled_functions_are_checked_but_not_emitted():
+    # the analysis instantiates an uncalled [Differentiable] function and its callees, then restores the
+    # checker: neither reaches the generated code, and a body that fails to check is left alone (as before)
+    src = HEAD + "float helper_g(float x) { return x * x; }\n" \
+        "[Differentiable] float uncalled_u(float x) { return no_diff(helper_g(x)) + x; }\n" \
+        "struct UncalledQ { float c; [Differentiable] float m(float x) { return x * c; } }\n" \
+        "[Differentiable] float uncalled_broken(float x) { return undefined_thing(x); }\n" \
+        "[Differentiable] float f(float x) { return x * x; }\n" + MAIN_BWD
+    prog = _compile(src)
+    assert "uncalled_u" not in prog.source and "helper_g" not in prog.source and "UncalledQ" not in prog.source
+
+
+def test_uncalled_function_reported_next_to_one_that_does_not_check():
+    src = HEAD + G + "[Differentiable] float uncalled_broken(float x) { return undefined_thing(x); }\n" \
+        "[Differentiable] float u(float x) { return g(x) + x; }\n" \
+        "[Differentiable] float f(float x) { return x * x; }\n" + MAIN_BWD
+    with pytest.raises(CompileError) as ei:
+        _compile(src)
+    d = ei.value.diagnostics[0]
+    assert d.code == "E6019" and (d.loc.line, d.loc.col) == (4, 45), str(ei.value)

@@ -47,9 +47,13 @@ def trip_count(s: ir.Loop, before: list, outer: Optional[list] = None):
 _ENV_CAP = 4096
 
 
-def _run(s: ir.Loop, before: list, outer: dict, budget: list):
+def _run(s: ir.Loop, before: list, outer: dict, budget: list, final: bool = False):
+    """(trip count, the counters' values per iteration); with final, the counters' values when the
+    loop ends instead (None where unknown)."""
     body = _unconditional(s.body)
-    if any(isinstance(x, ir.Return) or (isinstance(x, ir.Break) and x.label in (None, s.label)) for x in body) \
+    if final and any(isinstance(n, ir.Continue) for n in walk(s.body)):
+        return None
+    if not final and any(isinstance(x, ir.Return) or (isinstance(x, ir.Break) and x.label in (None, s.label)) for x in body) \
             and not any(isinstance(n, ir.Continue) for n in walk(s.body)):
         return 1, None        # the body always leaves on its first pass (`for (;;) { ...; break; }`)
     step = list(getattr(s, "step_stmts", []))
@@ -93,7 +97,7 @@ def _run(s: ir.Loop, before: list, outer: dict, budget: list):
         return None
     env = dict(fixed)
     for uid, v in counters.items():
-        val = _start(v, s.init, fixed) if _start_in(v, s.init) else _start(v, before, fixed)
+        val = _start(v, s.init, fixed, budget) if _start_in(v, s.init) else _start(v, before, fixed, budget)
         if val is not None:
             env[uid] = val        # else unknown until the loop assigns it (a temporary)
     seq = [x for x in body if _is_update(x, counters) or any(x is e for e in exits)] + \
@@ -107,7 +111,7 @@ def _run(s: ir.Loop, before: list, outer: dict, budget: list):
             if c is None:
                 return None
             if not c:
-                return n, its
+                return env if final else (n, its)
         first = False
         n += 1
         budget[0] -= 1
@@ -120,8 +124,11 @@ def _run(s: ir.Loop, before: list, outer: dict, budget: list):
         for x in seq:
             c = _break_if(x, s)
             if c is not None:
-                if _may(c, env) is True:
-                    return n, its
+                m = _may(c, env)
+                if m is True:
+                    return env if final else (n, its)
+                if final and m is None:
+                    return None
                 continue
             v, rhs = _update(x)
             env[v.uid] = _wrap_or_none(_eval(rhs, env), v.type)
@@ -179,10 +186,12 @@ def _start_in(v, stmts) -> bool:
     return any(_assigned(x, v) is not None or (isinstance(x, ir.VarDecl) and x.var is v) for x in stmts)
 
 
-def _start(v, stmts, known: dict) -> Optional[object]:
+def _start(v, stmts, known: dict, budget: Optional[list] = None) -> Optional[object]:
     """v's value after stmts: its last plain assignment, of constants and the known values, with nothing
-    after it writing v."""
-    for x in reversed(stmts):
+    after it writing v - or, where the last statement writing v is a loop counting v, v's value when
+    that loop ends, found by running it (`while (i < 4) {...; i++;} do {...; i--;} while (i > 2);`)."""
+    for k in range(len(stmts) - 1, -1, -1):
+        x = stmts[k]
         val = _assigned(x, v)
         if val is not None:
             r = _eval(val, known)
@@ -190,8 +199,47 @@ def _start(v, stmts, known: dict) -> Optional[object]:
         if isinstance(x, ir.VarDecl) and x.var is v:
             return None
         if _writes([x], {v.uid: v}):
+            if isinstance(x, ir.Loop) and not _may_leave_early(x):
+                r = _run(x, list(stmts[:k]), known, budget if budget is not None else [_LIMIT * 4], final=True)
+                if r is not None and isinstance(r.get(v.uid), (int, float)):
+                    return r[v.uid]
             return None
     return None
+
+
+def _may_leave_early(s: ir.Loop) -> bool:
+    """Can s stop other than by its condition or a top-level `if (c) break;` (whose condition the run
+    evaluates)?  A `return`, or a `break` of s nested deeper, ends it at a point the run cannot see."""
+    exits = {id(x) for x in _unconditional(s.body) if _break_if(x, s) is not None}
+
+    def visit(n, depth: int) -> bool:
+        if isinstance(n, ir.Return):
+            return True
+        if isinstance(n, ir.Break) and (n.label == s.label if n.label is not None else depth == 0):
+            return True
+        if isinstance(n, ir.If) and id(n) in exits:
+            return False
+        if isinstance(n, ir.Loop):
+            depth += 1
+        if isinstance(n, ir.Switch):
+            depth += 1                      # (a break in a switch leaves the switch)
+        for c in _stmt_children(n):
+            if visit(c, depth):
+                return True
+        return False
+    return visit(s.body, 0)
+
+
+def _stmt_children(n):
+    if isinstance(n, ir.Block):
+        return list(n.stmts)
+    if isinstance(n, ir.If):
+        return [n.then] + ([n.else_] if n.else_ is not None else [])
+    if isinstance(n, ir.Loop):
+        return list(n.init) + [n.body]
+    if isinstance(n, ir.Switch):
+        return [x for c in n.cases for x in c.body]
+    return []
 
 
 def _update(x):

@@ -26,8 +26,14 @@ functions Slang does not differentiate and whose derivative is zero or unknown (
 `round`, `trunc`, `step`, most wave operations) count as non-differentiable
 calls here (their zero derivative rules stay, for programs that wrap them in `no_diff`).
 
-Generic functions (checked per instantiation here, generically by Slang) are not analysed: their
-type parameters may be non-differentiable in Slang where the instantiation is `float`.
+Generic functions and methods of generic structs are analysed per instantiation, where Slang's
+generic view and the instantiation agree on every type parameter's differentiability: Slang decides
+from the constraints (`T : IFloat` / `T : IDifferentiable` / a user interface extending
+IDifferentiable: differentiable; unconstrained or `T : IArithmetic`: not), so an instantiation whose
+type arguments are differentiable exactly where the constraints say so sees what Slang sees; one that
+differs (`f<T>(T x)` with `float`) is not analysed.  `[Differentiable]` functions and methods of
+non-generic structs that the program never calls are instantiated for the analysis only
+(`check_uninstantiated`), as slangc checks every function it compiles.
 """
 from __future__ import annotations
 
@@ -39,6 +45,8 @@ from ..ir.derivatives import DIFF_ATTRS, attrs
 from ..ir.difftypes import diff_type
 from ..ir.walk import expr_children, walk
 from ..source import CompileError, error
+from .results import BuiltinIfaceRes
+from .scope import FuncSym, StructSym
 
 # Core functions the reference compiler does not differentiate, whose derivative here would be zero:
 # a silent zero gradient, so E6019 as in Slang.  (`ldexp`, `frexp`, `modf` have no derivative here
@@ -54,14 +62,18 @@ SLANG_NON_DIFFERENTIABLE = frozenset({
 _BWD_ATTRS = {"Differentiable", "BackwardDifferentiable", "TreatAsDifferentiable"}
 
 
-def check_differentiability(functions: list, derivs, struct_facts) -> None:
-    """Raise E6019 at the first call that would lose a derivative silently (see the docstring)."""
+def check_differentiability(functions: list, derivs, struct_facts, checker=None) -> None:
+    """Raise E6019 at the first call that would lose a derivative silently (see the docstring).
+    Without the checker, generic instantiations are not analysed."""
     errors: list = []
     for fn in list(functions):
         level = _level(fn)
         if level is None or fn.body is None or fn.attrs.get("generated_derivative") is not None:
             continue
-        if fn.attrs.get("type_args") or _in_core(fn) or _generic_owner(fn):
+        if _in_core(fn):
+            continue
+        if (fn.attrs.get("type_args") or _generic_owner(fn) or fn.attrs.get("pack")) and \
+                (checker is None or not _generics_agree(fn, checker, derivs, struct_facts)):
             continue
         a = _Analysis(fn, level, derivs, struct_facts)
         a.run()
@@ -77,6 +89,144 @@ def check_differentiability(functions: list, derivs, struct_facts) -> None:
                 seen.add(key)
                 diags.append(d)
         raise CompileError(diags)
+
+
+_DIFF_BUILTINS = {"IDifferentiable", "IDifferentiablePtrType", "IFloat", "__BuiltinFloatingPointType"}
+
+
+def _generics_agree(fn: ir.Function, checker, derivs, struct_facts) -> bool:
+    """Is every generic type parameter of fn (and of its struct) differentiable in this instantiation
+    exactly where its declared constraints make it differentiable in Slang's generic view?"""
+    if fn.attrs.get("pack"):
+        return False
+    groups = []
+    d = fn.attrs.get("decl")
+    if d is not None and getattr(d, "generic_params", None):
+        groups.append((d, fn.attrs.get("env")))
+    if _generic_owner(fn):
+        inst = getattr(fn.params[0].type, "info", None)
+        sd = getattr(getattr(inst, "sym", None), "decl", None)
+        if sd is None or getattr(inst, "env", None) is None:
+            return False
+        groups.append((sd, inst.env))
+    probe = _Analysis.__new__(_Analysis)
+    probe.struct_facts = struct_facts
+    for decl, env in groups:
+        if env is None:
+            return False
+        ctx = checker.ctx_for_env(env)
+        for g in decl.generic_params:
+            if g.kind == "value":
+                continue
+            if g.kind != "type":
+                return False
+            bound = next((x for x in env.lookup(g.name) if hasattr(x, "type") and isinstance(x.type, T.Type)), None)
+            if bound is None:
+                return False
+            declared = False
+            for c in checker.generic_constraints(decl, g):
+                try:
+                    r = checker.resolve_base(c, ctx)
+                except CompileError:
+                    return False
+                if isinstance(r, BuiltinIfaceRes) and r.name in _DIFF_BUILTINS or \
+                        isinstance(r, T.InterfaceType) and checker.iface_extends(r, BuiltinIfaceRes("IDifferentiable")):
+                    declared = True
+            if probe.is_diff(bound.type) != declared:
+                return False
+    return True
+
+
+def check_uninstantiated(checker, module_envs: list, finish) -> None:
+    """Analyse the user's non-generic `[Differentiable]` / `[ForwardDifferentiable]` functions and methods
+    of non-generic structs that nothing instantiated (slangc checks every function it compiles).  They are
+    instantiated for the analysis only: afterwards the checker is restored (functions, structs and the
+    symbols' instance caches), so unused code is neither emitted nor able to fail the program otherwise.
+    finish(checker) checks the new bodies (check/program.py's _finish); each function (or struct) is done
+    on its own, and one whose body fails to check is left alone, as before."""
+    todo = []
+    for _mod, env in module_envs:
+        for syms in list(env.names.values()):
+            for sym in syms:
+                if isinstance(sym, FuncSym) and _wants_check(sym):
+                    todo.append(sym)
+                elif isinstance(sym, StructSym) and not sym.decl.generic_params and \
+                        any(_diff_decl(m) for m in sym.decl.members):
+                    todo.append(sym)
+    diags: list = []
+    for sym in todo:            # one at a time: a body that fails to check skips only its own analysis
+        try:
+            _check_one_uninstantiated(checker, sym, finish)
+        except CompileError as e:
+            diags.extend(d for d in e.diagnostics if d.code in ("E6019", "E6021", "E6022"))
+    if diags:
+        raise CompileError(sorted(diags, key=lambda d: (getattr(d.loc.file, "path", ""), d.loc.line, d.loc.col)))
+
+
+_RESTORED_LISTS = ("functions", "structs", "dyn_ifaces", "globals", "warnings")
+
+
+def _check_one_uninstantiated(checker, sym, finish) -> None:
+    lengths = {name: len(getattr(checker, name)) for name in _RESTORED_LISTS if hasattr(checker, name)}
+    barrier = getattr(checker, "uses_group_barrier", False)
+    added: list = []
+    orig_f, orig_s = checker.instantiate_function, checker.instantiate_struct
+
+    def rec_f(sym, type_args, loc, *a, **k):
+        before = set(sym.cache)
+        try:
+            return orig_f(sym, type_args, loc, *a, **k)
+        finally:
+            added.extend((sym.cache, key) for key in set(sym.cache) - before)
+
+    def rec_s(sym, args, loc, *a, **k):
+        before = set(sym.cache)
+        try:
+            return orig_s(sym, args, loc, *a, **k)
+        finally:
+            added.extend((sym.cache, key) for key in set(sym.cache) - before)
+
+    checker.instantiate_function, checker.instantiate_struct = rec_f, rec_s
+    extras = []
+    try:
+        if isinstance(sym, FuncSym):
+            extras.append(checker.instantiate_function(sym, [], sym.decl.loc))
+        else:
+            st = checker.instantiate_struct(sym, [], sym.decl.loc)
+            menv = getattr(getattr(st, "info", None), "env", None)
+            for msyms in list(getattr(menv, "names", {}).values()):
+                for m in msyms:
+                    if isinstance(m, FuncSym) and m.owner is st and _wants_check(m):
+                        extras.append(checker.instantiate_function(m, [], m.decl.loc))
+        finish(checker)
+    except CompileError:
+        extras = []             # (unused code that does not check: left alone, as before)
+    finally:
+        checker.instantiate_function, checker.instantiate_struct = orig_f, orig_s
+    try:
+        if extras:
+            check_differentiability(extras, checker.derivs, checker.derivs.struct_facts, checker)
+    finally:
+        for cache, key in added:
+            cache.pop(key, None)
+        for name, n in lengths.items():
+            del getattr(checker, name)[n:]
+        checker.uses_group_barrier = barrier
+        checker.pending_bodies.clear()
+        checker.body_errors.clear()
+
+
+def _diff_decl(d) -> bool:
+    names = {a.name for a in getattr(d, "attrs", ())}
+    return bool(names & {"Differentiable", "BackwardDifferentiable", "ForwardDifferentiable"}) and \
+        getattr(d, "body", None) is not None
+
+
+def _wants_check(sym) -> bool:
+    """A non-generic function with a body, marked differentiable, that nothing has instantiated."""
+    d = sym.decl
+    return _diff_decl(d) and not d.generic_params and not sym.cache and "TreatAsDifferentiable" not in \
+        {a.name for a in d.attrs}
 
 
 def _level(fn: ir.Function) -> Optional[str]:
@@ -193,6 +343,10 @@ class _Analysis:
         """e's value must carry a derivative."""
         if not self.is_diff(e.type) and not isinstance(e, ir.LocalRef):
             return
+        comps = _components(e)
+        if comps is not None:               # v.y, v[1], float2(a, b).y: only those components
+            self.expect_components(e.obj, comps, live)
+            return
         if isinstance(e, ir.LocalRef):
             if self.is_diff(e.var.type):
                 live.add(e.var.uid)
@@ -225,6 +379,44 @@ class _Analysis:
             return
         for c in expr_children(e):
             self.expect(c, live)
+
+    def expect_components(self, e: ir.Expr, comps: set, live: set):
+        """Components comps of vector e must carry a derivative (slangc folds a swizzle of a vector
+        constructor, and SSA splits a vector local built by one: `float2 v = float2(g(x), x);
+        return v.y;` expects only x).  Structs and arrays are not split (slangc does not)."""
+        n = getattr(e.type, "n", None) if isinstance(e.type, T.VectorType) else None
+        if isinstance(e, ir.LocalRef) and isinstance(n, int):
+            if self.is_diff(e.var.type):
+                live.update((e.var.uid, i) for i in comps)
+            return
+        if isinstance(e, ir.Construct) and isinstance(n, int):
+            if e.splat and len(e.args) == 1:
+                self.expect(e.args[0], live)
+                return
+            if len(e.args) == n and all(not isinstance(a.type, (T.VectorType, T.MatrixType)) for a in e.args):
+                for i in sorted(comps):
+                    self.expect(e.args[i], live)
+                return
+        inner = _components(e)
+        if inner is not None and isinstance(e, ir.Swizzle):
+            idx = list(e.indices)
+            self.expect_components(e.obj, {idx[i] for i in comps if i < len(idx)}, live)
+            return
+        self.expect(e, live)
+
+    def write(self, uid, rhs: ir.Expr, live: set, whole_write: bool):
+        """A write of a whole local: pass what is expected of it on to rhs."""
+        comps = {k[1] for k in live if isinstance(k, tuple) and k[0] == uid}
+        whole = uid in live
+        if not whole and not comps:
+            return
+        if whole_write:
+            live.discard(uid)
+            live.difference_update({(uid, i) for i in comps})
+        if whole or not isinstance(rhs.type, T.VectorType):
+            self.expect(rhs, live)
+        else:
+            self.expect_components(rhs, comps, live)
 
     def report(self, e: ir.Expr, name: str):
         what = "backward-differentiable" if self.level == "bwd" else "forward-differentiable"
@@ -332,9 +524,7 @@ class _Analysis:
         if isinstance(s, ir.VarDecl):
             live = set(live)
             if s.init is not None:
-                if s.var.uid in live:
-                    live.discard(s.var.uid)
-                    self.expect(s.init, live)
+                self.write(s.var.uid, s.init, live, True)
                 self.roots(s.init, live)
             return live
         if isinstance(s, ir.ExprStmt):
@@ -363,17 +553,14 @@ class _Analysis:
         if isinstance(e, ir.Assign):
             lhs = e.lhs
             if isinstance(lhs, ir.LocalRef):
-                uid = lhs.var.uid
-                if uid in live:
-                    if e.op == "=":
-                        live.discard(uid)
-                    self.expect(e.rhs, live)
+                self.write(lhs.var.uid, e.rhs, live, e.op == "=")
             self.roots(e.rhs, live)
             return live
         if isinstance(e, ir.Call):
             for a, p in zip(e.args, e.func.params):
                 if p.direction == "out" and isinstance(a, ir.LocalRef):
                     live.discard(a.var.uid)
+                    live.difference_update({k for k in live if isinstance(k, tuple) and k[0] == a.var.uid})
         self.roots(e, live)
         return live
 
@@ -405,6 +592,16 @@ class _Analysis:
         for x in reversed(e.stmts):
             live = self.block(x, live, loop)
         return live
+
+
+def _components(e: ir.Expr) -> Optional[set]:
+    """The components of a vector that e reads: `v.yz` -> {1, 2}, `v[1]` -> {1}; None otherwise."""
+    if isinstance(e, ir.Swizzle) and isinstance(e.obj.type, T.VectorType):
+        return set(e.indices)
+    if isinstance(e, ir.Index) and isinstance(e.obj.type, T.VectorType) and isinstance(e.index, ir.Const) \
+            and isinstance(e.index.value, int) and not isinstance(e.index.value, bool):
+        return {e.index.value}
+    return None
 
 
 def _paren(loc):

@@ -14,7 +14,7 @@ from ..parse import ast
 from ..ir.program import Program
 from .. import types as T
 from ..source import Loc, error
-from .activity import check_differentiability
+from .activity import check_differentiability, check_uninstantiated
 from .checker import Checker
 from .scope import Env, FuncSym, GlobalSym
 from .stmts import FuncCtx
@@ -55,9 +55,11 @@ def check_program(checker: Checker, modules: list, entry_points: Sequence[str]) 
 
     _finish(checker)
     n = len(checker.functions)
-    check_differentiability(checker.functions, checker.derivs, checker.derivs.struct_facts)
+    check_differentiability(checker.functions, checker.derivs, checker.derivs.struct_facts, checker)
     if len(checker.functions) != n:
         _finish(checker)            # facts the analysis asked for may have instantiated more
+    # slangc checks every [Differentiable] function it compiles, called or not (restores the checker)
+    check_uninstantiated(checker, module_envs, _finish)
     checker.derivs.source.check_derivative_targets()
     _check_custom_derivatives(checker, [env for _, env in module_envs])
     checker.derivs.source.check_no_self_differentiation(checker.functions)
