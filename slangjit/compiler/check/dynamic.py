@@ -28,7 +28,7 @@ from ..parse import ast
 from ..ir import nodes as ir
 from ..source import CompileError, Loc
 from .. import types as T
-from .scope import Env, FuncSym, NamespaceSym, StructSym, TypeSym
+from .scope import Env, FuncSym, InterfaceSym, NamespaceSym, StructSym, TypeSym
 from .members import TypeLiteral
 from .results import BuiltinIfaceRes, OverloadRes, PropertyRes, types_equal
 
@@ -266,8 +266,12 @@ class DynamicMixin:
 
     def dyn_pack(self, e: ir.Expr, iface: T.InterfaceType, loc: Loc) -> ir.Expr:
         """A concrete value where a dynamic `iface` value is required: tag it with its id."""
-        for ident, ty in self.dyn_table(iface, loc):
+        table = self.dyn_table(iface, loc)
+        for ident, ty in table:
             if ty is e.type:
+                return _dyn_make(iface, ir.Const(T.UINT, ident, loc=loc), e, loc)
+        for ident, ty in table:
+            if types_equal(ty, e.type):
                 return _dyn_make(iface, ir.Const(T.UINT, ident, loc=loc), e, loc)
         raise self.err("E5012", f"'{e.type}' has no conformance id for dynamic '{iface.name}' values (the "
                                 f"program's type conformances of '{iface.name}' do not list it)", loc)
@@ -387,8 +391,42 @@ class DynamicMixin:
                     user = [c for c in cons if isinstance(c, T.InterfaceType)]
                     if len(user) == 1:
                         env.add(m.name, TypeSym(m.name, user[0]))
+                    else:
+                        syn = self.dyn_assoc_iface(iface, it, m, user)
+                        if syn is not None:
+                            env.add(m.name, TypeSym(m.name, syn))
         cache[id(owner)] = env
         return env
+
+    def dyn_assoc_iface(self, iface: T.InterfaceType, owner: T.InterfaceType, m: ast.AssocTypeDecl, cons: list):
+        """The dynamic value of associated type m of a dynamic `iface` value, where m has no interface
+        constraint or more than one: an interface `iface.m` of its own, extending m's constraints (their
+        requirements can be called on it), whose conformance table lists each conforming type's m
+        (deduplicated, in table order).  Such a value can be passed back to `iface`'s requirements
+        that take an m (each case unpacks its own type's m).  None where a conforming type lacks m."""
+        cache = iface.info.__dict__.setdefault("dyn_assoc", {})
+        if m.name in cache:
+            return cache[m.name]
+        cache[m.name] = None
+        loc = m.loc
+        try:
+            entries: list = []
+            for _, ty in self.dyn_table(iface, loc):
+                ct = self.dyn_concrete(ty, m.name, loc)
+                if not any(types_equal(ct, e) for _, e in entries):
+                    entries.append((len(entries), ct))
+        except CompileError:
+            return None
+        decl = ast.InterfaceDecl(f"{iface.name}.{m.name}", [], bases=[TypeLiteral(c) for c in cons], loc=loc)
+        syn = self.instantiate_interface(InterfaceSym(decl, owner.info.env), [], loc)
+        info = syn.info
+        info.dyn_table = entries
+        self.dyn_ifaces.append(syn)
+        largest = max(1, max((T.size_align(t)[0] + 3) // 4 for _, t in entries))
+        info.dyn_largest = largest
+        info.dyn_words = max(DEFAULT_ANY_VALUE_WORDS, largest)
+        cache[m.name] = syn
+        return syn
 
     def iface_ancestors(self, it: T.InterfaceType) -> list:
         out: list = []
@@ -537,8 +575,9 @@ class DynamicMixin:
         if differentiable and isinstance(call, ir.Call) and not self.derivs.is_differentiable(call.func):
             raise self.err("E6017", f"'{ty}.{name}' implements differentiable requirement '{name}' but is "
                                     f"not differentiable: mark it [Differentiable]", call.func.loc or loc)
-        if isinstance(fn.ret, T.InterfaceType) and isinstance(call.type, T.StructType) and \
-                self.conforms(call.type, fn.ret):
+        if isinstance(fn.ret, T.InterfaceType) and not isinstance(call.type, T.InterfaceType) and \
+                (isinstance(call.type, T.StructType) and self.conforms(call.type, fn.ret) or
+                 any(types_equal(call.type, t) for _, t in fn.ret.info.__dict__.get("dyn_table") or ())):
             call = self.dyn_pack(call, fn.ret, loc)         # `This` / an associated type: re-packed
         if fn.ret != T.VOID and not types_equal(call.type, fn.ret):
             raise self.err("E3062", f"'{ty}.{name}' returns '{call.type}' but interface requirement "
