@@ -6,6 +6,7 @@ even when f calls a printing g (the nested backward derivative replays g quietly
 Expected text: what C's printf prints for the same values (Python's % formatting agrees for these)."""
 from __future__ import annotations
 
+import ctypes
 import re
 
 import numpy as np
@@ -29,7 +30,8 @@ def dispatch(device, tmp_path, src: str, threads: int, n_out: int, data=None) ->
     init = np.zeros(n_out, np.float32) if data is None else np.asarray(data, np.float32)
     buf = device.create_buffer(size=4 * n_out, usage=usage, data=init)
     k.dispatch(thread_count=[threads, 1, 1], vars={"outputBuffer": buf})
-    out = buf.to_numpy().view(np.float32)[:n_out].copy()
+    out = buf.to_numpy().view(np.float32)[:n_out].copy()      # synchronizes (CUDA prints by then)
+    ctypes.CDLL(None).fflush(None)       # the C runtime's stdout buffer (where the CUDA driver writes) to fd 1
     return out
 
 
