@@ -226,6 +226,32 @@ def test_differentiable_materials_read_from_a_buffer(device, tmp_path):
     np.testing.assert_allclose(out.to_numpy().view(np.float32), want, rtol=2e-5, atol=1e-6)
 
 
+ENTRY_PARAMS = SHAPES + """
+float total(StructuredBuffer<IShape> s, uint n)
+{
+    float t = 0;
+    for (uint i = 0; i < n; i++)
+        t += s[i].area();
+    return t;
+}
+[numthreads(1, 1, 1)]
+void computeMain(uniform StructuredBuffer<IShape> shapes, uniform RWStructuredBuffer<float> outputBuffer)
+{
+    outputBuffer[0] = total(shapes, 3);
+}
+"""
+
+
+@DEV
+def test_entry_point_and_function_parameters(device, tmp_path):
+    k = load(device, tmp_path, ENTRY_PARAMS)
+    data = np.concatenate([existential(0, 4, f32(2.0)), existential(1, 4, f32(3.0, 4.0)), existential(0, 4, f32(0.5))])
+    sb = device.create_buffer(element_count=3, struct_size=32, usage=USAGE, data=data)
+    out = device.create_buffer(element_count=1, struct_size=4, usage=USAGE, data=np.zeros(1, np.float32))
+    k.dispatch(thread_count=[1, 1, 1], vars={"outputBuffer": out, "shapes": sb})
+    np.testing.assert_allclose(out.to_numpy().view(np.float32)[0], 12.0 + 12.0 + 0.75, rtol=1e-6)
+
+
 def _compile_error(src: str) -> CompileError:
     with pytest.raises(CompileError) as ei:
         compile_program([SourceSpec(text=src, name="mem")], ["computeMain"], target="cpp")
@@ -243,6 +269,15 @@ void computeMain() { outputBuffer[0] = shapes[0].area(); }
     e = _compile_error(big)
     assert e.code == "E5013" and "'shapes'" in str(e) and "Poly" in str(e) and "[anyValueSize(20)]" in str(e)
     assert e.loc.line == big.splitlines().index("StructuredBuffer<IShape> shapes;") + 1
+    # a function parameter of such a buffer type likewise
+    e = _compile_error(SHAPES + """
+struct Poly : IShape { float4 a; float b; float area() { return b; } float scaled(float k) { return k; } }
+RWStructuredBuffer<float> outputBuffer;
+float first(StructuredBuffer<IShape> s) { return s[0].area(); }
+[numthreads(1, 1, 1)]
+void computeMain(uniform StructuredBuffer<IShape> shapes) { outputBuffer[0] = first(shapes); }
+""")
+    assert e.code == "E5013" and "Poly" in str(e)
     # a local of such a type stays fine: only memory needs Slang's payload size
     ok = SHAPES + """
 struct Poly : IShape { float4 a; float b; float area() { return b; } float scaled(float k) { return k; } }
@@ -261,5 +296,5 @@ def test_a_uniform_interface_value_stays_diagnosed():
 
 
 def test_existentials_in_memory_compile_with_nvrtc():
-    for src in (BUFFERS, FIELDS_AND_POINTERS, MATERIALS):
+    for src in (BUFFERS, FIELDS_AND_POINTERS, MATERIALS, ENTRY_PARAMS):
         assert nvrtc_compiles(src)

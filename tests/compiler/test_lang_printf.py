@@ -36,6 +36,7 @@ def dispatch(device, tmp_path, src: str, threads: int, n_out: int, data=None) ->
 
 
 FORMATS = r"""RWStructuredBuffer<float> outputBuffer;
+enum Mode { Cold = 3, Hot = 9 }
 [numthreads(1, 1, 1)]
 void computeMain(uint3 tid : SV_DispatchThreadID)
 {
@@ -46,11 +47,13 @@ void computeMain(uint3 tid : SV_DispatchThreadID)
     half h = half(0.5);
     int64_t big = 1234567890123ll;
     bool t = true;
+    Mode m = Mode.Hot;
     printf("ints %d %i %u %x %X %o %5d|%-5d|%05d\n", a, a, 7u, 255, 255u, 8, 42, 42, 42);
     printf("uint %u as %%d %d\n", b, b);
     printf("floats %f %.2f %e %g %8.3f %G\n", f, f, d, d, f, 1.0e-10);
     printf("half %g double %.4f int64 %d bool %d char %c str %s\n", h, d, big, t, 65, "ok");
     printf("tab\tescaped \"quote\" back\\slash 100%%\n");
+    printf("enum %d\n", m);
     printf("no newline");
     printf(" then newline\n");
     outputBuffer[0] = f;
@@ -64,6 +67,7 @@ FORMATS_EXPECTED = (
     + ("floats %f %.2f %e %g %8.3f %G\n" % (F32, F32, 2.5e-3, 2.5e-3, F32, 1.0e-10))
     + "half 0.5 double 0.0025 int64 1234567890123 bool 1 char A str ok\n"
     "tab\tescaped \"quote\" back\\slash 100%\n"
+    "enum 9\n"
     "no newline then newline\n"
 )
 

@@ -74,6 +74,9 @@ def check_printf(checker, e: ast.Call, ctx) -> ir.Expr:
         k += 1
         head = "%" + flags + (width or "") + ("." + prec if prec is not None else "")
         t = a.type
+        if isinstance(t, T.EnumType):
+            a = ir.Convert(t.underlying, a, loc=aloc)
+            t = t.underlying
         if conv in _INT_CONV:
             if not (isinstance(t, T.ScalarType) and (t == T.BOOL or t.kind in ("int", "uint"))):
                 raise checker.err("E3103", f"printf: argument {k} is '{t}' but '{m.group(0)}' prints an integer "
