@@ -18,6 +18,7 @@ from .check.program import check_program
 from .frontend import _defines_from_args, _parse, core_modules, new_checker
 from .emit import EmitError, emit_program
 from .ir.program import numbering
+from .ir.quiet import silence_nested_prints
 from .passes.options import DEFAULT_OPTIONS, PipelineOptions
 from .passes.pipeline import run_pipeline
 from .source import CompileError, Loc, NO_LOC, SourceFile, error, read_source
@@ -83,6 +84,7 @@ def _compile(sources: Sequence, entry_points: Sequence[str], *, target: str = "c
     t3 = time.perf_counter()
     timings["check"] = t3 - t2
     program = autodiff.run(program)
+    silence_nested_prints(program)      # printf under reverse mode prints once per primal run
     t4 = time.perf_counter()
     timings["autodiff"] = t4 - t3
     optimized = run_pipeline(program, target, options)

@@ -359,6 +359,9 @@ def size_align(t: Type) -> tuple[int, int]:
         return 8, 8
     if isinstance(t, BufferType):
         return 16, 8
+    if isinstance(t, InterfaceType):
+        words = getattr(t.info, "dyn_words", None)       # a dynamic value (check/dynamic.py): header + payload
+        return (16 + 4 * words, 4) if words else (0, 1)
     if isinstance(t, StructType):
         off, al = 0, 1
         for _, ft in t.info.field_list():

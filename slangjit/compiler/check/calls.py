@@ -639,6 +639,8 @@ class CallsMixin:
         for t in [ret] + [p.type for p in params]:
             if isinstance(t, T.InterfaceType) and not T.contains_vars(t) and owner is None:
                 self.dyn_table(t, d.loc)      # an interface-typed value is a dynamic one: its layout is needed
+            elif isinstance(t, (T.BufferType, T.PointerType)) and t.elem is not None and not T.contains_vars(t):
+                self.dyn_in_memory(t.elem, f"'{d.name}'", d.loc)      # interface values in memory (dynamic.py)
         label = d.name if owner is None else f"{owner}_{d.name}"
         fn = ir.Function(self.unique(label.replace("operator", "op")), params, ret, loc=d.loc)
         fn.slang_name = d.name

@@ -681,13 +681,9 @@ class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, NoDiffMixin, E
                                     f"make the shader generic over the type, or pass a conformance id and "
                                     f"build it with createDynamicObject", d.loc)
         inner = base_ty.elem if isinstance(base_ty, (T.PointerType, T.BufferType)) else None
-        if kind == "uniform" and isinstance(inner, T.InterfaceType):
-            # Interface values stored in memory are Slang's serialized existentials (type id,
-            # conformance id, payload); this compiler's dynamic values have their own layout, so
-            # reading them would pick the wrong type.
-            raise self.err("E5013", f"uniform '{d.name}' points at '{inner.name}' values in memory (serialized "
-                                    f"existentials), which are not supported: store a conformance id and the "
-                                    f"data, and build the value with createDynamicObject", d.loc)
+        if kind == "uniform" and inner is not None:
+            # Interface values in memory: Slang's serialized existentials (check/dynamic.py).
+            self.dyn_in_memory(inner, f"'{d.name}'", d.loc)
         if d.init is not None and init is None and kind != "uniform":
             if isinstance(ty, T.ArrayType) and ty.n is None and isinstance(d.init, ast.InitList):
                 ty = T.ArrayType(ty.elem, len(d.init.items))

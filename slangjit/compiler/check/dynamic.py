@@ -5,8 +5,13 @@ generic, an interface-typed local takes its initializer's type).  A value made b
 `createDynamicObject<I>(typeId, data)`, or a concrete value stored where an `I` value is
 required (returned from a function declared to return `I`, assigned to an existential), has the
 interface type itself.  At run time it is the type's conformance id plus the concrete value's
-bytes (prelude `sj::dyn<N>`, N words for the largest conforming type); `data` is copied in
-bytewise, as Slang does, so a conforming type sees it reinterpreted.
+bytes (prelude `sj::dyn<N>`, laid out as Slang lays out an existential in memory: an 8-byte RTTI
+handle (zero here, ignored when read), the conformance id in an 8-byte witness-table id, then N
+words of payload: `[anyValueSize(N)]`, else 16 bytes, or the largest conforming type's size where
+that is larger and the value never goes to memory); `data` is copied in bytewise, as Slang does,
+so a conforming type sees it reinterpreted.  Interface values in buffers (`StructuredBuffer<IFoo>`,
+struct fields) and behind pointers (`uniform IFoo* p`) use the same layout, so a host writes
+`[0, 0, id, 0, payload words...]` per value (dyn_in_memory).
 
 The ids are the program's type conformances (`entry_point(..., type_conformances=[(I, T, id)])`,
 Slang's `-conformance T:I=id`).  An interface with none gets every non-generic struct of the
@@ -23,12 +28,15 @@ from ..parse import ast
 from ..ir import nodes as ir
 from ..source import CompileError, Loc
 from .. import types as T
-from .scope import Env, FuncSym, NamespaceSym, StructSym, TypeSym
+from .scope import Env, FuncSym, InterfaceSym, NamespaceSym, StructSym, TypeSym
 from .members import TypeLiteral
 from .results import BuiltinIfaceRes, OverloadRes, PropertyRes, types_equal
 
 # The requirement's attributes that make its dispatcher differentiable (custom-derivative
 # attributes name functions of the interface, which has no bodies: they are not carried over).
+# Slang's any-value payload of an interface without [anyValueSize(N)]: 16 bytes.
+DEFAULT_ANY_VALUE_WORDS = 4
+
 _DIFF_ATTRS = {"Differentiable", "ForwardDifferentiable", "BackwardDifferentiable", "NoDiffThis"}
 
 
@@ -110,9 +118,37 @@ class DynamicMixin:
                                             f"[anyValueSize({limit})] allows a '{iface.name}' value", where)
         info.dyn_table = entries
         self.dyn_ifaces.append(iface)
-        # Bytes of the largest conforming type, in 32-bit words (at least one).
-        info.dyn_words = max(1, max((T.size_align(t)[0] + 3) // 4 for _, t in entries))
+        # The payload in 32-bit words: Slang's any-value size ([anyValueSize(N)], else 16 bytes), or
+        # the largest conforming type where that is larger and the interface sets no size (such values
+        # cannot be stored in memory in Slang's layout: dyn_in_memory reports it).
+        largest = max(1, max((T.size_align(t)[0] + 3) // 4 for _, t in entries))
+        info.dyn_largest = largest
+        info.dyn_words = max(1, (limit + 3) // 4) if limit is not None else max(DEFAULT_ANY_VALUE_WORDS, largest)
         return entries
+
+    def dyn_in_memory(self, t: T.Type, what: str, loc: Loc, seen=None) -> None:
+        """Interface values inside t (t itself, array elements, struct fields) are stored in memory
+        (a buffer's elements, what a pointer points at): Slang's existential layout, a 16-byte header
+        (RTTI handle, conformance id) then the any-value payload.  Sets up their conformance tables;
+        E5013 where a conforming type does not fit Slang's default 16-byte payload."""
+        seen = set() if seen is None else seen
+        if id(t) in seen:
+            return
+        seen.add(id(t))
+        if isinstance(t, T.ArrayType):
+            self.dyn_in_memory(t.elem, what, loc, seen)
+        elif isinstance(t, T.StructType):
+            for _, ft in t.info.field_list():
+                self.dyn_in_memory(ft, what, loc, seen)
+        elif isinstance(t, T.InterfaceType) and not T.contains_vars(t):
+            self.dyn_table(t, loc)
+            info = t.info
+            if self.any_value_size(t) is None and info.dyn_largest > DEFAULT_ANY_VALUE_WORDS:
+                big = max((ty for _, ty in info.dyn_table), key=lambda ty: T.size_align(ty)[0])
+                raise self.err("E5013", f"{what} stores '{t.name}' values in memory, where Slang gives them "
+                                        f"{4 * DEFAULT_ANY_VALUE_WORDS} bytes of payload unless the interface says "
+                                        f"otherwise; '{big}' needs {T.size_align(big)[0]}: declare "
+                                        f"[anyValueSize({4 * info.dyn_largest})] on '{t.name}'", loc)
 
     def dyn_diff_type(self, iface: T.InterfaceType, diff, is_ptr):
         """The Differential of a dynamic value of an interface that extends IDifferentiable (None for
@@ -230,8 +266,12 @@ class DynamicMixin:
 
     def dyn_pack(self, e: ir.Expr, iface: T.InterfaceType, loc: Loc) -> ir.Expr:
         """A concrete value where a dynamic `iface` value is required: tag it with its id."""
-        for ident, ty in self.dyn_table(iface, loc):
+        table = self.dyn_table(iface, loc)
+        for ident, ty in table:
             if ty is e.type:
+                return _dyn_make(iface, ir.Const(T.UINT, ident, loc=loc), e, loc)
+        for ident, ty in table:
+            if types_equal(ty, e.type):
                 return _dyn_make(iface, ir.Const(T.UINT, ident, loc=loc), e, loc)
         raise self.err("E5012", f"'{e.type}' has no conformance id for dynamic '{iface.name}' values (the "
                                 f"program's type conformances of '{iface.name}' do not list it)", loc)
@@ -294,7 +334,15 @@ class DynamicMixin:
         call_args = [res.obj]
         if fn.params[0].direction == "inout":
             self.require_lvalue(res.obj, loc, "mutating method's `this`")
-        for a, p in zip(args, fn.params[1:]):
+        for i, (a, p) in enumerate(zip(args, fn.params[1:])):
+            k = self.dyn_param_kind(req.params[i].type, owner) if i < len(req.params) else None
+            at = getattr(a, "type", None)
+            if k is not None and isinstance(p.type, T.InterfaceType) and not isinstance(at, T.InterfaceType):
+                # slangc: a type mismatch (the value's concrete type must be the receiver's, known only at run time)
+                raise self.err("E3001", f"argument '{p.name}' of '{res.name}' has type `{k}` of a dynamic "
+                                        f"'{res.iface.name}' value, so it must be a dynamic '{p.type}' value too; "
+                                        f"got '{at}' (store it in a '{p.type}' variable first)",
+                               getattr(a, "loc", None) or loc)
             if p.direction in ("out", "inout"):
                 self.require_lvalue(a, a.loc, f"argument '{p.name}' (an {p.direction} parameter)")
                 call_args.append(self.out_arg(a, p.type, loc))
@@ -343,8 +391,42 @@ class DynamicMixin:
                     user = [c for c in cons if isinstance(c, T.InterfaceType)]
                     if len(user) == 1:
                         env.add(m.name, TypeSym(m.name, user[0]))
+                    else:
+                        syn = self.dyn_assoc_iface(iface, it, m, user)
+                        if syn is not None:
+                            env.add(m.name, TypeSym(m.name, syn))
         cache[id(owner)] = env
         return env
+
+    def dyn_assoc_iface(self, iface: T.InterfaceType, owner: T.InterfaceType, m: ast.AssocTypeDecl, cons: list):
+        """The dynamic value of associated type m of a dynamic `iface` value, where m has no interface
+        constraint or more than one: an interface `iface.m` of its own, extending m's constraints (their
+        requirements can be called on it), whose conformance table lists each conforming type's m
+        (deduplicated, in table order).  Such a value can be passed back to `iface`'s requirements
+        that take an m (each case unpacks its own type's m).  None where a conforming type lacks m."""
+        cache = iface.info.__dict__.setdefault("dyn_assoc", {})
+        if m.name in cache:
+            return cache[m.name]
+        cache[m.name] = None
+        loc = m.loc
+        try:
+            entries: list = []
+            for _, ty in self.dyn_table(iface, loc):
+                ct = self.dyn_concrete(ty, m.name, loc)
+                if not any(types_equal(ct, e) for _, e in entries):
+                    entries.append((len(entries), ct))
+        except CompileError:
+            return None
+        decl = ast.InterfaceDecl(f"{iface.name}.{m.name}", [], bases=[TypeLiteral(c) for c in cons], loc=loc)
+        syn = self.instantiate_interface(InterfaceSym(decl, owner.info.env), [], loc)
+        info = syn.info
+        info.dyn_table = entries
+        self.dyn_ifaces.append(syn)
+        largest = max(1, max((T.size_align(t)[0] + 3) // 4 for _, t in entries))
+        info.dyn_largest = largest
+        info.dyn_words = max(DEFAULT_ANY_VALUE_WORDS, largest)
+        cache[m.name] = syn
+        return syn
 
     def iface_ancestors(self, it: T.InterfaceType) -> list:
         out: list = []
@@ -386,22 +468,38 @@ class DynamicMixin:
         params = [(p.name, pt, p.direction if p.direction != "ref" else "inout") for p, pt in zip(req.params, ptypes)]
 
         kinds = [self.dyn_param_kind(p.type, owner) for p in req.params]
-        for k, (n, pt, d) in zip(kinds, params):
-            if k is not None and d != "in":
-                raise self.err("E3062", f"'{req.name}' of '{owner.name}' cannot be called on a dynamic "
-                                        f"'{iface.name}' value: its {d} parameter '{n}' has type `{k}`", loc)
 
         def case(fn, ty, objref, argrefs):
             syms = [s for s in self.member_syms(ty, req.name) if isinstance(s, FuncSym)]
-            argrefs = [a if k is None else _dyn_get(self.dyn_concrete(ty, k, loc), a, loc)
-                       for a, k in zip(argrefs, kinds)]
+            # `This` / associated-type parameters: unpacked as the case's concrete type; an out / inout
+            # one goes through a local of that type, packed back (with that type's id) after the call.
+            pre: list = []
+            post: list = []
+            unpacked = []
+            for a, k, (n, pt, d) in zip(argrefs, kinds, params):
+                if k is None:
+                    unpacked.append(a)
+                    continue
+                ct = self.dyn_concrete(ty, k, loc)
+                if d == "in":
+                    unpacked.append(_dyn_get(ct, a, loc))
+                    continue
+                tmp = ir.Var(f"{n}_{k}", ct, loc=loc)
+                pre.append(ir.VarDecl(tmp, _dyn_get(ct, a, loc)))
+                unpacked.append(ir.LocalRef(ct, tmp, loc=loc))
+                if not isinstance(pt, T.InterfaceType):
+                    raise self.err("E3062", f"'{req.name}' of '{owner.name}' cannot be called on a dynamic "
+                                            f"'{iface.name}' value: its {d} parameter '{n}' has type `{k}`", loc)
+                post.append(ir.ExprStmt(ir.Assign(pt, "=", a, self.dyn_pack(ir.LocalRef(ct, tmp, loc=loc), pt, loc),
+                                                  loc=loc)))
+            argrefs = unpacked
             try:
                 call = self.resolve_overload(OverloadRes(syms, this=objref, type_args=gargs or None, name=req.name),
                                              argrefs, loc, self.ctx_for_env(owner.info.env))
             except CompileError:
                 raise self.err("E3062", f"'{ty}' does not implement '{req.name}' as '{iface.name}' "
                                         f"requires, so it cannot be called on a dynamic value", loc) from None
-            return call
+            return (pre, call, post) if pre or post else call
         fn = self.dyn_build(iface, req.name, req.name, params, ret, mutating, req.attrs, owner.info.env, req, case, loc)
         cache[key] = fn
         return fn
@@ -470,11 +568,16 @@ class DynamicMixin:
         stmts.append(ir.VarDecl(obj, _dyn_get(ty, thisref, loc)))
         args = [ir.LocalRef(p.type, p, loc=loc) for p in fn.params[1:]]
         call = case(fn, ty, ir.LocalRef(ty, obj, loc=loc), args)
+        pre, post = [], []
+        if isinstance(call, tuple):
+            pre, call, post = call
+        stmts.extend(pre)
         if differentiable and isinstance(call, ir.Call) and not self.derivs.is_differentiable(call.func):
             raise self.err("E6017", f"'{ty}.{name}' implements differentiable requirement '{name}' but is "
                                     f"not differentiable: mark it [Differentiable]", call.func.loc or loc)
-        if isinstance(fn.ret, T.InterfaceType) and isinstance(call.type, T.StructType) and \
-                self.conforms(call.type, fn.ret):
+        if isinstance(fn.ret, T.InterfaceType) and not isinstance(call.type, T.InterfaceType) and \
+                (isinstance(call.type, T.StructType) and self.conforms(call.type, fn.ret) or
+                 any(types_equal(call.type, t) for _, t in fn.ret.info.__dict__.get("dyn_table") or ())):
             call = self.dyn_pack(call, fn.ret, loc)         # `This` / an associated type: re-packed
         if fn.ret != T.VOID and not types_equal(call.type, fn.ret):
             raise self.err("E3062", f"'{ty}.{name}' returns '{call.type}' but interface requirement "
@@ -484,6 +587,7 @@ class DynamicMixin:
         else:
             r = ir.Var("r", fn.ret, loc=loc)
             stmts.append(ir.VarDecl(r, call))
+        stmts.extend(post)
         if this.direction == "inout":
             # [mutating]: the implementation changed the unpacked copy; store it back.
             stmts.append(ir.ExprStmt(ir.Assign(this.type, "=", thisref,

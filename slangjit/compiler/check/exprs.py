@@ -13,6 +13,7 @@ from .members import BuiltinMethodRes, TypeLiteral
 from .scope import AliasSym, FuncSym, InterfaceSym, PackSym, StructSym, SubscriptSym
 from .diffs import DiffStaticRes
 from .dynamic import DynMethodRes
+from .printf import check_printf
 from .results import BUFFER_KINDS, BuiltinIfaceRes, describe, GenericRes, NamespaceRes, OverloadRes, PropertyRes, TypeRes, ValueRes
 
 BUILTIN_IFACES = {"__BuiltinType", "__BuiltinArithmeticType", "__BuiltinSignedArithmeticType",
@@ -328,6 +329,8 @@ class ExprsMixin:
             return special
         if self.is_create_dynamic(e, ctx):
             return self.create_dynamic(e, ctx)
+        if isinstance(e.callee, ast.Name) and e.callee.name == "printf" and not ctx.env.lookup("printf"):
+            return check_printf(self, e, ctx)
         if isinstance(e.callee, ast.Name) and e.callee.name == "static_assert" and not ctx.env.lookup("static_assert"):
             return self.static_assert(e, ctx)
         if isinstance(e.callee, ast.Name) and e.callee.name == "makeTuple" and not ctx.env.lookup("makeTuple"):

@@ -17,6 +17,21 @@ _PRELUDE_PATH = os.path.join(os.path.dirname(__file__), "prelude.h")
 _prelude_cache: Optional[str] = None
 
 
+def c_string(s: str) -> str:
+    """A C string literal of s (UTF-8): printable ASCII as is, everything else as octal escapes (an octal
+    escape takes at most three digits, so a following digit is never swallowed)."""
+    out = []
+    for b in s.encode("utf-8"):
+        c = chr(b)
+        if c in "\\\"":
+            out.append("\\" + c)
+        elif 32 <= b < 127:
+            out.append(c)
+        else:
+            out.append(f"\\{b:03o}")
+    return '"' + "".join(out) + '"'
+
+
 def prelude_text() -> str:
     """prelude.h with its `#include "prelude/..."` sections pasted in (generated code must be one
     self-contained text: it is hashed for the caches and handed to NVRTC as is)."""
@@ -144,7 +159,7 @@ class CppEmitter:
         if isinstance(t, T.EnumType):
             return f"({self.ctype(t)}){int(v)}"
         if isinstance(t, T.StringType):
-            return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+            return c_string(str(v))
         if isinstance(t, T.PointerType):
             return "nullptr"
         if not isinstance(t, T.ScalarType):

@@ -136,3 +136,4 @@ template <class T> struct is_standard_layout : integral_constant<bool, __is_stan
 #include "prelude/11_waves.h"
 #include "prelude/12_dynamic.h"
 #include "prelude/13_checks.h"
+#include "prelude/14_printf.h"

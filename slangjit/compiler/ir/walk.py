@@ -119,5 +119,5 @@ def is_pure(e: ir.Expr) -> bool:
     if isinstance(e, (ir.Assign, ir.IncDec, ir.Call, ir.MethodCall, ir.StmtExpr, ir.Comma, ir.OutConvert)):
         return False
     if isinstance(e, ir.Intrinsic):
-        return not e.out_params and all(is_pure(a) for a in e.args)
+        return not e.out_params and e.name != "sj::printf" and all(is_pure(a) for a in e.args)
     return all(is_pure(c) for c in expr_children(e))

@@ -6,9 +6,13 @@
 // @section dynamic
 namespace sj {
 
+// Slang's layout of an existential in memory: RTTI handle (8 bytes; zero here, ignored when read),
+// witness-table id (8 bytes: the conformance id, then 0), the any-value payload (N words).
 template <int N>
 struct dyn {
+    uint32_t rtti[2];
     uint32_t tag;
+    uint32_t tag_hi;
     uint32_t data[N];
 };
 

@@ -1,0 +1,158 @@
+"""printf under reverse mode: printed once per primal run.
+
+A reverse-mode derivative replays its primal body (autodiff/reverse.py), and a derivative that calls a
+differentiable function first runs the callee's primal (its forward sweep) and later calls the
+callee's generated backward derivative, which replays the callee again.  As in Slang, whose backward
+function runs each primal instruction once, a `printf` of the callee must print once: the forward
+sweep prints, the nested backward derivative does not.  So each call from a generated backward
+derivative to a generated backward derivative that can reach a printf calls a *quiet* copy of it: the
+same body with fresh locals, its printfs turned into `sj::printf_quiet` (a no-op), and every call
+that can reach a printf calling the quiet copy of its callee.  A top-level `bwd_diff(f)` prints f's
+printfs once (and those of everything f calls, once per primal call); `fwd_diff(f)` runs the primal
+once and prints once.  A loop that reverse mode replays from its entry state (autodiff/recompute.py)
+shares the replayed statements with the forward sweep: the second occurrence of the same printf
+node in one function is quiet as well.
+
+Run after autodiff built every derivative body (compiler/driver.py), before the passes, which may
+inline calls.  A program without printf is left untouched."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+from . import nodes as ir
+
+PRINTF = "sj::printf"
+QUIET = "sj::printf_quiet"
+
+
+def _is_printf(n) -> bool:
+    return isinstance(n, ir.Intrinsic) and n.name == PRINTF
+
+
+def _is_generated_bwd(fn: ir.Function) -> bool:
+    g = fn.attrs.get("generated_derivative")
+    return bool(g) and g[0] == "bwd"
+
+
+def _nodes(x):
+    """Every IR node under x (statements and expressions), parents first."""
+    stack = [x]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (list, tuple)):
+            stack.extend(reversed(n))
+            continue
+        if not dataclasses.is_dataclass(n) or isinstance(n, type):
+            continue
+        yield n
+        kids = []
+        for f in dataclasses.fields(n):
+            if f.name in ("type", "loc", "func", "attrs"):
+                continue
+            v = getattr(n, f.name)
+            if isinstance(v, (list, tuple)) or (dataclasses.is_dataclass(v) and not isinstance(v, type)):
+                kids.append(v)
+        stack.extend(reversed(kids))
+
+
+class _Quieter:
+    def __init__(self, program):
+        self.program = program
+        self.reach: dict[int, bool] = {}
+        self.quiet: dict[int, ir.Function] = {}
+
+    def reaches(self, fn: ir.Function) -> bool:
+        """Can a call of fn print?  (Recursion: a function on a cycle is decided by its other callees.)"""
+        k = id(fn)
+        if k in self.reach:
+            return self.reach[k]
+        self.reach[k] = False
+        r = False
+        if fn.body is not None:
+            for n in _nodes(fn.body):
+                if _is_printf(n) or (isinstance(n, ir.Call) and self.reaches(n.func)):
+                    r = True
+                    break
+        self.reach[k] = r
+        return r
+
+    # ------------------------------------------------------------------ quiet copies
+
+    def quiet_of(self, fn: ir.Function) -> ir.Function:
+        q = self.quiet.get(id(fn))
+        if q is not None:
+            return q
+        subst: dict[int, ir.Var] = {}
+        params = [self.fresh(p, subst) for p in fn.params]
+        q = ir.Function(fn.name + "_quiet", params, fn.ret, fn.loc)
+        q.slang_name = fn.slang_name
+        q.attrs = dict(fn.attrs)
+        q.attrs.pop("entry", None)
+        q.intrinsic = fn.intrinsic
+        self.quiet[id(fn)] = q
+        q.body = self.clone(fn.body, subst)
+        self.program.functions.append(q)
+        return q
+
+    @staticmethod
+    def fresh(v: ir.Var, subst: dict) -> ir.Var:
+        nv = ir.Var(v.name, v.type, v.direction, v.loc)
+        for k, val in vars(v).items():
+            if k not in ("uid", "name", "type", "direction", "loc"):
+                setattr(nv, k, val)
+        subst[v.uid] = nv
+        return nv
+
+    def clone(self, node, subst: dict):
+        if isinstance(node, list):
+            return [self.clone(x, subst) for x in node]
+        if isinstance(node, tuple):
+            return tuple(self.clone(x, subst) for x in node)
+        if isinstance(node, ir.Var):
+            return subst.get(node.uid) or self.fresh(node, subst)
+        if not dataclasses.is_dataclass(node) or isinstance(node, type):
+            return node
+        kw = {}
+        names = set()
+        for f in dataclasses.fields(node):
+            names.add(f.name)
+            v = getattr(node, f.name)
+            if f.name in ("type", "loc"):
+                kw[f.name] = v
+            elif f.name == "func":
+                kw[f.name] = self.quiet_of(v) if isinstance(v, ir.Function) and self.reaches(v) else v
+            elif isinstance(v, dict):
+                kw[f.name] = dict(v)
+            else:
+                kw[f.name] = self.clone(v, subst)
+        if _is_printf(node):
+            kw["name"] = QUIET
+        copy = type(node)(**kw)
+        for k, v in vars(node).items():           # attributes set after construction
+            if k not in names:
+                setattr(copy, k, v)
+        return copy
+
+    # ------------------------------------------------------------------ backward derivatives
+
+    def fix_bwd(self, fn: ir.Function) -> None:
+        seen: set[int] = set()
+        for n in _nodes(fn.body):
+            if isinstance(n, ir.Call) and _is_generated_bwd(n.func) and self.reaches(n.func):
+                n.func = self.quiet_of(n.func)
+            elif isinstance(n, ir.ExprStmt) and _is_printf(n.expr):
+                if id(n.expr) in seen:          # a replayed (recomputed) loop's copy of the statement
+                    n.expr = ir.Intrinsic(n.expr.type, QUIET, list(n.expr.args), loc=n.expr.loc)
+                else:
+                    seen.add(id(n.expr))
+
+
+def silence_nested_prints(program) -> None:
+    """See the module docstring; changes `program` in place."""
+    q = _Quieter(program)
+    if not any(q.reaches(fn) for fn in program.functions):
+        return
+    for fn in list(program.functions):
+        if _is_generated_bwd(fn) and fn.body is not None and q.reaches(fn):
+            q.fix_bwd(fn)
