@@ -8,15 +8,14 @@ import re
 import numpy as np
 import pytest
 
-import slangjit as spy
-from slangjit.compiler import SourceSpec, compile_program
 from slangjit.compiler.ir import nodes as ir
 from slangjit.compiler.passes import cpu_jam
 from slangjit.compiler.passes.options import PipelineOptions
 
+from cpu_dispatch import cpp_source, dispatch   # tests/helpers (on sys.path through tests/conftest.py)
+
 pytestmark = pytest.mark.usefixtures("private_cache")
 
-RW = spy.BufferUsage.shader_resource | spy.BufferUsage.unordered_access
 SCALAR = PipelineOptions().with_cpu(lane_loops=False)
 NOJAM = PipelineOptions().with_cpu(jam=1, lane_unroll=0)
 UNROLL = PipelineOptions().with_cpu(lane_unroll=16)
@@ -24,18 +23,10 @@ JAMMED = r"\(\(i_\d+ \* (\d+)\) \+ (\d+)\)"       # a jammed copy's row index in
 
 
 def _cpp(text: str, options: PipelineOptions = PipelineOptions()) -> str:
-    return compile_program([SourceSpec(text=text, name="jam.slang")], ["computeMain"], target="cpp",
-                           options=options).source
+    return cpp_source(text, options, "jam.slang")
 
 
-def _dispatch(text, threads, bufs, options, tmp_path, name="k", **uniforms):
-    dev = spy.create_device(type=spy.DeviceType.cpu, compile_options=options)
-    p = tmp_path / f"{name}.slang"
-    p.write_text(text)
-    k = dev.create_compute_kernel(dev.load_program(str(p), ["computeMain"]))
-    made = {n: dev.create_buffer(element_count=a.size, struct_size=a.itemsize, usage=RW, data=a) for n, a in bufs.items()}
-    k.dispatch(thread_count=list(threads), vars=made, **uniforms)
-    return {n: b.to_numpy().view(bufs[n].dtype)[: bufs[n].size].copy() for n, b in made.items()}
+_dispatch = dispatch
 
 
 # A layer: out = leaky(W x + b) with W OUT x IN in a buffer, x per thread; all half, rounded per operation.

@@ -10,27 +10,19 @@ import slangjit as spy
 from slangjit.compiler import SourceSpec, compile_program
 from slangjit.compiler.passes.options import PipelineOptions
 
+from cpu_dispatch import RW, cpp_source, dispatch   # tests/helpers (on sys.path through tests/conftest.py)
+
 pytestmark = pytest.mark.usefixtures("private_cache")
 
-RW = spy.BufferUsage.shader_resource | spy.BufferUsage.unordered_access
 SCALAR = PipelineOptions().with_cpu(lane_loops=False)
 RHF = PipelineOptions().with_cpu(half_rows=False)      # half rounding by sj::rhf in the lane loops' registers
 
 
 def _cpp(text: str, options: PipelineOptions = PipelineOptions()) -> str:
-    return compile_program([SourceSpec(text=text, name="lanes.slang")], ["computeMain"], target="cpp",
-                           options=options).source
+    return cpp_source(text, options, "lanes.slang")
 
 
-def _dispatch(text, threads, bufs, options, tmp_path, name="k", **uniforms):
-    """Dispatch computeMain with the buffers bound by name (vars) and the uniforms; returns the arrays."""
-    dev = spy.create_device(type=spy.DeviceType.cpu, compile_options=options)
-    p = tmp_path / f"{name}.slang"
-    p.write_text(text)
-    k = dev.create_compute_kernel(dev.load_program(str(p), ["computeMain"]))
-    made = {n: dev.create_buffer(element_count=a.size, struct_size=a.itemsize, usage=RW, data=a) for n, a in bufs.items()}
-    k.dispatch(thread_count=list(threads), vars=made, **uniforms)
-    return {n: b.to_numpy().view(bufs[n].dtype)[: bufs[n].size].copy() for n, b in made.items()}
+_dispatch = dispatch
 
 
 # ------------------------------------------------------------------------------------------ half arithmetic
