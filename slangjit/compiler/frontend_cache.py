@@ -44,7 +44,9 @@ from ..atomic_file import write_atomic
 from .. import cache_paths
 from ..cache_paths import cache_dir, cache_dirs, entry_mac, mac_ok, remove_entry
 from ..version import __version__
+from .parse import ast as _ast
 from .passes.options import DEFAULT_OPTIONS, PipelineOptions
+from .source import SourceFile
 
 _FORMAT = b"slangjit-frontend-v3"
 _MAGIC = b"SJFE\x03\x00\x00\x00"
@@ -439,15 +441,78 @@ class _TreeUnpickler(pickle.Unpickler):
     """Only the classes a parsed module is made of (a second fence: the MAC is checked first)."""
     _MODULES = ("slangjit.compiler.parse.ast", "slangjit.compiler.source")
     _BUILTINS = {"set", "frozenset"}
+    _OWN = {"LazyBodyFuncDecl"}
 
     def find_class(self, module: str, name: str):
-        if module in self._MODULES:
+        if module in self._MODULES or (module == __name__ and name in self._OWN):
             obj = super().find_class(module, name)
             if isinstance(obj, type):
                 return obj
         elif module == "builtins" and name in self._BUILTINS:
             return super().find_class(module, name)
         raise pickle.UnpicklingError(f"syntax-tree cache entry names {module}.{name}")
+
+
+class _BodyUnpickler(_TreeUnpickler):
+    """A function body pickled on its own: its source files are the enclosing tree's (persistent ids)."""
+
+    def __init__(self, data, files):
+        super().__init__(io.BytesIO(data))
+        self._files = files
+
+    def persistent_load(self, pid):
+        return self._files[int(pid)]
+
+
+class LazyBodyFuncDecl(_ast.FuncDecl):
+    """A function of a cached syntax tree whose body is unpickled when first read: declaring a module needs
+    only the signatures, so a warm start does not rebuild the thousands of statement nodes of library
+    functions it never compiles.  Everywhere else it is the ast.FuncDecl it was (isinstance holds; the
+    body read is the same tree)."""
+
+    def __init__(self, *args, **kwargs):
+        if args or kwargs:                 # as ast.FuncDecl; with no arguments, an empty one for the unpickler
+            super().__init__(*args, **kwargs)
+
+    @property
+    def body(self):
+        d = self.__dict__
+        b = d.get("_sj_body", d)
+        if b is d:
+            b = _BodyUnpickler(d["_sj_blob"], d["_sj_files"]).load()
+            b = d.setdefault("_sj_body", b)    # one body object per decl, also when two threads race here
+        return b
+
+    @body.setter
+    def body(self, value):
+        self.__dict__["_sj_body"] = value
+
+
+class _TreePickler(pickle.Pickler):
+    """Pickles a syntax tree with every function body that has one as a separate blob (LazyBodyFuncDecl)."""
+
+    def reducer_override(self, obj):
+        if type(obj) is _ast.FuncDecl and obj.body is not None:
+            files: list = []
+            ids: dict = {}
+
+            def pid(x):
+                if isinstance(x, SourceFile):
+                    i = ids.get(id(x))
+                    if i is None:
+                        i = ids[id(x)] = len(files)
+                        files.append(x)
+                    return str(i)
+                return None
+            buf = io.BytesIO()
+            p = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
+            p.persistent_id = pid
+            p.dump(obj.body)
+            state = {k: v for k, v in obj.__dict__.items() if k != "body"}
+            state["_sj_blob"] = buf.getvalue()
+            state["_sj_files"] = files
+            return (LazyBodyFuncDecl, (), state)
+        return NotImplemented
 
 
 def tree_cacheable(path: str) -> bool:
@@ -536,8 +601,10 @@ def store_tree(key: str, mod, included: Sequence[str], missed: Sequence[str]) ->
         deps.append((p, digest))
     try:
         folder = cache_dir()
-        payload = pickle.dumps({"key": key, "module": mod, "deps": deps, "missed": list(missed)},
-                               protocol=pickle.HIGHEST_PROTOCOL)
+        buf = io.BytesIO()
+        _TreePickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(
+            {"key": key, "module": mod, "deps": deps, "missed": list(missed)})
+        payload = buf.getvalue()
         mac = entry_mac(folder, key, payload)
         if mac is None:
             return

@@ -150,3 +150,49 @@ def test_user_modules_are_not_cached(tmp_path):
     assert fc.tree_cacheable(os.path.join(os.path.dirname(fc.__file__), "core", "core.slang"))
     assert not fc.tree_cacheable(str(tmp_path / "m.slang"))
     assert not fc.tree_cacheable("")
+
+
+COMPILE_CHILD = textwrap.dedent("""
+    import hashlib, json, sys
+    from slangjit.compiler import SourceSpec, compile_program, frontend_cache as fc
+    from slangjit.functional.module import SHADER_PATH
+    src = sys.stdin.read()
+    out = {}
+    for target in ("cpp", "cuda"):
+        p = compile_program([SourceSpec(text=src, name="k")], ["main"], target=target, include_paths=[SHADER_PATH])
+        out[target] = hashlib.sha256(p.source.encode()).hexdigest()
+    out["stats"] = fc.tree_stats
+    print(json.dumps(out))
+""")
+
+KERNEL = """
+import slangpy;
+RWStructuredBuffer<float> buf;
+[Differentiable] float f(float x) { return sin(x) * exp(x) + pow(x, 2.5); }
+[shader("compute")] [numthreads(4, 1, 1)]
+void main(uint3 tid: SV_DispatchThreadID) {
+    var d = diffPair(buf[tid.x]);
+    bwd_diff(f)(d, 1.0);
+    buf[tid.x] = d.d + f(buf[tid.x]);
+}
+"""
+
+
+def test_compile_from_cached_trees_is_identical(tmp_path):
+    """Library function bodies unpickled lazily compile to the very same C++ and CUDA source as parsed ones."""
+    import shutil
+    cache = tmp_path / "cache"
+    env = dict(os.environ, SLANGJIT_CACHE_DIR=str(cache), PYTHONPATH=str(ROOT))
+    env.pop("SLANGJIT_NO_FRONTEND_CACHE", None)
+
+    def run() -> dict:
+        r = subprocess.run([sys.executable, "-c", COMPILE_CHILD], input=KERNEL, capture_output=True, text=True,
+                           env=env, timeout=300)
+        assert r.returncode == 0, r.stderr[-3000:]
+        return json.loads(r.stdout.strip().splitlines()[-1])
+    cold = run()
+    assert cold["stats"]["disk_hits"] == 0 and cold["stats"]["stores"] >= 2
+    shutil.rmtree(cache / "cpu" / "frontend")     # program entries gone: the next process compiles again
+    warm = run()
+    assert warm["stats"]["disk_hits"] >= 2 and warm["stats"]["misses"] == 0
+    assert (warm["cpp"], warm["cuda"]) == (cold["cpp"], cold["cuda"])
