@@ -14,6 +14,14 @@ Every measurement runs in a fresh Python process (so no in-memory cache helps):
 * warm, front-end cache off (SLANGJIT_NO_FRONTEND_CACHE=1): the front end runs, the C++ library
          comes from the disk cache.
 
+    python benchmarks/compile_time.py --module-load N [--against OTHER_CHECKOUT]
+
+* module load: a functional `spy.Module.load_from_source` (declaration reflection: the core library and
+         slangpy.slang declared) + its first call (`polynomial` over a 4-element tensor), in new processes on a
+         warm cache (after one cold process per tree, also reported); process CPU and wall, medians of N.
+         With --against, the same runs of another checkout (e.g. a `git archive` of the branch point, its own
+         cache folder) alternate with this one's, so both see the same machine load.
+
 "ready" = `load_program` + `create_compute_kernel` + the kernel's library loaded (the C++ build runs in
 the background from `load_program` on, and a kernel loads its library at first use: this waits for it).  Medians of
 several runs are printed; nothing is asserted.
@@ -72,6 +80,62 @@ def child() -> None:
     }))
 
 
+MODULE_SRC = """
+[Differentiable]
+float polynomial(float a, float b, float c, float x) { return a * x * x + b * x + c; }
+"""
+
+
+def module_child() -> None:
+    import numpy as np
+    import slangjit as spy
+    device = spy.create_device(type=spy.DeviceType.cpu)
+    x = spy.Tensor.from_numpy(device, np.arange(4, dtype=np.float32))
+    c0, w0 = time.process_time(), time.perf_counter()
+    m = spy.Module.load_from_source(device, "poly", MODULE_SRC)
+    c1, w1 = time.process_time(), time.perf_counter()
+    r = m.polynomial(a=2.0, b=8.0, c=-1.0, x=x)
+    c2, w2 = time.process_time(), time.perf_counter()
+    v = np.arange(4)
+    assert np.allclose(r.to_numpy(), 2 * v * v + 8 * v - 1)
+    print(json.dumps({"load_cpu": c1 - c0, "load_wall": w1 - w0, "call_cpu": c2 - c1, "call_wall": w2 - w1}))
+
+
+def module_load(n: int, against) -> None:
+    trees = [("this", ROOT)] + ([("against", Path(against).resolve())] if against else [])
+    caches = {name: tempfile.mkdtemp(prefix=f"sj-bench-mod-{name}-") for name, _ in trees}
+    pycs = {name: tempfile.mkdtemp(prefix=f"sj-pyc-{name}-") for name, _ in trees}
+
+    def run(name, root):
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "SLANGJIT_NO_FRONTEND_CACHE")}
+        env.update(SLANGJIT_CACHE_DIR=caches[name], PYTHONPYCACHEPREFIX=pycs[name], PYTHONPATH=str(root))
+        p = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--module-child"], capture_output=True,
+                           text=True, env=env, cwd=str(root))
+        if p.returncode != 0:
+            raise SystemExit(f"child failed:\n{p.stderr}")
+        return json.loads(p.stdout.strip().splitlines()[-1])
+    cold = {name: run(name, root) for name, root in trees}
+    warm: dict = {name: [] for name, _ in trees}
+    for _ in range(n):
+        for name, root in trees:
+            warm[name].append(run(name, root))
+    med = statistics.median
+    print(f"functional Module.load_from_source + first call, new processes; warm: median of {n}"
+          + (" (alternating)" if against else ""))
+    print(f"{'':<34}" + "".join(f"{name + ' (ms)':>16}" for name, _ in trees))
+    for label, rows, key in (("cold: load, CPU", "cold", "load_cpu"), ("cold: load, wall", "cold", "load_wall"),
+                             ("cold: first call, wall", "cold", "call_wall"),
+                             ("warm: load, CPU", "warm", "load_cpu"), ("warm: load, wall", "warm", "load_wall"),
+                             ("warm: first call, CPU", "warm", "call_cpu"),
+                             ("warm: first call, wall", "warm", "call_wall")):
+        vals = [cold[name][key] if rows == "cold" else med(r[key] for r in warm[name]) for name, _ in trees]
+        print(f"  {label:<32}" + "".join(f"{ms(v):>16}" for v in vals))
+    if against:
+        for key in ("load_cpu", "load_wall"):
+            a, b = med(r[key] for r in warm["against"]), med(r[key] for r in warm["this"])
+            print(f"  warm {key}: against / this = {a / b:.2f}x")
+
+
 def run_child(env_extra: dict, drop=()) -> dict:
     env = dict(os.environ)
     for k in drop:
@@ -94,9 +158,18 @@ def main() -> None:
     ap.add_argument("--cold", type=int, default=3)
     ap.add_argument("--warm", type=int, default=9)
     ap.add_argument("--child", action="store_true")
+    ap.add_argument("--module-child", action="store_true")
+    ap.add_argument("--module-load", type=int, default=0, metavar="N")
+    ap.add_argument("--against", default=None, help="another checkout to alternate with (--module-load)")
     args = ap.parse_args()
     if args.child:
         child()
+        return
+    if args.module_child:
+        module_child()
+        return
+    if args.module_load:
+        module_load(args.module_load, args.against)
         return
 
     lines = sum(1 for _ in open(MODULE))

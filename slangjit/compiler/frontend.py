@@ -42,9 +42,7 @@ def _parse(text: str, path: str, include_paths, defines):
     if hit is not None and all(_stat(p) == st for p, st in hit[1]) and not any(os.path.isfile(p) for p in hit[2]):
         mod, included, missed = hit
     else:
-        files: list = []
-        missed: list = []
-        mod = parse_module(text, path, list(include_paths), defines, deps=files, absent=missed)
+        mod, files, missed = _parse_uncached(text, path, include_paths, defines)
         included = [(p, _stat(p)) for p in files]
         if len(_parsed) >= _PARSED_MAX:
             _parsed.pop(next(iter(_parsed)))
@@ -55,6 +53,23 @@ def _parse(text: str, path: str, include_paths, defines):
     if absent is not None:
         absent.extend(missed)
     return mod
+
+
+def _parse_uncached(text: str, path: str, include_paths, defines):
+    """(syntax tree, files #included, include candidates probed and absent); the compiler's own library files
+    (core/, slang/) come from the front-end cache's on-disk syntax trees when they are there."""
+    key = None
+    if frontend_cache.tree_cacheable(path):
+        key = frontend_cache.tree_key(text, path, include_paths, defines)
+        hit = frontend_cache.load_tree(key)
+        if hit is not None:
+            return hit
+    files: list = []
+    missed: list = []
+    mod = parse_module(text, path, list(include_paths), defines, deps=files, absent=missed)
+    if key is not None:
+        frontend_cache.store_tree(key, mod, files, missed)
+    return mod, files, missed
 
 
 def core_modules() -> list:

@@ -44,7 +44,9 @@ from ..atomic_file import write_atomic
 from .. import cache_paths
 from ..cache_paths import cache_dir, cache_dirs, entry_mac, mac_ok, remove_entry
 from ..version import __version__
+from .parse import ast as _ast
 from .passes.options import DEFAULT_OPTIONS, PipelineOptions
+from .source import SourceFile
 
 _FORMAT = b"slangjit-frontend-v3"
 _MAGIC = b"SJFE\x03\x00\x00\x00"
@@ -417,3 +419,199 @@ def cached_compile(compile_fn: Callable, sources, entry_points, *, target, inclu
         pass
     _remember(key, entry)
     return prog
+
+
+# ------------------------------------------------------------------------------------------ syntax trees
+#
+# The core library (compiler/core/*.slang) and the shader library (compiler/slang/*.slang, e.g. slangpy.slang,
+# ~0.2 s of preprocessing and parsing) are parsed by every new process that reflects a module's declarations
+# (functional `Module.load_*`) or compiles one.  Their syntax trees are kept on disk beside the front-end
+# entries: `<cache dir>/ast/<key>.pkl`, same header, HMAC and removal rules as the program entries,
+# unpickled only once the MAC checks out and then only with the syntax-tree classes (_TreeUnpickler).
+# Key = sha256 over the format, version, compiler hash (which covers these files), the file's path and text,
+# the include paths and the defines; the files it #included are re-hashed on load and the include candidates
+# probed before them must still be absent (as for program entries).  Only files inside the compiler's own
+# folder are cached: a user's module is small and parses in a few ms.
+
+_TREE_FORMAT = b"slangjit-ast-v1"
+tree_stats = {"disk_hits": 0, "misses": 0, "stores": 0, "corrupt": 0, "stale": 0}
+
+
+class _TreeUnpickler(pickle.Unpickler):
+    """Only the classes a parsed module is made of (a second fence: the MAC is checked first)."""
+    _MODULES = ("slangjit.compiler.parse.ast", "slangjit.compiler.source")
+    _BUILTINS = {"set", "frozenset"}
+    _OWN = {"LazyBodyFuncDecl"}
+
+    def find_class(self, module: str, name: str):
+        if module in self._MODULES or (module == __name__ and name in self._OWN):
+            obj = super().find_class(module, name)
+            if isinstance(obj, type):
+                return obj
+        elif module == "builtins" and name in self._BUILTINS:
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(f"syntax-tree cache entry names {module}.{name}")
+
+
+class _BodyUnpickler(_TreeUnpickler):
+    """A function body pickled on its own: its source files are the enclosing tree's (persistent ids)."""
+
+    def __init__(self, data, files):
+        super().__init__(io.BytesIO(data))
+        self._files = files
+
+    def persistent_load(self, pid):
+        return self._files[int(pid)]
+
+
+class LazyBodyFuncDecl(_ast.FuncDecl):
+    """A function of a cached syntax tree whose body is unpickled when first read: declaring a module needs
+    only the signatures, so a warm start does not rebuild the thousands of statement nodes of library
+    functions it never compiles.  Everywhere else it is the ast.FuncDecl it was (isinstance holds; the
+    body read is the same tree)."""
+
+    def __init__(self, *args, **kwargs):
+        if args or kwargs:                 # as ast.FuncDecl; with no arguments, an empty one for the unpickler
+            super().__init__(*args, **kwargs)
+
+    @property
+    def body(self):
+        d = self.__dict__
+        b = d.get("_sj_body", d)
+        if b is d:
+            b = _BodyUnpickler(d["_sj_blob"], d["_sj_files"]).load()
+            b = d.setdefault("_sj_body", b)    # one body object per decl, also when two threads race here
+        return b
+
+    @body.setter
+    def body(self, value):
+        self.__dict__["_sj_body"] = value
+
+
+class _TreePickler(pickle.Pickler):
+    """Pickles a syntax tree with every function body that has one as a separate blob (LazyBodyFuncDecl)."""
+
+    def reducer_override(self, obj):
+        if type(obj) is _ast.FuncDecl and obj.body is not None:
+            files: list = []
+            ids: dict = {}
+
+            def pid(x):
+                if isinstance(x, SourceFile):
+                    i = ids.get(id(x))
+                    if i is None:
+                        i = ids[id(x)] = len(files)
+                        files.append(x)
+                    return str(i)
+                return None
+            buf = io.BytesIO()
+            p = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
+            p.persistent_id = pid
+            p.dump(obj.body)
+            state = {k: v for k, v in obj.__dict__.items() if k != "body"}
+            state["_sj_blob"] = buf.getvalue()
+            state["_sj_files"] = files
+            return (LazyBodyFuncDecl, (), state)
+        return NotImplemented
+
+
+def tree_cacheable(path: str) -> bool:
+    """Whether the syntax tree of the file at `path` goes through the disk cache (the compiler's own files)."""
+    if not enabled() or not path:
+        return False
+    try:
+        return os.path.realpath(path).startswith(_COMPILER_DIR + os.sep)
+    except (OSError, TypeError, ValueError):
+        return False
+
+
+def tree_key(text: str, path: str, include_paths, defines: dict) -> str:
+    h = hashlib.sha256()
+
+    def put(x) -> None:
+        b = x if isinstance(x, bytes) else str(x).encode("utf-8", "surrogatepass")
+        h.update(len(b).to_bytes(8, "little"))
+        h.update(b)
+
+    put(_TREE_FORMAT)
+    put(_version())
+    put(compiler_hash())
+    put(os.path.abspath(path))
+    put(text)
+    put("\0".join(os.path.abspath(str(p)) for p in include_paths or ()))
+    put(repr(sorted((str(k), str(v)) for k, v in defines.items())))
+    return h.hexdigest()
+
+
+def _tree_name(key: str) -> str:
+    return key[:48] + ".pkl"
+
+
+def load_tree(key: str):
+    """(module, included paths, missed paths) from the disk cache, or None (absent, stale or rejected)."""
+    try:
+        places = [(d, d / "ast" / _tree_name(key)) for d in cache_dirs("cpu").read]
+    except OSError:
+        return None
+    for folder, p in places:
+        try:
+            with open(p, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            continue
+        except OSError:
+            data = b""
+        try:
+            if len(data) < _HEADER.size:
+                raise ValueError("short")
+            magic, n, mac = _HEADER.unpack_from(data, 0)
+            payload = memoryview(data)[_HEADER.size:]
+            if magic != _MAGIC or n != len(payload):
+                raise ValueError("bad header")
+            if not mac_ok(folder, key, payload, mac):
+                raise ValueError("bad mac")
+            entry = _TreeUnpickler(io.BytesIO(payload)).load()
+            if not isinstance(entry, dict) or entry.get("key") != key:
+                raise ValueError("bad entry")
+            mod, deps, missed = entry["module"], entry["deps"], entry["missed"]
+            if type(mod).__module__ != "slangjit.compiler.parse.ast":
+                raise ValueError("bad module")
+        except Exception:  # noqa: BLE001  (corrupt / foreign: drop it, it is rewritten after the parse)
+            tree_stats["corrupt"] += 1
+            if cache_paths.writable(folder):
+                remove_entry(p)
+            continue
+        if not _deps_valid({"deps": deps, "absent": missed}):
+            tree_stats["stale"] += 1
+            continue
+        tree_stats["disk_hits"] += 1
+        return mod, [d for d, _ in deps], list(missed)
+    tree_stats["misses"] += 1
+    return None
+
+
+def store_tree(key: str, mod, included: Sequence[str], missed: Sequence[str]) -> None:
+    """Write a parsed module to the disk cache (silently skipped where it cannot be: read-only cache,
+    a dependency that cannot be read, a tree too deep to pickle)."""
+    deps = []
+    for p in included:
+        digest = _file_sha(p)
+        if digest is None:
+            return
+        deps.append((p, digest))
+    try:
+        folder = cache_dir()
+        buf = io.BytesIO()
+        _TreePickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(
+            {"key": key, "module": mod, "deps": deps, "missed": list(missed)})
+        payload = buf.getvalue()
+        mac = entry_mac(folder, key, payload)
+        if mac is None:
+            return
+        path = folder / "ast" / _tree_name(key)
+        if os.path.lexists(path) and not os.path.isfile(path):
+            remove_entry(path)
+        write_atomic(str(path), (_HEADER.pack(_MAGIC, len(payload), mac), payload))
+        tree_stats["stores"] += 1
+    except Exception:  # noqa: BLE001  (RecursionError, read-only disk: the next process parses again)
+        pass
