@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from .. import types as T
 from ..ir import nodes as ir
 from ..ir.walk import lvalue_root
 from ..source import error
@@ -104,6 +105,10 @@ def _known(e, ok: set) -> bool:
         return e.var.uid in ok
     if isinstance(e, ir.Select):
         return _known(e.then, ok) and _known(e.else_, ok)
+    if isinstance(e, ir.Construct) and isinstance(e.type, T.ArrayType) and e.args:
+        return all(_known(a, ok) for a in e.args)           # an array of known pointers
+    if isinstance(e, ir.Index) and isinstance(e.obj.type, T.ArrayType):
+        return _known(e.obj, ok)
     return False
 
 
@@ -116,6 +121,14 @@ def ptr_diff_expr(e: ir.Expr, companion) -> Optional[ir.Expr]:
         if a is None or b is None:
             return None
         return ir.Select(a.type, e.cond, a, b)
+    if isinstance(e, ir.Construct) and isinstance(e.type, T.ArrayType) and e.args:
+        ds = [ptr_diff_expr(a, companion) for a in e.args]
+        if any(d is None for d in ds):
+            return None
+        return ir.Construct(T.ArrayType(ds[0].type, e.type.n), ds)
+    if isinstance(e, ir.Index) and isinstance(e.obj.type, T.ArrayType):
+        d = ptr_diff_expr(e.obj, companion)
+        return None if d is None else ir.Index(d.type.elem, d, e.index)
     return None
 
 

@@ -14,7 +14,7 @@ the checker (check/difftypes.py), which records it on the struct's info before a
 
 A pointer kind's Differential is another pointer kind: the location of its gradient storage.  Its
 derivatives take a DifferentialPtrPair by value and are never accumulated or transposed, so pointer
-kinds are left out of arrays' and structs' differentials.
+kinds are left out of structs' differentials; an array of pointer kinds is itself a pointer kind.
 
 `diff_type` / `is_ptr_kind` take an optional `struct_facts` hook: the checker passes the function
 that computes (and records) a struct's facts; every later stage reads the recorded ones.
@@ -43,7 +43,10 @@ def recorded_facts(t: T.StructType):
 
 
 def is_ptr_kind(t: T.Type, struct_facts: Callable = recorded_facts) -> bool:
-    """Does t conform to IDifferentiablePtrType?"""
+    """Does t conform to IDifferentiablePtrType?  An array of pointer kinds is one too (its
+    Differential is the array of the elements' Differentials), as in Slang's core library."""
+    if isinstance(t, T.ArrayType):
+        return is_ptr_kind(t.elem, struct_facts)
     if not isinstance(t, T.StructType) or t.info is None:
         return False
     return bool(struct_facts(t).ptr_kind)
@@ -58,8 +61,6 @@ def diff_type(t: T.Type, struct_facts: Callable = recorded_facts) -> Optional[T.
     if is_float_like(t):
         return t
     if isinstance(t, T.ArrayType):
-        if is_ptr_kind(t.elem, struct_facts):
-            return None
         e = diff_type(t.elem, struct_facts)
         return T.ArrayType(e, t.n) if e is not None else None
     if isinstance(t, T.PtrPairType):

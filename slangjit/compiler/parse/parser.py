@@ -98,6 +98,11 @@ class Parser(StmtParserMixin, ExprParserMixin, FuncExtensionParserMixin, ParserB
         gprefix = None
         while True:
             t = self.toks[self.pos]
+            if (gprefix is not None or mods) and t.kind == "op" and t.text == "[" and self.peek().kind == "id":
+                # `__generic<T> [ForceInline, Differentiable] T f(...)`, `static [attr] ...`: attributes
+                # may follow the generic prefix and modifiers, as in Slang.
+                attrs = attrs + self.parse_attrs()
+                continue
             if t.kind != "id":
                 break
             if t.text == "__generic" and self.peek().text == "<":
