@@ -105,7 +105,7 @@ def _run(device, spec: Spec) -> list[str]:
             continue
         raw = bufs[name].to_numpy().view(np.uint8)[:len(data)]
         t = spec.element_type(name)
-        if t == "float":
+        if t in ("float", "float2", "float3", "float4"):     # vectors print as their scalars
             lines.append("type: float")
             lines += ["%f" % v for v in raw.view(np.float32)]
         elif t == "int":
