@@ -190,6 +190,18 @@ def _options_key(options: PipelineOptions) -> str:
     return repr(list(changed)) if changed else ""
 
 
+def _hasher():
+    """(a sha256, put): put(x) feeds x's bytes (str as UTF-8) length-prefixed, so parts cannot run together."""
+    h = hashlib.sha256()
+
+    def put(x) -> None:
+        b = x if isinstance(x, bytes) else str(x).encode("utf-8", "surrogatepass")
+        h.update(len(b).to_bytes(8, "little"))
+        h.update(b)
+
+    return h, put
+
+
 def make_key(sources, entry_points, target, include_paths, compiler_args, type_conformances,
              options: PipelineOptions = DEFAULT_OPTIONS) -> Optional[str]:
     parts = _source_parts(sources)
@@ -201,13 +213,7 @@ def make_key(sources, entry_points, target, include_paths, compiler_args, type_c
         return None
     if " at 0x" in tcs:                     # objects without a stable repr: do not cache
         return None
-    h = hashlib.sha256()
-
-    def put(x) -> None:
-        b = x if isinstance(x, bytes) else str(x).encode("utf-8", "surrogatepass")
-        h.update(len(b).to_bytes(8, "little"))
-        h.update(b)
-
+    h, put = _hasher()
     put(_FORMAT)
     put(_version())
     put(compiler_hash())
@@ -526,13 +532,7 @@ def tree_cacheable(path: str) -> bool:
 
 
 def tree_key(text: str, path: str, include_paths, defines: dict) -> str:
-    h = hashlib.sha256()
-
-    def put(x) -> None:
-        b = x if isinstance(x, bytes) else str(x).encode("utf-8", "surrogatepass")
-        h.update(len(b).to_bytes(8, "little"))
-        h.update(b)
-
+    h, put = _hasher()
     put(_TREE_FORMAT)
     put(_version())
     put(compiler_hash())
