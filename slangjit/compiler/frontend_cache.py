@@ -301,6 +301,14 @@ def _read_disk(key: str):
 
 
 def _read_entry(folder: Path, p: Path, key: str):
+    return _read_checked(folder, p, key, _ProgramUnpickler, ("program", "deps"), stats)
+
+
+def _read_checked(folder: Path, p: Path, key: str, unpickler, fields, counts: dict, check=None):
+    """The entry dict stored at p for `key`, or None: the header and the MAC are checked before anything is
+    unpickled (with `unpickler`, which admits only its own classes); the dict must name `key` and hold
+    `fields`, and `check(entry)` (if given) must not raise.  A corrupt, truncated or foreign entry is counted
+    in counts["corrupt"] and removed where the folder is ours to write (it is rewritten after the rebuild)."""
     try:
         with open(p, "rb") as f:
             data = f.read()
@@ -317,12 +325,15 @@ def _read_entry(folder: Path, p: Path, key: str):
             raise ValueError("bad header")
         if not mac_ok(folder, key, payload, mac):   # before unpickling: forged, damaged or another key's entry
             raise ValueError("bad mac")
-        entry = _ProgramUnpickler(io.BytesIO(payload)).load()
+        entry = unpickler(io.BytesIO(payload)).load()
         if not isinstance(entry, dict) or entry.get("key") != key:
             raise ValueError("bad entry")
-        entry["program"], entry["deps"]   # noqa: B018  (KeyError -> corrupt)
+        for name in fields:
+            entry[name]                 # noqa: B018  (KeyError -> corrupt)
+        if check is not None:
+            check(entry)
     except Exception:  # noqa: BLE001  (corrupt / truncated / foreign: drop it, it will be rewritten)
-        stats["corrupt"] += 1
+        counts["corrupt"] += 1
         if cache_paths.writable(folder):
             remove_entry(p)
         return None
@@ -547,6 +558,11 @@ def _tree_name(key: str) -> str:
     return key[:48] + ".pkl"
 
 
+def _check_tree_entry(entry: dict) -> None:
+    if type(entry["module"]).__module__ != "slangjit.compiler.parse.ast":
+        raise ValueError("bad module")
+
+
 def load_tree(key: str):
     """(module, included paths, missed paths) from the disk cache, or None (absent, stale or rejected)."""
     try:
@@ -554,33 +570,11 @@ def load_tree(key: str):
     except OSError:
         return None
     for folder, p in places:
-        try:
-            with open(p, "rb") as f:
-                data = f.read()
-        except FileNotFoundError:
+        entry = _read_checked(folder, p, key, _TreeUnpickler, ("module", "deps", "missed"), tree_stats,
+                              _check_tree_entry)
+        if entry is None:
             continue
-        except OSError:
-            data = b""
-        try:
-            if len(data) < _HEADER.size:
-                raise ValueError("short")
-            magic, n, mac = _HEADER.unpack_from(data, 0)
-            payload = memoryview(data)[_HEADER.size:]
-            if magic != _MAGIC or n != len(payload):
-                raise ValueError("bad header")
-            if not mac_ok(folder, key, payload, mac):
-                raise ValueError("bad mac")
-            entry = _TreeUnpickler(io.BytesIO(payload)).load()
-            if not isinstance(entry, dict) or entry.get("key") != key:
-                raise ValueError("bad entry")
-            mod, deps, missed = entry["module"], entry["deps"], entry["missed"]
-            if type(mod).__module__ != "slangjit.compiler.parse.ast":
-                raise ValueError("bad module")
-        except Exception:  # noqa: BLE001  (corrupt / foreign: drop it, it is rewritten after the parse)
-            tree_stats["corrupt"] += 1
-            if cache_paths.writable(folder):
-                remove_entry(p)
-            continue
+        mod, deps, missed = entry["module"], entry["deps"], entry["missed"]
         if not _deps_valid({"deps": deps, "absent": missed}):
             tree_stats["stale"] += 1
             continue
