@@ -18,9 +18,9 @@ inline calls.  A program without printf is left untouched."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional
 
 from . import nodes as ir
+from .walk import fresh_var, rebuild
 
 PRINTF = "sj::printf"
 QUIET = "sj::printf_quiet"
@@ -97,11 +97,7 @@ class _Quieter:
 
     @staticmethod
     def fresh(v: ir.Var, subst: dict) -> ir.Var:
-        nv = ir.Var(v.name, v.type, v.direction, v.loc)
-        for k, val in vars(v).items():
-            if k not in ("uid", "name", "type", "direction", "loc"):
-                setattr(nv, k, val)
-        subst[v.uid] = nv
+        nv = subst[v.uid] = fresh_var(v)
         return nv
 
     def clone(self, node, subst: dict):
@@ -113,26 +109,9 @@ class _Quieter:
             return subst.get(node.uid) or self.fresh(node, subst)
         if not dataclasses.is_dataclass(node) or isinstance(node, type):
             return node
-        kw = {}
-        names = set()
-        for f in dataclasses.fields(node):
-            names.add(f.name)
-            v = getattr(node, f.name)
-            if f.name in ("type", "loc"):
-                kw[f.name] = v
-            elif f.name == "func":
-                kw[f.name] = self.quiet_of(v) if isinstance(v, ir.Function) and self.reaches(v) else v
-            elif isinstance(v, dict):
-                kw[f.name] = dict(v)
-            else:
-                kw[f.name] = self.clone(v, subst)
-        if _is_printf(node):
-            kw["name"] = QUIET
-        copy = type(node)(**kw)
-        for k, v in vars(node).items():           # attributes set after construction
-            if k not in names:
-                setattr(copy, k, v)
-        return copy
+        return rebuild(node, lambda v: self.clone(v, subst),
+                       func=lambda f: self.quiet_of(f) if isinstance(f, ir.Function) and self.reaches(f) else f,
+                       override={"name": QUIET} if _is_printf(node) else None)
 
     # ------------------------------------------------------------------ backward derivatives
 

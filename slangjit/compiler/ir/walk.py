@@ -121,3 +121,38 @@ def is_pure(e: ir.Expr) -> bool:
     if isinstance(e, ir.Intrinsic):
         return not e.out_params and e.name != "sj::printf" and all(is_pure(a) for a in e.args)
     return all(is_pure(c) for c in expr_children(e))
+
+
+def fresh_var(v: ir.Var) -> ir.Var:
+    """A new variable (its own uid) with v's name, type, direction and every attribute set after construction."""
+    w = ir.Var(v.name, v.type, v.direction, v.loc)
+    for k, x in vars(v).items():
+        if k not in ("uid", "name", "type", "direction", "loc"):
+            setattr(w, k, x)
+    return w
+
+
+def rebuild(node, child, func=None, override: Optional[dict] = None):
+    """A copy of the dataclass `node` whose fields are `child(value)`, except `type` and `loc` (kept), `func`
+    (kept, or `func(value)`), dicts (copied shallowly) and the fields named in `override`; attributes set
+    after construction (type_args, ...) are carried over.  The one field-by-field copy the IR clones share."""
+    kw = {}
+    names = set()
+    for f in dataclasses.fields(node):
+        names.add(f.name)
+        v = getattr(node, f.name)
+        if override is not None and f.name in override:
+            kw[f.name] = override[f.name]
+        elif f.name in ("type", "loc"):
+            kw[f.name] = v
+        elif f.name == "func":
+            kw[f.name] = v if func is None else func(v)
+        elif isinstance(v, dict):
+            kw[f.name] = dict(v)
+        else:
+            kw[f.name] = child(v)
+    copy = type(node)(**kw)
+    for k, v in vars(node).items():
+        if k not in names:
+            setattr(copy, k, v)
+    return copy

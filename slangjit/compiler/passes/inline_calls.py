@@ -218,12 +218,7 @@ def _stable_lvalue(e: ir.Expr) -> bool:
             return False
 
 
-def _fresh(v: ir.Var) -> ir.Var:
-    w = ir.Var(v.name, v.type, v.direction, v.loc)
-    for k, x in vars(v).items():
-        if k not in ("uid", "name", "type", "direction", "loc"):
-            setattr(w, k, x)
-    return w
+_fresh = scan.fresh_var
 
 
 def _clone(node, subst: Optional[dict]):
@@ -248,22 +243,7 @@ def _clone(node, subst: Optional[dict]):
         return ir.VarDecl(v, _clone(node.init, subst), loc=node.loc)
     if not dataclasses.is_dataclass(node) or isinstance(node, type):
         return node
-    kw = {}
-    names = set()
-    for f in dataclasses.fields(node):
-        names.add(f.name)
-        v = getattr(node, f.name)
-        if f.name in ("type", "loc", "func"):
-            kw[f.name] = v
-        elif isinstance(v, dict):
-            kw[f.name] = dict(v)
-        else:
-            kw[f.name] = _clone(v, subst)
-    copy = type(node)(**kw)
-    for k, v in vars(node).items():                 # attributes set after construction (type_args)
-        if k not in names:
-            setattr(copy, k, v)
-    return copy
+    return scan.rebuild(node, lambda v: _clone(v, subst))
 
 
 def clone_body(fn: ir.Function) -> ir.Block:
