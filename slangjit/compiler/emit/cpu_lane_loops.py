@@ -118,10 +118,10 @@ class LoopLaneKernel:
         return f"sj_{base}{self.tmp}"
 
     def _full_mask(self, masks) -> str:
-        return " & ".join(["sj_alive[sj_l]"] + [f"{m}[sj_l]" for m in masks])
+        return " & ".join(self._el(m) for m in ["sj_alive"] + list(masks))
 
     def _if_mask(self, masks) -> Optional[str]:
-        return " & ".join(f"{m}[sj_l]" for m in masks) if masks else None
+        return " & ".join(self._el(m) for m in masks) if masks else None
 
     def _simd(self, d: int, body: list[str]) -> None:
         self._out(d, "#pragma omp simd")
@@ -158,8 +158,7 @@ class LoopLaneKernel:
                 nleaves += sum(_prod(dims) for _, dims, _ in lv)
                 self.lane_decl[v.uid] = lv
                 for suf, dims, st in lv:
-                    dd = "".join(f"[{x}]" for x in dims)
-                    head.append(f"    alignas(64) {self._lctype(st)} {name}{suf}{dd}[{W}];")
+                    head.append("    " + self._leaf_decl(name + suf, dims, st))
             else:
                 head.append(f"    {em.ctype(v.type)} {name}{{}};")
         if nleaves * W * 8 > MAX_LANE_BYTES:
@@ -172,7 +171,7 @@ class LoopLaneKernel:
         init = [f"uint32_t sj_t = sj_t0 + uint32_t(sj_l);",
                 f"uint32_t sj_tx = sj_t % {nx}u, sj_ty = (sj_t / {nx}u) % {ny}u, sj_tz = sj_t / {nx * ny}u;",
                 "(void)sj_tx; (void)sj_ty; (void)sj_tz;",
-                f"sj_alive[sj_l] = sj_t < {self.group}u;"]
+                f"{self._el('sj_alive')} = {self._alive_value()};"]
         uni = []
         for i, (p, a) in enumerate(zip(fn.params, self.call_args)):
             if p.uid in self.cls.varying:
@@ -186,17 +185,35 @@ class LoopLaneKernel:
         self._out(d, f"for (int sj_l = 0; sj_l < {W}; ++sj_l) {{ {' '.join(init)} }}")
         self.lines[0:0] = uni
         self._stmt(fn.body, [], d)
-        self.lines = self.red_apply + [
+        self.lines = self._kernel_prefix() + self.red_apply + [
             f"SJ_LANES_FN static void sj_lanes_{fn.slang_name}(const {self.sname}* sj_P, uint32_t sj_gx, uint32_t sj_gy, "
             f"uint32_t sj_gz, uint32_t sj_t0, float* sj_acc, float* sj_lacc, uintptr_t* sj_tab, sj::LaneRed* sj_red)",
             "{", "    (void)sj_P; (void)sj_gx; (void)sj_gy; (void)sj_gz; (void)sj_acc; (void)sj_lacc; (void)sj_tab; (void)sj_red;",
             "    sj_Globals* const sj_g = ::sj_g;   // the thread-local once: no TLS lookup per lane",
             "    (void)sj_g;",
-            f"    alignas(64) int32_t sj_alive[{W}];",
+            f"    {self._mask_decl('sj_alive')}",
             "    bool sj_live = true; (void)sj_live;"] + head + \
-            [f"    alignas(64) int32_t sj_m{i}[{W}];" for i in range(self.masks)] + \
+            [f"    {self._mask_decl(f'sj_m{i}')}" for i in range(self.masks)] + \
             self.lines + ["}"]
         return True
+
+    # representation hooks (emit/cpu_lane_vregs.py keeps lane values in vector registers instead)
+    def _leaf_decl(self, name: str, dims: list, st) -> str:
+        dd = "".join(f"[{x}]" for x in dims)
+        return f"alignas(64) {self._lctype(st)} {name}{dd}[{self.W}];"
+
+    def _mask_decl(self, name: str) -> str:
+        return f"alignas(64) int32_t {name}[{self.W}];"
+
+    def _alive_value(self) -> str:
+        return f"sj_t < {self.group}u"
+
+    def _kernel_prefix(self) -> list[str]:
+        return []
+
+    def _el(self, base: str) -> str:
+        """Lane sj_l's element of a lane row (or mask) named by C++ text `base`."""
+        return f"{base}[sj_l]"
 
     def _lctype(self, st) -> str:
         return "float" if _is_half(st) else self.em.ctype(st)
@@ -215,7 +232,7 @@ class LoopLaneKernel:
         if not isinstance(t, (T.ScalarType, T.PointerType, T.EnumType)):
             raise _Unsupported("a partial leaf path")
         v = self.alias.get(v.uid, v)
-        return f"{self.em.var_name(v)}{suf}{''.join(f'[{i}]' for i in idx)}[sj_l]"
+        return self._el(f"{self.em.var_name(v)}{suf}{''.join(f'[{i}]' for i in idx)}")
 
     def _cpath(self, sel: list) -> str:
         """The C++ access of the component at sel within a value of the C++ type."""
@@ -502,16 +519,19 @@ class LoopLaneKernel:
         elif isinstance(s, ir.Return):
             if s.value is not None:
                 raise _Unsupported("return with a value")
-            if not masks:
-                self._out(d, f"for (int sj_l = 0; sj_l < {self.W}; ++sj_l) sj_alive[sj_l] = 0;")
-                self._out(d, "sj_live = false;")
-            else:
-                inner = " & ".join(f"{m}[sj_l]" for m in masks)
-                self._simd(d, [f"sj_alive[sj_l] &= ({inner}) ^ 1;"])
-                self._out(d, f"sj_live = sj::lanes_any(sj_alive, {self.W});")
-            self.guard = True
+            self._return(masks, d)
         else:
             raise _Unsupported(type(s).__name__)
+
+    def _return(self, masks, d) -> None:
+        if not masks:
+            self._out(d, f"for (int sj_l = 0; sj_l < {self.W}; ++sj_l) sj_alive[sj_l] = 0;")
+            self._out(d, "sj_live = false;")
+        else:
+            inner = " & ".join(f"{m}[sj_l]" for m in masks)
+            self._simd(d, [f"sj_alive[sj_l] &= ({inner}) ^ 1;"])
+            self._out(d, f"sj_live = sj::lanes_any(sj_alive, {self.W});")
+        self.guard = True
 
     def _assign_stmt(self, e: ir.Assign, masks, d) -> None:
         em = self.em

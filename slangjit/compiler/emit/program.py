@@ -21,6 +21,7 @@ from ..layout import block_layout
 from .cpp import CppEmitter, prelude_text
 from .cpu_adds import PACC_PRELUDE, CpuEmitter
 from .cpu_lane_loops import LACC_PRELUDE, LANE_LOOPS_PRELUDE, LoopLaneKernel
+from .cpu_lane_vregs import VregLaneKernel
 from .cpu_lanes import LANES_PRELUDE, LaneKernel, vector_math_header
 
 # Ends the part of a C++ translation unit that depends only on the prelude and the target's options (never on
@@ -168,6 +169,7 @@ class CppTarget(Target):
         self.simd_threads = bool(getattr(cpu_options, "simd_threads", False)) and not group_barrier
         self.half_rows = bool(getattr(cpu_options, "half_rows", False))
         self.lane_unroll = int(getattr(cpu_options, "lane_unroll", 0))
+        self.lane_vregs = bool(getattr(cpu_options, "lane_vregs", False))   # emit/cpu_lane_vregs.py
         self.used_lanes = False
         self.used_lane_loops = False
         self.lane_compile_flags = bool(getattr(cpu_options, "lane_compile_flags", False))
@@ -317,8 +319,11 @@ class CppTarget(Target):
         loops = None
         if self.lane_loops and (ns or not slot_args):
             varying = {i for i, a in enumerate(call_args) if not a.startswith("sj_P->")}
-            loops = LoopLaneKernel.build(self.em, fn, numthreads, sname, call_args, varying, ns, self.lane_width,
-                                         self.half_rows, self.lane_unroll)
+            for kernel in ([VregLaneKernel] if self.lane_vregs else []) + [LoopLaneKernel]:
+                loops = kernel.build(self.em, fn, numthreads, sname, call_args, varying, ns, self.lane_width,
+                                     self.half_rows, self.lane_unroll)
+                if loops is not None:
+                    break
         if loops is not None:
             self.used_lane_loops = True
             self.lane_loop_launchers += 1

@@ -99,6 +99,9 @@ class CpuOptions:
     # Half rounding in those kernels: False = inline float arithmetic that stays in the lane loop's registers
     # (sj::rhf, bit for bit _Float16); True = a row in memory through the F16C / AVX-512 conversions (session 10).
     half_rows: bool = True
+    # Lane-blocked loop kernels hold every varying value in GCC vector registers (emit/cpu_lane_vregs.py): one
+    # vector expression per statement, half rounding in registers; the row emitter where it cannot.
+    lane_vregs: bool = True
     # In lane-blocked loops, the math functions use glibc's vector math library (libmvec, documented error
     # <= 4 ulp) where the C library has it; their last bit may then differ from the scalar functions'.
     vector_math: bool = True
