@@ -85,6 +85,7 @@ class LoopLaneKernel:
         self.half_rows = False              # CpuOptions.half_rows: round through F16C rows, not sj::rhf
         self.hcount = 0                     # half-rounding rows of the statement being emitted (sj_h*)
         self.hmax = 0
+        self.simd_init = False              # the lanes' start values computed in a vectorised loop
 
     @classmethod
     def build(cls, em, fn, numthreads, sname, call_args, varying_params, slots_n, width,
@@ -182,6 +183,8 @@ class LoopLaneKernel:
                 init += self._scatter_lines(p, tmpn)
             else:
                 uni.append(f"    {em.var_name(p)} = {a};")
+        if self.simd_init:
+            self._out(d, "#pragma omp simd")
         self._out(d, f"for (int sj_l = 0; sj_l < {W}; ++sj_l) {{ {' '.join(init)} }}")
         self.lines[0:0] = uni
         self._stmt(fn.body, [], d)

@@ -141,8 +141,16 @@ template <class V> SJ_FN V rhv(V x) {
         return x;
     }
 #endif
-    for (unsigned i = 0; i < sizeof(V) / 4; ++i) x[i] = rh(x[i]);
-    return x;
+    // sj::rh's integer arithmetic on every lane (the portable build: SSE2 vectors)
+    typedef uint32_t U __attribute__((vector_size(sizeof(V))));
+    const U b = (U)x;
+    const U a = b & 0x7fffffffu;
+    U n = (a + 0xfffu + ((a >> 13) & 1u)) & 0xffffe000u;
+    n = n > 0x477fe000u ? (U{} + 0x7f800000u) : n;
+    const V sub = ((V)a + 0.5f) - 0.5f;
+    U r = a < 0x38800000u ? (U)sub : n;
+    r = a > 0x7f800000u ? ((a | 0x00400000u) & 0xffffe000u) : r;
+    return (V)(r | (b & 0x80000000u));
 }
 }  // namespace sj
 #endif"""
@@ -176,6 +184,7 @@ class VregLaneKernel(LoopLaneKernel):
     def _emit(self) -> bool:
         if self.W not in (16, 32, 64):
             raise _Unsupported("a lane width other than 16, 32 or 64")
+        self.simd_init = True       # lanes are plain array elements (sj::el): the start values vectorise
         return super()._emit()
 
     # ------------------------------------------------------------------ representation
