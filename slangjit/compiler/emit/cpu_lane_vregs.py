@@ -78,11 +78,14 @@ SJ_FN float* el(sj_vf* v) { return reinterpret_cast<float*>(v); }
 SJ_FN int32_t* el(sj_vi* v) { return reinterpret_cast<int32_t*>(v); }
 SJ_FN uint32_t* el(sj_vu* v) { return reinterpret_cast<uint32_t*>(v); }
 // A uniform scalar in every lane (a plain copy: no arithmetic, so -0.0 and NaN payloads stay).
-template <class V, class S> SJ_FN V vbc(S s) {
-    V v{};
-    for (unsigned i = 0; i < sizeof(V) / sizeof(S); ++i) v[i] = s;
-    return v;
-}
+#if SJ_VL == 16
+#define SJ_SPLAT(s) {s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s}
+#elif SJ_VL == 8
+#define SJ_SPLAT(s) {s, s, s, s, s, s, s, s}
+#else
+#define SJ_SPLAT(s) {s, s, s, s}
+#endif
+template <class V, class S> SJ_FN V vbc(S s) { return V SJ_SPLAT(s); }
 // Is any lane of a mask (k machine vectors) set?
 SJ_FN bool vany(const sj_vi* m, int k) {
     sj_vi a = m[0];
@@ -93,64 +96,51 @@ SJ_FN bool vany(const sj_vi* m, int k) {
     for (unsigned i = 0; i < sizeof(sj_vi) / 8; ++i) t |= w[i];
     return t != 0;
 }
-template <class V, class M> SJ_FN V vsel(M m, V a, V b) { return m ? a : b; }
+template <class V> SJ_FN V vsel(sj_vi m, V a, V b) { return m ? a : b; }
 // sj::rhf on every lane, in vector arithmetic (CpuOptions.half_rows=False: no conversion instructions).
-template <class V> SJ_FN V rhf(V x) {
-    typedef uint32_t U __attribute__((vector_size(sizeof(V))));
-    const U b = (U)x;
-    const U a = b & 0x7fffffffu;
-    U e = a & 0x7f800000u;
-    e = e < 0x38800000u ? (U{} + 0x38800000u) : e;
-    const V m = (V)(e + (13u << 23));
-    U r = (U)(((V)a + m) - m);
-    r = r > 0x477fe000u ? (U{} + 0x7f800000u) : r;
+SJ_FN sj_vf rhf(sj_vf x) {
+    const sj_vu b = (sj_vu)x;
+    const sj_vu a = b & 0x7fffffffu;
+    sj_vu e = a & 0x7f800000u;
+    e = e < 0x38800000u ? (sj_vu{} + 0x38800000u) : e;
+    const sj_vf m = (sj_vf)(e + (13u << 23));
+    sj_vu r = (sj_vu)(((sj_vf)a + m) - m);
+    r = r > 0x477fe000u ? (sj_vu{} + 0x7f800000u) : r;
     r = a > 0x7f800000u ? ((a | 0x00400000u) & 0xffffe000u) : r;
-    return (V)(r | (b & 0x80000000u));
+    return (sj_vf)(r | (b & 0x80000000u));
 }
 // Every lane rounded to the nearest half and back, in registers: the AVX-512 / F16C conversions where the
-// ISA has them (as rh_row), else sj::rh per lane.  Equal to float(half(x)) in every case.
-template <class V> SJ_FN V rhv(V x) {
-#if defined(__x86_64__) && defined(__AVX512F__)
-    if constexpr (sizeof(V) % 64 == 0) {
-        for (unsigned i = 0; i < sizeof(V) / 64; ++i) {
+// ISA has them (as rh_row), else sj::rh's integer arithmetic.  Equal to float(half(x)) in every case.
+SJ_FN sj_vf rhv(sj_vf x) {
+#if defined(__x86_64__) && defined(__AVX512F__) && SJ_VL == 16
 #if defined(SJ_CVT_INTRIN)
-            __m512 v; __builtin_memcpy(&v, reinterpret_cast<char*>(&x) + 64 * i, 64);
-            v = _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    __m512 v; __builtin_memcpy(&v, &x, 64);
+    v = _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    __builtin_memcpy(&x, &v, 64);
+    return x;
 #else
-            sj_v16sf v; __builtin_memcpy(&v, reinterpret_cast<char*>(&x) + 64 * i, 64);
-            const sj_v16hi h = __builtin_ia32_vcvtps2ph512_mask(v, 8, sj_v16hi{}, (unsigned short)0xffff);
-            v = __builtin_ia32_vcvtph2ps512_mask(h, sj_v16sf{}, (unsigned short)0xffff, 4);
+    return __builtin_ia32_vcvtph2ps512_mask(__builtin_ia32_vcvtps2ph512_mask(x, 8, sj_v16hi{}, (unsigned short)0xffff),
+                                            sj_v16sf{}, (unsigned short)0xffff, 4);
 #endif
-            __builtin_memcpy(reinterpret_cast<char*>(&x) + 64 * i, &v, 64);
-        }
-        return x;
-    }
-#endif
-#if defined(__x86_64__) && defined(__F16C__)
-    if constexpr (sizeof(V) % 32 == 0) {
-        for (unsigned i = 0; i < sizeof(V) / 32; ++i) {
+#elif defined(__x86_64__) && defined(__F16C__) && SJ_VL == 8
 #if defined(SJ_CVT_INTRIN)
-            __m256 v; __builtin_memcpy(&v, reinterpret_cast<char*>(&x) + 32 * i, 32);
-            v = _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    __m256 v; __builtin_memcpy(&v, &x, 32);
+    v = _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    __builtin_memcpy(&x, &v, 32);
+    return x;
 #else
-            sj_v8sf v; __builtin_memcpy(&v, reinterpret_cast<char*>(&x) + 32 * i, 32);
-            v = __builtin_ia32_vcvtph2ps256(__builtin_ia32_vcvtps2ph256(v, 8));
+    return __builtin_ia32_vcvtph2ps256(__builtin_ia32_vcvtps2ph256(x, 8));
 #endif
-            __builtin_memcpy(reinterpret_cast<char*>(&x) + 32 * i, &v, 32);
-        }
-        return x;
-    }
-#endif
-    // sj::rh's integer arithmetic on every lane (the portable build: SSE2 vectors)
-    typedef uint32_t U __attribute__((vector_size(sizeof(V))));
-    const U b = (U)x;
-    const U a = b & 0x7fffffffu;
-    U n = (a + 0xfffu + ((a >> 13) & 1u)) & 0xffffe000u;
-    n = n > 0x477fe000u ? (U{} + 0x7f800000u) : n;
-    const V sub = ((V)a + 0.5f) - 0.5f;
-    U r = a < 0x38800000u ? (U)sub : n;
+#else
+    const sj_vu b = (sj_vu)x;
+    const sj_vu a = b & 0x7fffffffu;
+    sj_vu n = (a + 0xfffu + ((a >> 13) & 1u)) & 0xffffe000u;
+    n = n > 0x477fe000u ? (sj_vu{} + 0x7f800000u) : n;
+    const sj_vf sub = ((sj_vf)a + 0.5f) - 0.5f;
+    sj_vu r = a < 0x38800000u ? (sj_vu)sub : n;
     r = a > 0x7f800000u ? ((a | 0x00400000u) & 0xffffe000u) : r;
-    return (V)(r | (b & 0x80000000u));
+    return (sj_vf)(r | (b & 0x80000000u));
+#endif
 }
 }  // namespace sj
 #endif"""
