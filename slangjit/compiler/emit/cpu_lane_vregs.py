@@ -40,7 +40,8 @@ VREG_PRELUDE = r"""#ifndef SJ_VREG_PRELUDE
 #define SJ_VREG_PRELUDE 1
 // One machine vector of lanes: a kernel's W lanes are W / SJ_VL of them (W a multiple of 16), so every
 // comparison and select is a machine instruction (GCC lowers those of wider vectors lane by lane).
-#if defined(__AVX512F__)
+#if defined(SJ_VL)
+#elif defined(__AVX512F__)
 #define SJ_VL 16
 #elif defined(__AVX__)
 #define SJ_VL 8
