@@ -38,26 +38,24 @@ not counted, ...) raises _Unsupported, and the entry point keeps the scalar laun
 from __future__ import annotations
 
 import copy
-from types import SimpleNamespace
 from typing import Optional
 
 from ..ir import nodes as ir
 from ..ir import walk as scan
 from .. import types as T
-from ..passes.add_aliasing import separate_sites
 from ..passes.cpu_lanes import lane_shape
 from ..passes.red_slots import counted_loop, is_red_add
-from .cpu_lane_rows import (_assigned_before_read, _copy_aliases, _mentions, _trap_free, counter_affine, reduce_lines,
+from .cpu_lane_rows import (LaneReductions, _assigned_before_read, _copy_aliases, _mentions, _trap_free, counter_affine,
                             round_in_place, selects_only)
 from .cpu_lane_values import (LACC_PRELUDE, LANE_LOOPS_PRELUDE, MAX_LANE_BYTES, Classify, LaneRaw, _ELEMENTWISE,
-                              _Lanewise, _Unsupported, _WAVE_CONST, _WAVE_IDENTITY, _atomic_obj, _counter_copies, _iname,
+                              _Lanewise, _Unsupported, _WAVE_CONST, _WAVE_IDENTITY, _counter_copies, _iname,
                               _is_half, _loads, _prod, _root, _side_effects, _sub_type, _written_locals, components,
                               leaves, _fields)
 
 __all__ = ["LACC_PRELUDE", "LANE_LOOPS_PRELUDE", "LoopLaneKernel"]
 
 
-class LoopLaneKernel:
+class LoopLaneKernel(LaneReductions):
     """The lane-blocked body of one entry point (None from `build` when it does not qualify)."""
 
     def __init__(self, em, fn, numthreads, sname, call_args, varying_params, slots_n, width):
@@ -713,84 +711,6 @@ class LoopLaneKernel:
             return
         # a varying address: lane by lane, through the same slot
         self._per_lane(ir.ExprStmt(e), masks, d, slot_call=(dest, value, slot, ct))
-
-    def _reduction(self, e) -> Optional[tuple]:
-        """(object text maker, method, value expr, C type) of an unused-result atomic add/max/min at a uniform
-        address, whose value is a float (add) or a 32-bit integer."""
-        if isinstance(e, ir.MethodCall) and e.name in ("add", "max", "min") and len(e.args) == 1 and \
-                self._uniform(e.obj) and not _side_effects(e.args[0]) and _atomic_obj(e.obj):
-            vt = e.args[0].type
-            if isinstance(vt, T.ScalarType) and ((vt.kind == "float" and vt.bits == 32 and e.name == "add") or
-                                                 (vt.kind in ("int", "uint") and vt.bits == 32)):
-                return ("method", e.name, e.args[0], vt)
-        if isinstance(e, ir.Intrinsic) and e.name in ("sj::InterlockedAdd", "sj::InterlockedMax", "sj::InterlockedMin") \
-                and len(e.args) == 2 and self._uniform(e.args[0]) and not _side_effects(e.args[1]):
-            vt = e.args[0].type
-            op = e.name[len("sj::Interlocked"):].lower()
-            if isinstance(vt, T.ScalarType) and vt == e.args[1].type and \
-                    ((vt.kind == "float" and vt.bits == 32 and op == "add") or
-                     (vt.kind in ("int", "uint") and vt.bits == 32)):
-                return ("intrinsic", op, e.args[1], vt)
-        return None
-
-    def _deferrable(self) -> set:
-        """ids of the combinable atomics whose memory nothing else of the entry touches: their block values
-        are combined per worker and applied when the worker's range ends (as the privatised adds)."""
-        sites = []
-        for n in scan.walk(self.fn.body):
-            if isinstance(n, ir.ExprStmt) and self._reduction(n.expr) is not None:
-                e = n.expr
-                if isinstance(e, ir.MethodCall):
-                    sites.append((e, SimpleNamespace(args=[e if e.via_pointer else e.obj])))
-                elif not (self.em.slots is not None and id(e) in self.em.slots.offset):
-                    sites.append((e, SimpleNamespace(args=[e.args[0]])))
-        if not sites:
-            return set()
-        ok = separate_sites(self.fn, [self.fn], [a for _, a in sites])
-        return {id(e) for e, a in sites if id(a) in ok}
-
-    def _reduce(self, e, red, masks, d) -> None:
-        em = self.em
-        kind, op, value, vt = red
-        pre: list[str] = []
-        val = self.lx(value, [], pre)
-        ct = em.ctype(vt)
-        comb = {"add": "sj_r + sj_v", "max": "(sj_v > sj_r ? sj_v : sj_r)", "min": "(sj_v < sj_r ? sj_v : sj_r)"}[op]
-        m = self._full_mask(masks)
-        if kind == "method":
-            apply = em.expr(ir.MethodCall(e.type, e.obj, e.name, [LaneRaw(vt, text="sj_r")],
-                                          via_pointer=e.via_pointer, loc=e.loc)) + ";"
-        else:
-            apply = em.expr(ir.Intrinsic(e.type, e.name, [e.args[0], LaneRaw(vt, text="sj_r")], loc=e.loc)) + ";"
-
-        if id(e) in self.deferred:
-            # combined per worker (sj_red, flushed by the launcher): the memory is separate (passes/add_aliasing.py)
-            k = len(self.red_apply)
-            if kind == "method":
-                ot = e.obj.type.elem if e.via_pointer else e.obj.type
-                obj = ir.Deref(ot, e.obj, loc=e.loc) if e.via_pointer else e.obj
-                key = f"(void*)&({em.expr(obj)})"
-                call = f"reinterpret_cast<{em.ctype(ot)}*>(q.key)->{e.name}(v)"
-            else:
-                key = f"(void*)&({em.expr(e.args[0])})"
-                call = f"{e.name}(*reinterpret_cast<{em.ctype(e.args[0].type)}*>(q.key), v)"
-            fname = f"sj_redapply_{self.fn.slang_name}_{k}"
-            self.red_apply.append(f"static void {fname}(sj::LaneRed& q) {{ {ct} v; __builtin_memcpy(&v, &q.bits, sizeof v); "
-                                  f"(void){call}; }}")
-            apply = (f"{{ void* sj_k = {key}; sj::LaneRed& q = sj_red[{k}]; {ct} sj_v; "
-                     f"if (q.key != sj_k) {{ if (q.key) {fname}(q); q.key = sj_k; sj_v = sj_r; }} "
-                     f"else {{ __builtin_memcpy(&sj_v, &q.bits, sizeof sj_v); sj_v = ({ct})({comb}); }} "
-                     f"__builtin_memcpy(&q.bits, &sj_v, sizeof sj_v); }}")
-
-        def emit(dd):
-            self._out(dd, "{")
-            for p in pre:
-                self._out(dd + 1, p)
-            for line in reduce_lines(ct, vt.kind, op, m, val, comb, apply, self.W,
-                                     _trap_free(value) and not _loads(value)):
-                self._out(dd + 1, line)
-            self._out(dd, "}")
-        self._guarded(d, emit)
 
     def _per_lane(self, s: ir.ExprStmt, masks, d, slot_call=None) -> None:
         """Run the scalar statement for every active lane, gathering and scattering its varying locals."""

@@ -1,15 +1,17 @@
 """Row-level helpers of the lane-blocked loop kernels (emit/cpu_lane_loops.py): which stores of lane rows
 can be left out (rows the next use overwrites, dead stores, whole copies that can read their source's rows),
 if conditions that may be computed for inactive lanes, branches that are if-converted, half operations
-rounded in their destination row, row indices of unroll-and-jammed loops, and a lane block's reduction loop."""
+rounded in their destination row, row indices of unroll-and-jammed loops, a lane block's reduction loop, and the combined atomics (LaneReductions, a mixin of LoopLaneKernel)."""
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Callable, Optional
 
 from ..ir import nodes as ir
 from ..ir import walk as scan
 from .. import types as T
-from .cpu_lane_values import _ELEMENTWISE, _loads, _root, _side_effects, _written_locals
+from ..passes.add_aliasing import separate_sites
+from .cpu_lane_values import LaneRaw, _ELEMENTWISE, _atomic_obj, _loads, _root, _side_effects, _written_locals
 
 
 def _mentions(v: ir.Var, node) -> bool:
@@ -219,3 +221,87 @@ def reduce_lines(ct: str, kind: str, op: str, m: str, val: str, comb: str, apply
     if negz:
         out.append("if (sj_z == sj_n) sj_r = -0.0f;")
     return out + [f"if (sj_n) {apply}"]
+
+
+class LaneReductions:
+    """The combined atomics of a lane-blocked kernel (a mixin of LoopLaneKernel): an unused-result atomic add /
+    max / min at a uniform address is combined over the block's active lanes and applied once, or deferred to
+    the end of the worker's range where nothing else touches its memory."""
+
+    def _reduction(self, e) -> Optional[tuple]:
+        """(object text maker, method, value expr, C type) of an unused-result atomic add/max/min at a uniform
+        address, whose value is a float (add) or a 32-bit integer."""
+        if isinstance(e, ir.MethodCall) and e.name in ("add", "max", "min") and len(e.args) == 1 and \
+                self._uniform(e.obj) and not _side_effects(e.args[0]) and _atomic_obj(e.obj):
+            vt = e.args[0].type
+            if isinstance(vt, T.ScalarType) and ((vt.kind == "float" and vt.bits == 32 and e.name == "add") or
+                                                 (vt.kind in ("int", "uint") and vt.bits == 32)):
+                return ("method", e.name, e.args[0], vt)
+        if isinstance(e, ir.Intrinsic) and e.name in ("sj::InterlockedAdd", "sj::InterlockedMax", "sj::InterlockedMin") \
+                and len(e.args) == 2 and self._uniform(e.args[0]) and not _side_effects(e.args[1]):
+            vt = e.args[0].type
+            op = e.name[len("sj::Interlocked"):].lower()
+            if isinstance(vt, T.ScalarType) and vt == e.args[1].type and \
+                    ((vt.kind == "float" and vt.bits == 32 and op == "add") or
+                     (vt.kind in ("int", "uint") and vt.bits == 32)):
+                return ("intrinsic", op, e.args[1], vt)
+        return None
+
+    def _deferrable(self) -> set:
+        """ids of the combinable atomics whose memory nothing else of the entry touches: their block values
+        are combined per worker and applied when the worker's range ends (as the privatised adds)."""
+        sites = []
+        for n in scan.walk(self.fn.body):
+            if isinstance(n, ir.ExprStmt) and self._reduction(n.expr) is not None:
+                e = n.expr
+                if isinstance(e, ir.MethodCall):
+                    sites.append((e, SimpleNamespace(args=[e if e.via_pointer else e.obj])))
+                elif not (self.em.slots is not None and id(e) in self.em.slots.offset):
+                    sites.append((e, SimpleNamespace(args=[e.args[0]])))
+        if not sites:
+            return set()
+        ok = separate_sites(self.fn, [self.fn], [a for _, a in sites])
+        return {id(e) for e, a in sites if id(a) in ok}
+
+    def _reduce(self, e, red, masks, d) -> None:
+        em = self.em
+        kind, op, value, vt = red
+        pre: list[str] = []
+        val = self.lx(value, [], pre)
+        ct = em.ctype(vt)
+        comb = {"add": "sj_r + sj_v", "max": "(sj_v > sj_r ? sj_v : sj_r)", "min": "(sj_v < sj_r ? sj_v : sj_r)"}[op]
+        m = self._full_mask(masks)
+        if kind == "method":
+            apply = em.expr(ir.MethodCall(e.type, e.obj, e.name, [LaneRaw(vt, text="sj_r")],
+                                          via_pointer=e.via_pointer, loc=e.loc)) + ";"
+        else:
+            apply = em.expr(ir.Intrinsic(e.type, e.name, [e.args[0], LaneRaw(vt, text="sj_r")], loc=e.loc)) + ";"
+
+        if id(e) in self.deferred:
+            # combined per worker (sj_red, flushed by the launcher): the memory is separate (passes/add_aliasing.py)
+            k = len(self.red_apply)
+            if kind == "method":
+                ot = e.obj.type.elem if e.via_pointer else e.obj.type
+                obj = ir.Deref(ot, e.obj, loc=e.loc) if e.via_pointer else e.obj
+                key = f"(void*)&({em.expr(obj)})"
+                call = f"reinterpret_cast<{em.ctype(ot)}*>(q.key)->{e.name}(v)"
+            else:
+                key = f"(void*)&({em.expr(e.args[0])})"
+                call = f"{e.name}(*reinterpret_cast<{em.ctype(e.args[0].type)}*>(q.key), v)"
+            fname = f"sj_redapply_{self.fn.slang_name}_{k}"
+            self.red_apply.append(f"static void {fname}(sj::LaneRed& q) {{ {ct} v; __builtin_memcpy(&v, &q.bits, sizeof v); "
+                                  f"(void){call}; }}")
+            apply = (f"{{ void* sj_k = {key}; sj::LaneRed& q = sj_red[{k}]; {ct} sj_v; "
+                     f"if (q.key != sj_k) {{ if (q.key) {fname}(q); q.key = sj_k; sj_v = sj_r; }} "
+                     f"else {{ __builtin_memcpy(&sj_v, &q.bits, sizeof sj_v); sj_v = ({ct})({comb}); }} "
+                     f"__builtin_memcpy(&q.bits, &sj_v, sizeof sj_v); }}")
+
+        def emit(dd):
+            self._out(dd, "{")
+            for p in pre:
+                self._out(dd + 1, p)
+            for line in reduce_lines(ct, vt.kind, op, m, val, comb, apply, self.W,
+                                     _trap_free(value) and not _loads(value)):
+                self._out(dd + 1, line)
+            self._out(dd, "}")
+        self._guarded(d, emit)
