@@ -1,7 +1,8 @@
 """Row-level helpers of the lane-blocked loop kernels (emit/cpu_lane_loops.py): which stores of lane rows
 can be left out (rows the next use overwrites, dead stores, whole copies that can read their source's rows),
 if conditions that may be computed for inactive lanes, branches that are if-converted, half operations
-rounded in their destination row, row indices of unroll-and-jammed loops, a lane block's reduction loop, and the combined atomics (LaneReductions, a mixin of LoopLaneKernel)."""
+rounded in their destination row, row indices of unroll-and-jammed loops, a lane block's reduction loop,
+and the combined atomics (LaneReductions, a mixin of LoopLaneKernel)."""
 from __future__ import annotations
 
 from types import SimpleNamespace
