@@ -66,9 +66,12 @@ VREG_PRELUDE = r"""#ifndef SJ_VREG_PRELUDE
 #define SJ_EACH32 SJ_R4
 #define SJ_EACH64 SJ_R8
 #else
-#define SJ_EACH16 SJ_R4
-#define SJ_EACH32 SJ_R8
-#define SJ_EACH64 SJ_R16
+// 4-lane SSE2 vectors (the portable build): a loop over the block's vectors, not 8 or 16 copies of every
+// statement (the C++ build of the seed MLP's learnGradient: 1.44-1.66 s copied, 0.50 s looped; it runs as fast)
+#define SJ_LOOP(n, ...) for (int sj_k = 0; sj_k < n; ++sj_k) { __VA_ARGS__ }
+#define SJ_EACH16(...) SJ_LOOP(4, __VA_ARGS__)
+#define SJ_EACH32(...) SJ_LOOP(8, __VA_ARGS__)
+#define SJ_EACH64(...) SJ_LOOP(16, __VA_ARGS__)
 #endif
 typedef float sj_vf __attribute__((vector_size(SJ_VL * 4)));
 typedef int32_t sj_vi __attribute__((vector_size(SJ_VL * 4)));
