@@ -451,7 +451,7 @@ def cached_compile(compile_fn: Callable, sources, entry_points, *, target, inclu
 # probed before them must still be absent (as for program entries).  Only files inside the compiler's own
 # folder are cached: a user's module is small and parses in a few ms.
 
-_TREE_FORMAT = b"slangjit-ast-v1"
+_TREE_FORMAT = b"slangjit-ast-v2"
 tree_stats = {"disk_hits": 0, "misses": 0, "stores": 0, "corrupt": 0, "stale": 0, "queued": 0}
 
 
@@ -472,14 +472,22 @@ class _TreeUnpickler(pickle.Unpickler):
 
 
 class _BodyUnpickler(_TreeUnpickler):
-    """A function body pickled on its own: its source files are the enclosing tree's (persistent ids)."""
+    """A function body pickled on its own: its source files are the enclosing tree's (`_source_file(i)` in the
+    blob is the i-th of them)."""
 
     def __init__(self, data, files):
         super().__init__(io.BytesIO(data))
         self._files = files
 
-    def persistent_load(self, pid):
-        return self._files[int(pid)]
+    def find_class(self, module: str, name: str):
+        if module == __name__ and name == "_source_file":
+            return self._files.__getitem__
+        return super().find_class(module, name)
+
+
+def _source_file(i: int):
+    """Stands, in a pickled function body, for the enclosing tree's i-th source file (_BodyUnpickler)."""
+    raise pickle.UnpicklingError("a function body's source file outside its tree")
 
 
 class LazyBodyFuncDecl(_ast.FuncDecl):
@@ -507,30 +515,36 @@ class LazyBodyFuncDecl(_ast.FuncDecl):
 
 
 class _TreePickler(pickle.Pickler):
-    """Pickles a syntax tree with every function body that has one as a separate blob (LazyBodyFuncDecl)."""
+    """Pickles a syntax tree with every function body that has one as a separate blob (LazyBodyFuncDecl).
+    Through dispatch tables (reductions by exact type, looked up by the C pickler), not reducer_override or
+    persistent_id: those call back into Python for every object of the ~100k a library tree has."""
 
-    def reducer_override(self, obj):
-        if type(obj) is _ast.FuncDecl and obj.body is not None:
-            files: list = []
-            ids: dict = {}
+    def __init__(self, file, protocol=pickle.HIGHEST_PROTOCOL):
+        super().__init__(file, protocol=protocol)
+        self.dispatch_table = {_ast.FuncDecl: self._reduce_func}
 
-            def pid(x):
-                if isinstance(x, SourceFile):
-                    i = ids.get(id(x))
-                    if i is None:
-                        i = ids[id(x)] = len(files)
-                        files.append(x)
-                    return str(i)
-                return None
-            buf = io.BytesIO()
-            p = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
-            p.persistent_id = pid
-            p.dump(obj.body)
-            state = {k: v for k, v in obj.__dict__.items() if k != "body"}
-            state["_sj_blob"] = buf.getvalue()
-            state["_sj_files"] = files
-            return (LazyBodyFuncDecl, (), state)
-        return NotImplemented
+    def _reduce_func(self, obj):
+        if obj.body is None:
+            return obj.__reduce_ex__(self._protocol)
+        files: list = []
+        ids: dict = {}
+
+        def file_ref(x):
+            i = ids.get(id(x))
+            if i is None:
+                i = ids[id(x)] = len(files)
+                files.append(x)
+            return (_source_file, (i,))
+        buf = io.BytesIO()
+        p = pickle.Pickler(buf, protocol=self._protocol)
+        p.dispatch_table = {SourceFile: file_ref}
+        p.dump(obj.body)
+        state = {k: v for k, v in obj.__dict__.items() if k != "body"}
+        state["_sj_blob"] = buf.getvalue()
+        state["_sj_files"] = files
+        return (LazyBodyFuncDecl, (), state)
+
+    _protocol = pickle.HIGHEST_PROTOCOL
 
 
 def tree_cacheable(path: str) -> bool:
