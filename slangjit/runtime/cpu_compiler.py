@@ -392,8 +392,35 @@ def source_flags(source: str, cmd: tuple[str, ...], flags: tuple[str, ...]) -> t
 
 def compile_flags() -> tuple[str, ...]:
     extra = os.environ.get("SLANGJIT_CXXFLAGS", "").strip()
-    return BASE_FLAGS + half_rounding_flags(find_compiler()) + isa_flags() + \
-        (tuple(shlex.split(extra)) if extra else ())
+    with _facts_lock:                   # one thread at a time finds the compiler's facts (prepare_async)
+        cmd = find_compiler()
+        flags = BASE_FLAGS + half_rounding_flags(cmd) + isa_flags()
+    return flags + (tuple(shlex.split(extra)) if extra else ())
+
+
+# A cold process learns the compiler's facts (its `--version`, whether it takes the half-rounding flag, the host's
+# ISA level: two compiler processes and /proc/cpuinfo, 3-30 ms) before its first build; prepare_async (a CPU
+# device's creation) has a daemon thread find them while the front end runs.  A warm process reads them from the
+# cache folder (three small files).
+_facts_lock = threading.Lock()
+_facts_started = False
+
+
+def prepare_async() -> None:
+    """Find the C++ compiler and its flags in a daemon thread (once per process); errors are left to the first
+    build, which asks again."""
+    global _facts_started
+    if _facts_started:
+        return
+    _facts_started = True
+    threading.Thread(target=_prepare, name="slangjit-cxx-facts", daemon=True).start()
+
+
+def _prepare() -> None:
+    try:
+        compile_flags()
+    except Exception:  # noqa: BLE001 -- the build that needs the compiler raises it again, to its caller
+        pass
 
 
 # ------------------------------------------------------------------------------------------ cache dir
@@ -837,8 +864,9 @@ atexit.register(_finish_builds)
 
 
 def _after_fork_in_child() -> None:      # a lock held by another thread at fork() would never be released
-    global _compiler_lock, _key_locks, _build_slots
+    global _compiler_lock, _key_locks, _build_slots, _facts_lock
     _compiler_lock = threading.Lock()
+    _facts_lock = threading.Lock()
     _key_locks = {}
     _build_slots = threading.BoundedSemaphore(max(1, min(8, os.cpu_count() or 1)))
     _pending.clear()                    # the parent's build threads do not exist here: its builds are not ours
