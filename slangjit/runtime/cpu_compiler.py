@@ -783,6 +783,7 @@ def _load(source: str, cmd: tuple[str, ...], flags: tuple[str, ...], key: str, t
 # the next one.  A build's error reaches the caller of load_library, as before.
 
 _pending: dict = {}                     # key -> _Build
+_START_WAIT = 0.05                       # seconds load_library_async waits at most for a build's compiler to start
 _build_slots = threading.BoundedSemaphore(max(1, min(8, os.cpu_count() or 1)))   # compiler processes at once
 
 
@@ -849,7 +850,7 @@ def load_library_async(source: str, source_sha256: Optional[bytes] = None) -> bo
     # front end, say): otherwise the compiler starts only when that thread next gets the GIL (5 ms or more
     # later).  Its work before the process starts (writing the source, the precompiled-header check) is
     # ~1-2 ms; the wait is bounded all the same.
-    b.started.wait(0.05)
+    b.started.wait(_START_WAIT)
     return True
 
 
