@@ -392,16 +392,36 @@ def _normalize_deps(raw: Sequence[str], key_paths: set) -> Optional[list]:
     return sorted(out.items())
 
 
+# Called once, at the process's first compile that runs the front end (a miss, or the cache off), with the
+# target and the pipeline options: the CPU runtime starts its early precompiled prelude there
+# (runtime/cpu_compiler.py on_first_front_end; registered by the runtime, which this stage cannot import).
+first_miss_hooks: list = []
+
+
+def _first_miss(target: str, options: PipelineOptions) -> None:
+    if first_miss_hooks:
+        with _lock:
+            hooks = list(first_miss_hooks)
+            first_miss_hooks.clear()
+        for h in hooks:
+            try:
+                h(target, options)
+            except Exception:  # noqa: BLE001 -- an optimisation only
+                pass
+
+
 def cached_compile(compile_fn: Callable, sources, entry_points, *, target, include_paths, compiler_args,
                    type_conformances, options: PipelineOptions = DEFAULT_OPTIONS):
     """Run `compile_fn(sources, entry_points, target=..., ...)` through the cache."""
     kwargs = dict(target=target, include_paths=include_paths, compiler_args=compiler_args,
                   type_conformances=type_conformances, options=options)
     if not enabled():
+        _first_miss(target, options)
         return compile_fn(sources, entry_points, **kwargs)
     t0 = time.perf_counter()
     key = make_key(sources, list(entry_points), target, include_paths, compiler_args, type_conformances, options)
     if key is None:
+        _first_miss(target, options)
         return compile_fn(sources, entry_points, **kwargs)
     entry = _memory.get(key)
     if entry is not None and _deps_valid(entry):
@@ -415,6 +435,7 @@ def cached_compile(compile_fn: Callable, sources, entry_points, *, target, inclu
             return _hit(entry, time.perf_counter() - t0, "disk")
         stats["stale"] += 1
     stats["misses"] += 1
+    _first_miss(target, options)
 
     deps: list = []
     absent: list = []

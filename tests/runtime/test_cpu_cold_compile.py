@@ -325,3 +325,91 @@ def test_device_creation_finds_compiler_facts_and_leaves_errors_to_the_build(tmp
         r = subprocess.run([sys.executable, "-c", code, case], capture_output=True, text=True, env=env, timeout=120)
         assert r.returncode == 0, r.stderr[-2000:]
         assert r.stdout.split() == (["flags", "True", "True"] if case == "found" else ["missing", "True"])
+
+
+# ------------------------------------------------------------------------------------------ early precompiled prelude
+
+def _early_device():
+    import dataclasses
+    from slangjit.compiler.passes.options import DEFAULT_OPTIONS
+    opts = dataclasses.replace(DEFAULT_OPTIONS, cpu=dataclasses.replace(DEFAULT_OPTIONS.cpu, early_pch=True))
+    return spy.create_device(type=spy.DeviceType.cpu, compile_options=opts)
+
+
+SCALAR = """
+RWStructuredBuffer<float> x;
+RWStructuredBuffer<float> y;
+[numthreads(32, 1, 1)]
+void computeMain(uint3 tid : SV_DispatchThreadID) { uint i = tid.x; y[i] = x[i] * x[i] * 3.0 - 1.0; }
+"""
+
+
+@pytest.mark.skipif(not cc._is_gcc(cc.find_compiler()), reason="precompiled headers are made with GCC only")
+def test_early_pch_headers_are_the_programs_prefixes(fresh_cache, tmp_path, monkeypatch):
+    """CpuOptions.early_pch: the first front-end miss starts the headers of the scalar and the lane-loop
+    (privatised) prefixes; they are exactly the MLP's two units' prefixes, MAC-checked, and a later scalar
+    program's build includes its header and computes exact values."""
+    from slangjit.compiler import frontend_cache
+    from slangjit.compiler.emit.program import PCH_END
+    from slangjit.runtime import cpu_pch
+    monkeypatch.setattr(frontend_cache, "first_miss_hooks", [cc._early_pch])
+    cc._pch_ok.clear()
+    dev = _early_device()
+    mlp = ROOT / "examples" / "mlp_training" / "mlp.slang"
+    sources = [dev.load_program(str(mlp), [e]).compiled.source for e in ("learnGradient", "adjustParameters")]
+    for t in list(cc._early_threads):
+        t.join(60)
+    pch = fresh_cache / "cpu" / "pch"
+    gchs = sorted(pch.glob("*.h.gch"))
+    assert len(gchs) == 2 and not list(pch.glob(".pch-*"))
+    cmd = cc.find_compiler()
+    for src in sources:
+        prefix = src[: src.index("\n" + PCH_END + "\n") + 1]
+        flags = cc.source_flags(src, cmd, cc.compile_flags())
+        import hashlib
+        h = hashlib.sha256()
+        for part in (cpu_pch._PCH_VERSION, prefix.encode(), "\0".join(cmd).encode(), cc.compiler_version(cmd).encode(),
+                     "\0".join(flags).encode()):
+            h.update(len(part).to_bytes(8, "little"))
+            h.update(part)
+        gch = pch / (h.hexdigest()[:40] + ".h.gch")
+        assert gch in gchs and cpu_pch._pch_verify(gch, fresh_cache / "cpu", h.hexdigest())
+    calls = []
+    real = cc._run_compiler
+    monkeypatch.setattr(cc, "_run_compiler", lambda argv: calls.append(list(argv)) or real(argv))
+    p = tmp_path / "scalar.slang"
+    p.write_text(SCALAR)
+    k = dev.create_compute_kernel(dev.load_program(str(p), ["computeMain"]))
+    xs = np.linspace(-2, 2, 64).astype(np.float32)
+    bx = dev.create_buffer(element_count=64, struct_size=4, usage=RW, data=xs)
+    by = dev.create_buffer(element_count=64, struct_size=4, usage=RW)
+    k.dispatch(thread_count=[64, 1, 1], vars={"x": bx, "y": by})
+    np.testing.assert_array_equal(by.to_numpy().view(np.float32), (xs * xs * np.float32(3.0) - np.float32(1.0)))
+    assert len(calls) == 1 and "-include" in calls[0]
+
+
+@pytest.mark.skipif(not cc._is_gcc(cc.find_compiler()), reason="precompiled headers are made with GCC only")
+def test_early_pch_abandoned_at_exit_leaves_no_files(tmp_path):
+    """A process that exits while its early headers are being made stops their compilers: no temporary file
+    is left, and whatever header is there is complete (its MAC checks out)."""
+    code = textwrap.dedent("""
+        import dataclasses, sys
+        import slangjit as spy
+        from slangjit.compiler import SourceSpec, compile_program
+        from slangjit.compiler.passes.options import DEFAULT_OPTIONS
+        opts = dataclasses.replace(DEFAULT_OPTIONS, cpu=dataclasses.replace(DEFAULT_OPTIONS.cpu, early_pch=True))
+        compile_program([SourceSpec(text=sys.argv[1], name="k")], ["computeMain"], target="cpp", options=opts)
+    """)
+    for _ in range(2):
+        cache = tmp_path / f"cache{_}"
+        env = dict(os.environ, SLANGJIT_CACHE_DIR=str(cache), PYTHONPATH=str(ROOT))
+        env.pop("SLANGJIT_NO_PCH", None)
+        r = subprocess.run([sys.executable, "-c", code, SCALAR], capture_output=True, text=True, env=env, timeout=120)
+        assert r.returncode == 0, r.stderr[-2000:]
+        pch = cache / "cpu" / "pch"
+        left = [p.name for p in pch.iterdir()] if pch.exists() else []
+        assert not [n for n in left if n.startswith(".")], left
+        from slangjit.runtime import cpu_pch
+        for gch in pch.glob("*.h.gch") if pch.exists() else []:
+            mac = gch.with_name(gch.name[: -len(".h.gch")] + ".mac")
+            assert mac.is_file()
