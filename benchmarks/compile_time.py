@@ -22,6 +22,16 @@ Every measurement runs in a fresh Python process (so no in-memory cache helps):
          With --against, the same runs of another checkout (e.g. a `git archive` of the branch point, its own
          cache folder) alternate with this one's, so both see the same machine load.
 
+    python benchmarks/compile_time.py --mlp-cold N [--against OTHER_CHECKOUT] [--early-pch]
+
+* MLP cold compile: the seed MLP module of benchmarks/cpu_mlp.py (`learnGradient` + `adjustParameters`, its
+         native-add source) in a new process on a new empty cache folder: `load_program` + `create_compute_kernel`
+         for both until both libraries are loaded (as cpu_mlp.py's cold line; import and device creation
+         excluded), wall and CPU (the process and its compiler processes); then a second process on the same
+         folder (cache hit).  N rounds; with --against, each round runs the other checkout too (its own cache
+         folders, order alternating), so both see the same machine load.  --early-pch: this tree's children with
+         CpuOptions.early_pch on (`--early-pch --against .` compares it with the default in one tree).
+
 "ready" = `load_program` + `create_compute_kernel` + the kernel's library loaded (the C++ build runs in
 the background from `load_program` on, and a kernel loads its library at first use: this waits for it).  Medians of
 several runs are printed; nothing is asserted.
@@ -136,6 +146,85 @@ def module_load(n: int, against) -> None:
             print(f"  warm {key}: against / this = {a / b:.2f}x")
 
 
+MLP_CHILD = r"""
+import json, os, sys, time
+import slangjit as spy
+kw = {}
+if os.environ.get("SJ_BENCH_EARLY_PCH"):      # --early-pch: CpuOptions.early_pch on (this tree only)
+    import dataclasses
+    from slangjit.compiler.passes.options import DEFAULT_OPTIONS
+    kw["compile_options"] = dataclasses.replace(DEFAULT_OPTIONS, cpu=dataclasses.replace(DEFAULT_OPTIONS.cpu, early_pch=True))
+dev = spy.create_device(type=spy.DeviceType.cpu, **kw)
+c0, t0 = os.times(), time.perf_counter()
+kernels = [dev.create_compute_kernel(dev.load_program(sys.argv[1], [e])) for e in ("learnGradient", "adjustParameters")]
+t1 = time.perf_counter()
+for k in kernels:
+    k.library
+t2 = time.perf_counter()
+c2 = os.times()
+cpu = sum(c2[:4]) - sum(c0[:4])
+print(json.dumps({"created": t1 - t0, "ready": t2 - t0, "cpu": cpu, "file": spy.__file__,
+                  "from_disk": [k.library.from_disk for k in kernels]}))
+"""
+
+
+def mlp_cold(n: int, against, early_pch: bool = False) -> None:
+    sys.path.insert(0, str(HERE))
+    import cpu_mlp
+    src = Path(tempfile.mkdtemp(prefix="sj-mlp-src-")) / "mlp.slang"
+    src.write_text(cpu_mlp.patched_source(True))
+    trees = [("this", ROOT)] + ([("against", Path(against).resolve())] if against else [])
+    pycs = {name: tempfile.mkdtemp(prefix=f"sj-pyc-{name}-") for name, _ in trees}
+    if early_pch:
+        print("this: CpuOptions.early_pch on")
+
+    def run(name, root, cache):
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "SLANGJIT_NO_FRONTEND_CACHE")}
+        env.update(SLANGJIT_CACHE_DIR=cache, PYTHONPYCACHEPREFIX=pycs[name], PYTHONPATH=str(root))
+        env.pop("SJ_BENCH_EARLY_PCH", None)
+        if early_pch and name == "this":
+            env["SJ_BENCH_EARLY_PCH"] = "1"
+        p = subprocess.run([sys.executable, "-c", MLP_CHILD, str(src)], capture_output=True, text=True, env=env,
+                           cwd=str(root))
+        if p.returncode != 0:
+            raise SystemExit(f"child failed:\n{p.stderr}")
+        r = json.loads(p.stdout.strip().splitlines()[-1])
+        assert Path(r["file"]).resolve().is_relative_to(root), (r["file"], root)
+        return r
+
+    for name, root in trees:            # bytecode written once per tree (not part of any figure)
+        run(name, root, tempfile.mkdtemp(prefix="sj-mlp-warmup-"))
+    rows: dict = {name: {"cold": [], "hit": []} for name, _ in trees}
+    for i in range(n):
+        for name, root in (trees if i % 2 == 0 else trees[::-1]):
+            cache = tempfile.mkdtemp(prefix=f"sj-mlp-cold-{name}-")
+            cold = run(name, root, cache)
+            hit = run(name, root, cache)
+            assert not any(cold["from_disk"]) and all(hit["from_disk"]), (cold, hit)
+            rows[name]["cold"].append(cold)
+            rows[name]["hit"].append(hit)
+    med = statistics.median
+    print(f"seed MLP module (learnGradient + adjustParameters), new process, empty cache; {n} rounds"
+          + (" (trees alternating)" if against else "") + f"; load average {os.getloadavg()[0]:.2f}")
+    print(f"{'':<44}" + "".join(f"{name:>22}" for name, _ in trees))
+    for label, kind, key, fmt in (("cold: ready, wall ms (median / min)", "cold", "ready", 0),
+                                  ("cold: CPU ms incl. compilers (median / min)", "cold", "cpu", 0),
+                                  ("cold: front ends done, wall ms (median)", "cold", "created", 0),
+                                  ("cache hit: ready, wall ms (median / min)", "hit", "ready", 1)):
+        cells = []
+        for name, _ in trees:
+            v = [r[key] * 1e3 for r in rows[name][kind]]
+            cells.append(f"{med(v):.{fmt}f}" + ("" if "created" in label else f" / {min(v):.{fmt}f}"))
+        print(f"  {label:<42}" + "".join(f"{c:>22}" for c in cells))
+    for name, _ in trees:
+        print(f"  {name}: cold ready ms per round: " + ", ".join(f"{r['ready'] * 1e3:.0f}" for r in rows[name]["cold"]))
+    if against:
+        for key in ("ready", "cpu"):
+            a = med(r[key] for r in rows["against"]["cold"])
+            b = med(r[key] for r in rows["this"]["cold"])
+            print(f"  cold {key}: against / this = {a / b:.2f}x")
+
+
 def run_child(env_extra: dict, drop=()) -> dict:
     env = dict(os.environ)
     for k in drop:
@@ -160,7 +249,9 @@ def main() -> None:
     ap.add_argument("--child", action="store_true")
     ap.add_argument("--module-child", action="store_true")
     ap.add_argument("--module-load", type=int, default=0, metavar="N")
-    ap.add_argument("--against", default=None, help="another checkout to alternate with (--module-load)")
+    ap.add_argument("--mlp-cold", type=int, default=0, metavar="N")
+    ap.add_argument("--early-pch", action="store_true", help="--mlp-cold: this tree with CpuOptions.early_pch on")
+    ap.add_argument("--against", default=None, help="another checkout to alternate with (--module-load, --mlp-cold)")
     args = ap.parse_args()
     if args.child:
         child()
@@ -170,6 +261,9 @@ def main() -> None:
         return
     if args.module_load:
         module_load(args.module_load, args.against)
+        return
+    if args.mlp_cold:
+        mlp_cold(args.mlp_cold, args.against, args.early_pch)
         return
 
     lines = sum(1 for _ in open(MODULE))

@@ -67,8 +67,8 @@ def _parse_uncached(text: str, path: str, include_paths, defines):
     files: list = []
     missed: list = []
     mod = parse_module(text, path, list(include_paths), defines, deps=files, absent=missed)
-    if key is not None:
-        frontend_cache.store_tree(key, mod, files, missed)
+    if key is not None:                 # written off the critical path (frontend_cache.defer_tree)
+        frontend_cache.defer_tree(key, mod, files, missed)
     return mod, files, missed
 
 

@@ -28,6 +28,7 @@ runtime's library cache, no C++ compiler): `load_program` -> first dispatch in a
 """
 from __future__ import annotations
 
+import atexit
 import contextvars
 import copy
 import hashlib
@@ -391,16 +392,36 @@ def _normalize_deps(raw: Sequence[str], key_paths: set) -> Optional[list]:
     return sorted(out.items())
 
 
+# Called once, at the process's first compile that runs the front end (a miss, or the cache off), with the
+# target and the pipeline options: the CPU runtime starts its early precompiled prelude there
+# (runtime/cpu_compiler.py on_first_front_end; registered by the runtime, which this stage cannot import).
+first_miss_hooks: list = []
+
+
+def _first_miss(target: str, options: PipelineOptions) -> None:
+    if first_miss_hooks:
+        with _lock:
+            hooks = list(first_miss_hooks)
+            first_miss_hooks.clear()
+        for h in hooks:
+            try:
+                h(target, options)
+            except Exception:  # noqa: BLE001 -- an optimisation only
+                pass
+
+
 def cached_compile(compile_fn: Callable, sources, entry_points, *, target, include_paths, compiler_args,
                    type_conformances, options: PipelineOptions = DEFAULT_OPTIONS):
     """Run `compile_fn(sources, entry_points, target=..., ...)` through the cache."""
     kwargs = dict(target=target, include_paths=include_paths, compiler_args=compiler_args,
                   type_conformances=type_conformances, options=options)
     if not enabled():
+        _first_miss(target, options)
         return compile_fn(sources, entry_points, **kwargs)
     t0 = time.perf_counter()
     key = make_key(sources, list(entry_points), target, include_paths, compiler_args, type_conformances, options)
     if key is None:
+        _first_miss(target, options)
         return compile_fn(sources, entry_points, **kwargs)
     entry = _memory.get(key)
     if entry is not None and _deps_valid(entry):
@@ -414,6 +435,7 @@ def cached_compile(compile_fn: Callable, sources, entry_points, *, target, inclu
             return _hit(entry, time.perf_counter() - t0, "disk")
         stats["stale"] += 1
     stats["misses"] += 1
+    _first_miss(target, options)
 
     deps: list = []
     absent: list = []
@@ -450,8 +472,8 @@ def cached_compile(compile_fn: Callable, sources, entry_points, *, target, inclu
 # probed before them must still be absent (as for program entries).  Only files inside the compiler's own
 # folder are cached: a user's module is small and parses in a few ms.
 
-_TREE_FORMAT = b"slangjit-ast-v1"
-tree_stats = {"disk_hits": 0, "misses": 0, "stores": 0, "corrupt": 0, "stale": 0}
+_TREE_FORMAT = b"slangjit-ast-v2"
+tree_stats = {"disk_hits": 0, "misses": 0, "stores": 0, "corrupt": 0, "stale": 0, "queued": 0}
 
 
 class _TreeUnpickler(pickle.Unpickler):
@@ -471,14 +493,22 @@ class _TreeUnpickler(pickle.Unpickler):
 
 
 class _BodyUnpickler(_TreeUnpickler):
-    """A function body pickled on its own: its source files are the enclosing tree's (persistent ids)."""
+    """A function body pickled on its own: its source files are the enclosing tree's (`_source_file(i)` in the
+    blob is the i-th of them)."""
 
     def __init__(self, data, files):
         super().__init__(io.BytesIO(data))
         self._files = files
 
-    def persistent_load(self, pid):
-        return self._files[int(pid)]
+    def find_class(self, module: str, name: str):
+        if module == __name__ and name == "_source_file":
+            return self._files.__getitem__
+        return super().find_class(module, name)
+
+
+def _source_file(i: int):
+    """Stands, in a pickled function body, for the enclosing tree's i-th source file (_BodyUnpickler)."""
+    raise pickle.UnpicklingError("a function body's source file outside its tree")
 
 
 class LazyBodyFuncDecl(_ast.FuncDecl):
@@ -506,30 +536,36 @@ class LazyBodyFuncDecl(_ast.FuncDecl):
 
 
 class _TreePickler(pickle.Pickler):
-    """Pickles a syntax tree with every function body that has one as a separate blob (LazyBodyFuncDecl)."""
+    """Pickles a syntax tree with every function body that has one as a separate blob (LazyBodyFuncDecl).
+    Through dispatch tables (reductions by exact type, looked up by the C pickler), not reducer_override or
+    persistent_id: those call back into Python for every object of the ~100k a library tree has."""
 
-    def reducer_override(self, obj):
-        if type(obj) is _ast.FuncDecl and obj.body is not None:
-            files: list = []
-            ids: dict = {}
+    def __init__(self, file, protocol=pickle.HIGHEST_PROTOCOL):
+        super().__init__(file, protocol=protocol)
+        self.dispatch_table = {_ast.FuncDecl: self._reduce_func}
 
-            def pid(x):
-                if isinstance(x, SourceFile):
-                    i = ids.get(id(x))
-                    if i is None:
-                        i = ids[id(x)] = len(files)
-                        files.append(x)
-                    return str(i)
-                return None
-            buf = io.BytesIO()
-            p = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
-            p.persistent_id = pid
-            p.dump(obj.body)
-            state = {k: v for k, v in obj.__dict__.items() if k != "body"}
-            state["_sj_blob"] = buf.getvalue()
-            state["_sj_files"] = files
-            return (LazyBodyFuncDecl, (), state)
-        return NotImplemented
+    def _reduce_func(self, obj):
+        if obj.body is None:
+            return obj.__reduce_ex__(self._protocol)
+        files: list = []
+        ids: dict = {}
+
+        def file_ref(x):
+            i = ids.get(id(x))
+            if i is None:
+                i = ids[id(x)] = len(files)
+                files.append(x)
+            return (_source_file, (i,))
+        buf = io.BytesIO()
+        p = pickle.Pickler(buf, protocol=self._protocol)
+        p.dispatch_table = {SourceFile: file_ref}
+        p.dump(obj.body)
+        state = {k: v for k, v in obj.__dict__.items() if k != "body"}
+        state["_sj_blob"] = buf.getvalue()
+        state["_sj_files"] = files
+        return (LazyBodyFuncDecl, (), state)
+
+    _protocol = pickle.HIGHEST_PROTOCOL
 
 
 def tree_cacheable(path: str) -> bool:
@@ -585,19 +621,33 @@ def load_tree(key: str):
 
 
 def store_tree(key: str, mod, included: Sequence[str], missed: Sequence[str]) -> None:
-    """Write a parsed module to the disk cache (silently skipped where it cannot be: read-only cache,
+    """Write a parsed module to the disk cache now (silently skipped where it cannot be: read-only cache,
     a dependency that cannot be read, a tree too deep to pickle)."""
+    deps = _tree_deps(included)
+    if deps is None:
+        return
+    try:
+        folder = cache_dir()
+    except OSError:
+        return
+    _write_tree(key, mod, deps, list(missed), folder)
+
+
+def _tree_deps(included: Sequence[str]) -> Optional[list]:
     deps = []
     for p in included:
         digest = _file_sha(p)
         if digest is None:
-            return
+            return None
         deps.append((p, digest))
+    return deps
+
+
+def _write_tree(key: str, mod, deps: list, missed: list, folder: Path) -> None:
     try:
-        folder = cache_dir()
         buf = io.BytesIO()
         _TreePickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(
-            {"key": key, "module": mod, "deps": deps, "missed": list(missed)})
+            {"key": key, "module": mod, "deps": deps, "missed": missed})
         payload = buf.getvalue()
         mac = entry_mac(folder, key, payload)
         if mac is None:
@@ -609,3 +659,88 @@ def store_tree(key: str, mod, included: Sequence[str], missed: Sequence[str]) ->
         tree_stats["stores"] += 1
     except Exception:  # noqa: BLE001  (RecursionError, read-only disk: the next process parses again)
         pass
+
+
+# Writing the trees is ~0.05-0.08 s of pickling on an empty cache folder, in the middle of a cold compile's
+# front end.  `defer_tree` queues them instead (the dependencies are hashed at once: what was parsed is what
+# is recorded); they are pickled and written by a daemon thread once `write_trees_in_background()` is called
+# (by the CPU runtime when a caller starts waiting for a C++ build: the front end is done and the process
+# idle), and whatever is still queued at exit is written then (`flush_trees`).  Syntax trees are never
+# changed after parsing (the checker builds IR and new declarations, it does not annotate the trees), so the
+# pickle written later is the one that would have been written at once (tests/compiler/test_tree_writes.py).
+
+_tree_pending: list = []                # (key, module, deps, missed, folder), oldest first
+_tree_writer: Optional[threading.Thread] = None
+_tree_lock = threading.Lock()
+
+
+def defer_tree(key: str, mod, included: Sequence[str], missed: Sequence[str]) -> None:
+    """Queue a parsed module for the disk cache (see above); skipped where store_tree would skip it."""
+    deps = _tree_deps(included)
+    if deps is None:
+        return
+    try:
+        folder = cache_dir()            # the folder in use now, even if $SLANGJIT_CACHE_DIR changes later
+    except OSError:
+        return
+    with _tree_lock:
+        _tree_pending.append((key, mod, deps, list(missed), folder))
+        tree_stats["queued"] += 1
+
+
+def pending_trees() -> int:
+    """Trees queued or being written."""
+    with _tree_lock:
+        return len(_tree_pending) + (_tree_writer is not None)
+
+
+def write_trees_in_background() -> None:
+    """Start writing the queued trees in a daemon thread, unless none is queued or a writer runs already."""
+    global _tree_writer
+    with _tree_lock:
+        if not _tree_pending or _tree_writer is not None:
+            return
+        t = _tree_writer = threading.Thread(target=_drain_trees, name="slangjit-trees", daemon=True)
+    t.start()
+
+
+def _drain_trees() -> None:
+    global _tree_writer
+    while True:
+        with _tree_lock:
+            if not _tree_pending:
+                if _tree_writer is threading.current_thread():
+                    _tree_writer = None
+                return
+            job = _tree_pending.pop(0)
+        _write_tree(*job)
+
+
+def flush_trees() -> None:
+    """Write every queued tree before returning (waits for the background writer); registered at exit."""
+    global _tree_writer
+    while True:
+        with _tree_lock:
+            t = _tree_writer
+            job = _tree_pending.pop(0) if t is None and _tree_pending else None
+        if t is not None:
+            t.join()
+            with _tree_lock:            # a writer that died without clearing itself (it cannot, but never hang)
+                if _tree_writer is t and not t.is_alive():
+                    _tree_writer = None
+        elif job is not None:
+            _write_tree(*job)
+        else:
+            return
+
+
+def _trees_after_fork_in_child() -> None:
+    global _tree_lock, _tree_writer
+    _tree_lock = threading.Lock()       # a lock held by the parent's writer at fork() would never be released
+    _tree_writer = None
+    _tree_pending.clear()               # the parent writes its own queue
+
+
+atexit.register(flush_trees)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_trees_after_fork_in_child)

@@ -15,7 +15,7 @@ from typing import Optional, Sequence
 from ..compiler.passes.options import DEFAULT_OPTIONS, PipelineOptions
 from ..compiler.reflection import CompiledProgram
 from .base import Buffer, BufferDesc, Device, DeviceInfo, DeviceType, KernelBase, ShaderProgram
-from .cpu_compiler import load_library, load_library_async
+from .cpu_compiler import load_library, load_library_async, prepare_async
 from .kernel_errors import ErrorRecord, raise_if_failed, sites_lookup
 
 
@@ -225,6 +225,7 @@ class CpuDevice(Device):
     def __init__(self, type: DeviceType = DeviceType.cpu, include_paths: Sequence = (), compiler_args: Sequence = (),
                  enable_debug_layers: bool = False, compile_options: PipelineOptions = DEFAULT_OPTIONS):
         super().__init__(type, include_paths, compiler_args, enable_debug_layers, compile_options)
+        prepare_async()                 # the C++ compiler's facts, found while the first front end runs
 
     def _make_info(self) -> DeviceInfo:
         # platform.machine(), not platform.processor(): on Linux the latter runs `uname -p` in a subprocess

@@ -51,6 +51,9 @@ from pathlib import Path
 from typing import Optional
 
 from .. import cache_paths
+from ..compiler import frontend_cache
+from .cpu_pch import PCH_END, _run_process, _tls, drop_pch, precompiled_prefix, stop_early
+from .cpu_pch import _PCH_VERSION, _pch_ok, _pch_verify  # noqa: F401  (tests reach them through this module)
 from ..cache_paths import cache_dir, cache_dirs, entry_mac, mac_ok, remove_entry   # per-user folders + entry MACs
 
 BASE_FLAGS = ("-std=c++17", "-O2", "-fwrapv", "-fPIC", "-shared", "-fno-strict-aliasing",
@@ -391,8 +394,35 @@ def source_flags(source: str, cmd: tuple[str, ...], flags: tuple[str, ...]) -> t
 
 def compile_flags() -> tuple[str, ...]:
     extra = os.environ.get("SLANGJIT_CXXFLAGS", "").strip()
-    return BASE_FLAGS + half_rounding_flags(find_compiler()) + isa_flags() + \
-        (tuple(shlex.split(extra)) if extra else ())
+    with _facts_lock:                   # one thread at a time finds the compiler's facts (prepare_async)
+        cmd = find_compiler()
+        flags = BASE_FLAGS + half_rounding_flags(cmd) + isa_flags()
+    return flags + (tuple(shlex.split(extra)) if extra else ())
+
+
+# A cold process learns the compiler's facts (its `--version`, whether it takes the half-rounding flag, the host's
+# ISA level: two compiler processes and /proc/cpuinfo, 3-30 ms) before its first build; prepare_async (a CPU
+# device's creation) has a daemon thread find them while the front end runs.  A warm process reads them from the
+# cache folder (three small files).
+_facts_lock = threading.Lock()
+_facts_started = False
+
+
+def prepare_async() -> None:
+    """Find the C++ compiler and its flags in a daemon thread (once per process); errors are left to the first
+    build, which asks again."""
+    global _facts_started
+    if _facts_started:
+        return
+    _facts_started = True
+    threading.Thread(target=_prepare, name="slangjit-cxx-facts", daemon=True).start()
+
+
+def _prepare() -> None:
+    try:
+        compile_flags()
+    except Exception:  # noqa: BLE001 -- the build that needs the compiler raises it again, to its caller
+        pass
 
 
 # ------------------------------------------------------------------------------------------ cache dir
@@ -415,6 +445,11 @@ def _unlink(p) -> None:
         os.unlink(p)
     except OSError:
         pass
+
+
+def _is_gcc(cmd: tuple[str, ...]) -> bool:
+    v = compiler_version(cmd)
+    return "Free Software Foundation" in v and "clang" not in v.lower()
 
 
 # ------------------------------------------------------------------------------------------ library
@@ -498,7 +533,7 @@ def _verify(path: Path, folder: Path, key: str) -> bool:
 
 def _run_compiler(argv: list) -> "subprocess.CompletedProcess":
     try:
-        return subprocess.run(argv, capture_output=True, text=True)
+        return _run_process(argv)
     except OSError as e:
         raise CompilerNotFoundError(f"C++ compiler {argv[0]!r} cannot be run: {e}") from None
 
@@ -506,7 +541,8 @@ def _run_compiler(argv: list) -> "subprocess.CompletedProcess":
 def _build(source: str, cmd: tuple[str, ...], flags: tuple[str, ...], key: str, final: Path) -> float:
     d = final.parent
     t0 = time.perf_counter()
-    pch = _precompiled_prefix(source, cmd, flags, d)     # (-include argument, the rest of the source) or None
+    pch = precompiled_prefix(source, cmd, compiler_version(cmd), flags, d) if _is_gcc(cmd) else None
+    # (the -include argument, the rest of the source) or None
     fd, src_tmp = tempfile.mkstemp(dir=str(d), prefix=f".build-{key[:16]}-", suffix=".cpp")
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(source if pch is None else pch[1])
@@ -517,7 +553,7 @@ def _build(source: str, cmd: tuple[str, ...], flags: tuple[str, ...], key: str, 
         if pch is not None:
             p = _run_compiler([*cmd, *flags, "-include", pch[0], "-o", lib_tmp, src_tmp, *link_libs()])
             if p.returncode != 0 or os.path.getsize(lib_tmp) == 0:     # the header is not usable: without it
-                _drop_pch(pch[0])
+                drop_pch(pch[0])
                 with open(src_tmp, "w", encoding="utf-8") as f:
                     f.write(source)
                 p = None
@@ -555,109 +591,50 @@ def _build(source: str, cmd: tuple[str, ...], flags: tuple[str, ...], key: str, 
         _unlink(lib_tmp)
 
 
-# ------------------------------------------------------------------------------------------ precompiled prefix
-#
-# Every generated translation unit starts with the prelude and the target's fixed parts, up to the line
-# PCH_END (emit/program.py): text that depends on the target's options (lanes, privatised adds, vector math),
-# never on the program.  With GCC, that prefix is precompiled (a .gch, ~20 MB) once per prefix, compiler and
-# flags into `<cache>/cpu/pch/`, and a build compiles only the rest with `-include` (the prelude's parsing is
-# ~0.1 s of every build).  The header is made the second time a prefix is built in a cache folder (a one-off
-# temporary cache never pays for it), by the build that needs it.  A .gch carries an HMAC (`<name>.mac`, the
-# folder's secret, as every entry) checked once per process before the compiler may read it; a header the
-# compiler rejects is deleted and the build runs on the whole source.
-
-PCH_END = "// slangjit: end of the precompiled prefix"      # emit/program.py PCH_END
-_PCH_VERSION = b"slangjit-pch-v1"
-_pch_ok: dict = {}                      # .gch path -> True once its MAC was checked in this process
-_pch_locks: dict = {}
-
-
-def _is_gcc(cmd: tuple[str, ...]) -> bool:
-    v = compiler_version(cmd)
-    return "Free Software Foundation" in v and "clang" not in v.lower()
-
-
-def _precompiled_prefix(source: str, cmd: tuple[str, ...], flags: tuple[str, ...], d: Path):
-    """(the `-include` argument naming the prefix's .gch, the source after the prefix), or None: no prefix
-    marker, not GCC, no header yet (made here the second time a prefix is built), or it cannot be made."""
-    i = source.find("\n" + PCH_END + "\n")
-    if i < 0 or os.environ.get("SLANGJIT_NO_PCH") or not _is_gcc(cmd):
-        return None
-    prefix, rest = source[: i + 1], source[i + 1:]
-    h = hashlib.sha256()
-    for part in (_PCH_VERSION, prefix.encode("utf-8"), "\0".join(cmd).encode(), compiler_version(cmd).encode(),
-                 "\0".join(flags).encode()):
-        h.update(len(part).to_bytes(8, "little"))
-        h.update(part)
-    pkey = h.hexdigest()
-    folder = d / "pch"
-    header = folder / (pkey[:40] + ".h")            # the compiler reads header + ".gch"; the header never exists
-    gch = folder / (pkey[:40] + ".h.gch")
-    body = "// (prelude: the precompiled header)\n" + rest
-    with _compiler_lock:
-        lock = _pch_locks.setdefault(pkey, threading.Lock())
-    with lock:
-        if _pch_ok.get(str(gch)) and os.path.isfile(gch):
-            return str(header), body
-        if os.path.lexists(gch):
-            if _pch_verify(gch, d, pkey):
-                _pch_ok[str(gch)] = True
-                return str(header), body
-            _drop_pch(str(header))
-        seen = folder / (pkey[:40] + ".seen")
-        if not os.path.exists(seen):
-            try:
-                folder.mkdir(mode=0o700, exist_ok=True)
-                seen.touch()
-            except OSError:
-                pass
-            return None
-        if not _make_pch(prefix, cmd, flags, d, folder, gch, pkey):
-            return None
-        _pch_ok[str(gch)] = True
-        return str(header), body
-
-
-def _pch_verify(gch: Path, d: Path, pkey: str) -> bool:
+def precompile_prefix(prefix: str) -> None:
+    """Make the precompiled header of this prefix (emit/program.py cpp_prefix) now, unless it exists: the early
+    prelude of CpuOptions.early_pch, run in a daemon thread per prefix while the front end runs.  A build of a
+    unit with this prefix that comes meanwhile waits for it (the prefix's lock); at exit a header still being
+    made is abandoned (its compiler stopped, its temporary files removed: _stop_early)."""
+    _tls.early = True
     try:
-        with open(gch, "rb") as f:
-            data = f.read()
-        with open(str(gch)[: -len(".h.gch")] + ".mac", "rb") as f:
-            mac = f.read()
-    except OSError:
-        return False
-    return mac_ok(d, pkey, data, mac)
-
-
-def _make_pch(prefix: str, cmd, flags, d: Path, folder: Path, gch: Path, pkey: str) -> bool:
-    fd, h_tmp = tempfile.mkstemp(dir=str(folder), prefix=".pch-", suffix=".h")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(prefix)
-    g_tmp = h_tmp + ".gch"
-    try:
-        try:
-            p = subprocess.run([*cmd, *flags, "-x", "c++-header", "-o", g_tmp, h_tmp], capture_output=True)
-        except OSError:
-            return False
-        if p.returncode != 0 or not os.path.isfile(g_tmp):
-            return False
-        with open(g_tmp, "rb") as f:
-            mac = entry_mac(d, pkey, f.read())
-        if mac is None:
-            return False
-        _atomic_write(folder / (pkey[:40] + ".mac"), mac)
-        os.replace(g_tmp, gch)
-        return True
+        cmd = find_compiler()
+        base = compile_flags()
+        if os.environ.get("SLANGJIT_NO_PCH") or not _is_gcc(cmd):
+            return
+        precompiled_prefix(prefix + PCH_END + "\n", cmd, compiler_version(cmd), source_flags(prefix, cmd, base),
+                           cache_dir(), early=True)
+    except Exception:  # noqa: BLE001 -- an optimisation only: builds make or skip the header as before
+        pass
     finally:
-        _unlink(h_tmp)
-        _unlink(g_tmp)
+        _tls.early = False
 
 
-def _drop_pch(header: str) -> None:
-    _pch_ok.pop(header + ".gch", None)
-    for p in (header + ".gch", header[: -len(".h")] + ".mac"):
-        if os.path.lexists(p):
-            remove_entry(p)
+_early_threads: list = []
+
+
+def _stop_early() -> None:
+    stop_early()
+    for t in _early_threads:
+        t.join(5.0)
+
+
+def _early_pch(target: str, options) -> None:
+    """frontend_cache's first-miss hook: start the early precompiled prelude (CpuOptions.early_pch)."""
+    cpu = getattr(options, "cpu", None)
+    if target != "cpp" or not getattr(cpu, "early_pch", False):
+        return
+    from ..compiler.emit.program import cpp_prefix   # reason: the emitter, imported only by a front-end miss
+    for lanes in (True, False):         # the lane-loop kernels' first: theirs are the long builds
+        prefix = cpp_prefix(cpu, lane_loops=lanes, privatised=lanes)
+        if prefix:
+            t = threading.Thread(target=precompile_prefix, args=(prefix,), name="slangjit-pch", daemon=True)
+            _early_threads.append(t)
+            t.start()
+
+
+frontend_cache.first_miss_hooks.append(_early_pch)
+atexit.register(_stop_early)
 
 
 def load_library(source: str, source_sha256: Optional[bytes] = None) -> CpuLibrary:
@@ -677,6 +654,8 @@ def load_library(source: str, source_sha256: Optional[bytes] = None) -> CpuLibra
         return lib
     fut = _pending.get(key)
     if fut is not None:
+        if not fut.done():              # this thread waits for the C++ compiler: a good time for the
+            frontend_cache.write_trees_in_background()     # front end's deferred syntax-tree writes
         try:
             return fut.result()
         finally:
@@ -733,6 +712,7 @@ def _load(source: str, cmd: tuple[str, ...], flags: tuple[str, ...], key: str, t
 # the next one.  A build's error reaches the caller of load_library, as before.
 
 _pending: dict = {}                     # key -> _Build
+_START_WAIT = 0.05                       # seconds load_library_async waits at most for a build's compiler to start
 _build_slots = threading.BoundedSemaphore(max(1, min(8, os.cpu_count() or 1)))   # compiler processes at once
 
 
@@ -741,17 +721,26 @@ class _Build:
 
     def __init__(self, fn, *args):
         self._done = threading.Event()
+        self.started = threading.Event()    # set once its compiler process runs (or it waits for a slot, or ended)
         self._value = self._error = None
         self._thread = threading.Thread(target=self._run, args=(fn, args), name="slangjit-cxx", daemon=True)
         self._thread.start()
 
     def _run(self, fn, args) -> None:
+        _tls.started = self.started
         try:
-            with _build_slots:
+            if not _build_slots.acquire(blocking=False):
+                self.started.set()          # all slots busy: nobody should wait for this one to start
+                _build_slots.acquire()
+            try:
                 self._value = fn(*args)
+            finally:
+                _build_slots.release()
         except BaseException as e:  # noqa: BLE001 -- handed to the waiter
             self._error = e
         finally:
+            _tls.started = None
+            self.started.set()
             self._done.set()
 
     def done(self) -> bool:
@@ -785,7 +774,12 @@ def load_library_async(source: str, source_sha256: Optional[bytes] = None) -> bo
     with _compiler_lock:
         if _known(key, name):
             return False
-        _pending[key] = _Build(_load, source, cmd, flags, key, time.perf_counter())
+        b = _pending[key] = _Build(_load, source, cmd, flags, key, time.perf_counter())
+    # Let the build thread reach its compiler process before this thread goes on (to the next program's
+    # front end, say): otherwise the compiler starts only when that thread next gets the GIL (5 ms or more
+    # later).  Its work before the process starts (writing the source, the precompiled-header check) is
+    # ~1-2 ms; the wait is bounded all the same.
+    b.started.wait(_START_WAIT)
     return True
 
 
@@ -800,11 +794,13 @@ atexit.register(_finish_builds)
 
 
 def _after_fork_in_child() -> None:      # a lock held by another thread at fork() would never be released
-    global _compiler_lock, _key_locks, _build_slots
+    global _compiler_lock, _key_locks, _build_slots, _facts_lock
     _compiler_lock = threading.Lock()
+    _facts_lock = threading.Lock()
     _key_locks = {}
     _build_slots = threading.BoundedSemaphore(max(1, min(8, os.cpu_count() or 1)))
     _pending.clear()                    # the parent's build threads do not exist here: its builds are not ours
+    _early_threads.clear()
 
 
 if hasattr(os, "register_at_fork"):

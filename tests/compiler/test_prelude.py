@@ -50,6 +50,7 @@ def _dlist(a) -> str:
 
 CPP = r"""
 #include "@PRELUDE@"
+#include <cmath>    // NAN, INFINITY (the prelude declares only the C functions it calls)
 #include <thread>
 #include <vector>
 namespace sj { namespace t {   // inside sj so unqualified names find sj:: before ::round etc.

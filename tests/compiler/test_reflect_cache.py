@@ -41,6 +41,7 @@ CHILD = textwrap.dedent("""
     out["tensor"] = m._refl.find_type("Tensor<float,2>").name
     x = spy.Tensor.from_numpy(dev, np.arange(4, dtype=np.float32))
     out["values"] = m.polynomial(a=2.0, b=8.0, c=-1.0, x=x).to_numpy().tolist()
+    fc.flush_trees()                   # the deferred tree writes (otherwise done in the background / at exit)
     out["stats"] = fc.tree_stats
     print(json.dumps(out))
 """)
@@ -161,6 +162,7 @@ COMPILE_CHILD = textwrap.dedent("""
     for target in ("cpp", "cuda"):
         p = compile_program([SourceSpec(text=src, name="k")], ["main"], target=target, include_paths=[SHADER_PATH])
         out[target] = hashlib.sha256(p.source.encode()).hexdigest()
+    fc.flush_trees()                   # the deferred tree writes (otherwise done in the background / at exit)
     out["stats"] = fc.tree_stats
     print(json.dumps(out))
 """)

@@ -11,6 +11,8 @@ target for a pipeline result (passes/pipeline.py Optimized).
 """
 from __future__ import annotations
 
+from typing import Optional
+
 from ..ir import nodes as ir
 from ..ir.program import Program
 from ..ir.walk import walk
@@ -150,6 +152,25 @@ RANGE_PRELUDE = r"""namespace sj {
 struct RangeCtx { void (*flush)(void*); void* state; };
 inline RangeCtx*& range_ctx() { static thread_local RangeCtx* c = nullptr; return c; }
 }  // namespace sj"""
+
+
+def cpp_prefix(cpu_options, lane_loops: bool, privatised: bool) -> Optional[str]:
+    """The fixed prefix (everything before PCH_END, which runtime/cpu_compiler.py precompiles) of a C++
+    translation unit with the default pipeline's `cpu_options` whose kernels are all scalar (lane_loops False)
+    or all lane-loop kernels, with privatised adds or without: what assemble() writes before the program's own
+    code, so that the runtime can precompile it before any such unit exists (CpuOptions.early_pch).  None when
+    those options never give such a unit."""
+    t = CppTarget(False, False, None, cpu_options)
+    if lane_loops and not t.lane_loops:
+        return None
+    t.launchers = 1
+    t.lane_loop_launchers = 1 if lane_loops else 0
+    t.used_lane_loops = lane_loops
+    if privatised:
+        t.privatised = {0: None}
+    head, rest = t.header(), t.after_prelude()
+    assert rest[-1] == PCH_END
+    return "\n\n".join([*head, t.prelude(""), *rest[:-1]]) + "\n\n"
 
 
 class CppTarget(Target):

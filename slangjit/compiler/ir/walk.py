@@ -12,36 +12,46 @@ from typing import Iterator, Optional
 from .. import types as T
 from . import nodes as ir
 
-_CHILD_FIELDS: dict = {}
 _NOT_CHILDREN = ("type", "loc", "func", "var")
+
+
+class _ChildFields(dict):
+    """Node class -> the names of its fields that may hold child nodes (None: not a node class); filled on
+    first sight of a class.  A dict subclass, so the walk's lookup is one subscript, no call."""
+
+    def __missing__(self, cls):
+        f = (tuple(x.name for x in dataclasses.fields(cls) if x.name not in _NOT_CHILDREN)
+             if dataclasses.is_dataclass(cls) else None)
+        self[cls] = f
+        return f
+
+
+_CHILD_FIELDS = _ChildFields()
 
 
 def _child_fields(cls) -> Optional[tuple]:
     """The fields of a node class that may hold child nodes (None: not a node class)."""
-    f = _CHILD_FIELDS.get(cls, False)
-    if f is False:
-        f = (tuple(x.name for x in dataclasses.fields(cls) if x.name not in _NOT_CHILDREN)
-             if dataclasses.is_dataclass(cls) else None)
-        _CHILD_FIELDS[cls] = f
-    return f
+    return _CHILD_FIELDS[cls]
 
 
 def walk(node) -> Iterator:
-    """Every IR node (expressions, statements, switch cases) below `node`, `node` included."""
+    """Every IR node (expressions, statements, switch cases) below `node`, `node` included (pre-order, children
+    in reverse field order: the order every pass has seen)."""
+    fields = _CHILD_FIELDS
     stack = [node]
+    pop, push = stack.pop, stack.append
     while stack:
-        n = stack.pop()
-        if isinstance(n, list):
-            stack.extend(n)
-            continue
-        names = _child_fields(type(n))
+        n = pop()
+        names = fields[type(n)]
         if names is None:
+            if isinstance(n, list):
+                stack.extend(n)
             continue
         yield n
         for name in names:
             v = getattr(n, name)
-            if isinstance(v, list) or _child_fields(type(v)) is not None:
-                stack.append(v)
+            if fields[type(v)] is not None or isinstance(v, list):
+                push(v)
 
 
 def expr_children(e: ir.Expr) -> list:

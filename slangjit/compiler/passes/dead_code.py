@@ -52,8 +52,8 @@ class DeadCode:
     # -------------------------------------------------------------- marking
     def _mark(self, s) -> bool:
         """Marks what live parts of s read; True when s holds something live."""
-        if isinstance(s, ir.Block):
-            return any([self._mark(x) for x in s.stmts])
+        if isinstance(s, ir.Block):         # last statement first: a read marks its writers live in the same pass
+            return any([self._mark(x) for x in reversed(s.stmts)])
         if isinstance(s, ir.VarDecl):
             if s.init is None:
                 return s.var.uid in self.live
@@ -74,7 +74,7 @@ class DeadCode:
             return False
         if isinstance(s, ir.Switch):
             self.jumps.append(True)
-            inner = [self._mark(x) for c in s.cases for x in c.body]
+            inner = [self._mark(x) for c in reversed(s.cases) for x in reversed(c.body)]
             self.jumps.pop()
             if any(inner) or self._simple_live(s.value):
                 self._reads(s.value)

@@ -115,6 +115,13 @@ class CpuOptions:
     # LANE_KERNEL_FLAGS): the seed MLP's learnGradient builds in 0.31 s of CPU instead of 0.51 s at the same
     # speed (5.0 ms); scalar kernels keep every -O2 pass (the poly kernel lost a third without them).
     lane_compile_flags: bool = True
+    # The precompiled prelude (runtime/cpu_pch.py) of the two common kinds of translation unit (scalar kernels;
+    # lane-loop kernels with privatised adds) made at a process's first front-end miss, in the background while
+    # the front end runs, instead of at a prefix's second build, so that a cold compile's C++ builds already use
+    # it (the seed MLP's learnGradient: 0.32 s of g++ instead of 0.36 here).  Off: it costs ~0.15 s of CPU per
+    # header and pays only where cores are idle during the front end (on 2 cores it delayed the cold compile);
+    # `benchmarks/compile_time.py --mlp-cold N --early-pch` measures it on a machine with spare cores.
+    early_pch: bool = False
 
 
 @dataclass(frozen=True)
