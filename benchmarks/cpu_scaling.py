@@ -10,7 +10,8 @@ Per thread count (median over `--steps` / `--repeat` runs, after warm-up):
   learn    `learnGradient` alone at batch 2^16
   d256     `learnGradient` of 256 samples: one group, run on the calling thread (the fixed per-dispatch cost)
   poly     poly forward (`_result=y`) + `.bwds`, 2^24 float32 (benchmarks/cpu_throughput.py's)
-Each cell is `wall ms / process CPU ms` (CPU = all threads, user + system).  `--pool python` runs with
+Each cell is `wall ms / process CPU ms`: the median wall time of one run, and the process CPU time (all
+threads, user + system, idle workers' spinning included) of the whole loop divided by the runs.  `--pool python` runs with
 `SLANGJIT_POOL=python` (the Python worker pool instead of the native one).  `--tree PATH` imports slangjit from
 another checkout (e.g. a `git archive` of the branch point: give it its own `SLANGJIT_CACHE_DIR`); `--rounds R`
 repeats the thread sweep R times (A/B runs alternate trees within a round when several `--tree` are given).
@@ -33,16 +34,18 @@ ROOT = HERE.parent
 
 
 def _med(fn, runs: int, warm: int = 3):
+    """(median wall ms of one run, mean process CPU ms per run over all of them).  The CPU time is read around
+    the whole loop: a thread that spins without a context switch has its CPU time brought up to date by the
+    kernel only at scheduler ticks, so per-run differences undercount it."""
     for _ in range(warm):
         fn()
-    ts, cs = [], []
+    ts = []
+    c0 = time.process_time()
     for _ in range(runs):
-        c0 = time.process_time()
         t0 = time.perf_counter()
         fn()
         ts.append(time.perf_counter() - t0)
-        cs.append(time.process_time() - c0)
-    return statistics.median(ts) * 1e3, statistics.median(cs) * 1e3
+    return statistics.median(ts) * 1e3, (time.process_time() - c0) / runs * 1e3
 
 
 def child(args) -> dict:

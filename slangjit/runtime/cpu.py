@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import ctypes
 import platform
+import struct
 import threading
 import time
 from typing import Optional, Sequence
 
 from ..compiler.passes.options import DEFAULT_OPTIONS, PipelineOptions
 from ..compiler.reflection import CompiledProgram
+from . import layout_pack as _lp
 from .base import Buffer, BufferDesc, Device, DeviceInfo, DeviceType, KernelBase, ShaderProgram
 from .cpu_compiler import load_library, load_library_async
 from .cpu_pool import Chunks, _get_pool, num_threads
@@ -41,6 +43,7 @@ class ComputeKernel(KernelBase):
         self._init_entry(device, program, compiled, entry_name, "CPU")
         self._load_lock = threading.Lock()
         self._init_layouts()
+        self._plans: dict = {}          # keyword names (in call order) -> FastDispatch, or False (not possible)
 
     def _load(self) -> None:
         """The library (waiting for its build), the entry's function and the chunk runner."""
@@ -64,6 +67,12 @@ class ComputeKernel(KernelBase):
         if command_encoder is not None:        # recorded: runs at submit (runtime/commands.py)
             command_encoder.append(lambda: self.dispatch(thread_count, vars, **kwargs))
             return
+        if not vars:
+            plan = self._plans.get(tuple(kwargs))
+            if plan is None and len(self._plans) < 8:
+                plan = self._plans[tuple(kwargs)] = FastDispatch.build(self, tuple(kwargs)) or False
+            if plan and plan.run(thread_count, kwargs):
+                return
         (gx, gy, gz), gblock, pblock = self._bind(thread_count, vars, kwargs)
         total = gx * gy * gz
         if total == 0:
@@ -82,6 +91,100 @@ class ComputeKernel(KernelBase):
 
     def __repr__(self) -> str:
         return f"ComputeKernel({self.entry_name!r}, numthreads={self._numthreads})"
+
+
+class FastDispatch:
+    """`ComputeKernel.dispatch` for one set of keyword names (in call order) when every entry-point parameter
+    is a scalar or a pointer, all are given, no globals are bound and none is required: the values packed
+    with one prebuilt `struct.Struct` into a parameter block of the plan's free list (with its error record),
+    a shared zero globals block, cached group counts.  A value the struct does not take as it is (a bool or
+    a non-int for a pointer, an out-of-range number, ...) makes `run` return False: the general path then
+    packs it and gives its error."""
+
+    _FORMATS = {"bool": None, "int8": "b", "uint8": "B", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I",
+                "int64": "q", "uint64": "Q", "float16": "e", "float32": "f", "float64": "d"}
+
+    @classmethod
+    def build(cls, kernel: "ComputeKernel", names: tuple) -> Optional["FastDispatch"]:
+        params = kernel._params
+        if kernel._globals_required or len(names) != len(params) or set(names) != set(params):
+            return None
+        fields = sorted((params[n] for n in names), key=lambda f: f.offset)
+        fmt, pos, pointers = "<", 0, []
+        for f in fields:
+            lay = f.layout
+            if lay.kind == "pointer" and lay.size == 8:
+                c = "Q"
+                pointers.append(names.index(f.name))
+            elif lay.kind == "scalar":
+                c = cls._FORMATS.get(lay.scalar or "")
+                if c is None:
+                    return None
+            else:
+                return None
+            if f.offset < pos:
+                return None
+            fmt += "x" * (f.offset - pos) + c
+            pos = f.offset + struct.calcsize("<" + c)
+        if pos > kernel._params_size:
+            return None
+        return cls(kernel, struct.Struct(fmt), tuple(names.index(f.name) for f in fields), tuple(pointers))
+
+    def __init__(self, kernel, st: struct.Struct, order: tuple, pointers: tuple):
+        self.kernel = kernel
+        self.pack_into = st.pack_into
+        self.order = order
+        self.pointers = pointers
+        self.psize = kernel._params_size
+        self.nt = kernel._numthreads
+        self.zero_g = _lp.aligned_zeros(max(kernel._globals_size, 8))      # read only by the kernels
+        self.zero_g_addr = self.zero_g.ctypes.data
+        self.frames: list = []
+        self.gcs: dict = {}
+
+    def run(self, thread_count, kwargs: dict) -> bool:
+        tc = thread_count
+        if type(tc) in (list, tuple) and len(tc) == 3 and type(tc[0]) is int and type(tc[1]) is int \
+                and type(tc[2]) is int and tc[0] >= 0 and tc[1] >= 0 and tc[2] >= 0:
+            tx, ty, tz = tc
+        else:
+            return False
+        vals = list(kwargs.values())
+        for i in self.pointers:
+            if type(vals[i]) is not int:
+                return False
+        nx, ny, nz = self.nt
+        g = (-(-tx // nx), -(-ty // ny), -(-tz // nz))
+        total = g[0] * g[1] * g[2]
+        if total == 0 or total >= 1 << 32:
+            return False                      # nothing to run, or the general path's error
+        frames = self.frames
+        try:
+            fr = frames.pop()               # one frame per dispatch in flight (several Python threads)
+        except IndexError:
+            blk = _lp.aligned_zeros(self.psize)
+            rec = ErrorRecord()
+            fr = (blk, blk.ctypes.data, rec, ctypes.addressof(rec))
+        blk, baddr, rec, raddr = fr
+        try:
+            self.pack_into(blk, 0, *[vals[i] for i in self.order])
+        except (struct.error, OverflowError, TypeError, ValueError):
+            frames.append(fr)
+            return False
+        gc = self.gcs.get(g)
+        if gc is None:
+            gc = (ctypes.c_uint32 * 3)(*g)
+            if len(self.gcs) < 64:
+                self.gcs[g] = gc
+        k = self.kernel
+        try:
+            _get_pool().run(k._fn, (self.zero_g_addr, baddr, ctypes.addressof(gc)), total, (raddr,), k._chunks)
+        finally:
+            if not rec.code:
+                frames.append(fr)
+        if rec.code:
+            raise_if_failed(rec, sites_lookup(k.compiled.reflection.error_sites), k.entry_name)
+        return True
 
 
 # ------------------------------------------------------------------------------------------ device

@@ -17,6 +17,7 @@ pool is made; default 50) is how long an idle native worker, and a caller waitin
 before sleeping in the kernel."""
 from __future__ import annotations
 
+import atexit
 import ctypes
 import os
 import queue
@@ -24,7 +25,7 @@ import sys
 import threading
 from typing import Optional
 
-from .cpu_compiler import load_library
+from .cpu_compiler import library_key, load_library
 from .cpu_pool_native import POOL_ABI, SOURCE
 
 # Chunks per worker in a chunked dispatch (the native pool's kChunksPerWorker): enough that a descheduled
@@ -206,6 +207,11 @@ class NativePool:
             self._lib.sjp_stop(self._p)       # waits for a dispatch in flight; later ones run inline
 
 
+def library_name() -> str:
+    """The file name of the native pool's library in the CPU cache folder (beside the kernels')."""
+    return library_key(SOURCE)[:40] + (".dylib" if sys.platform == "darwin" else ".so")
+
+
 def _load_native():
     """The native pool's library (built into the CPU cache on first use), with its functions prototyped."""
     lib = load_library(SOURCE).lib
@@ -249,6 +255,16 @@ def _start_native_build() -> None:
     if _native_build is None and _native_lib is None and _NATIVE_OK:
         _native_build = threading.Thread(target=_build_native, name="slangjit-pool-build", daemon=True)
         _native_build.start()
+
+
+def _finish_native_build() -> None:
+    """At exit: let a build under way finish (its compiler process would otherwise leave temporary files)."""
+    t = _native_build
+    if t is not None and t.is_alive():
+        t.join(120)
+
+
+atexit.register(_finish_native_build)
 
 
 def native_ready(wait: bool = False, timeout: Optional[float] = None) -> bool:
