@@ -13,8 +13,8 @@ the calling thread after the join (`sj_finish_chunks`: one add per slot and disp
 A dispatch made while another Python thread's holds the pool runs on its own calling thread.
 `$SLANGJIT_POOL=python` keeps the Python pool (for comparisons).  A pool does
 not survive fork(): the child makes a new one at its first dispatch.  `$SLANGJIT_POOL_SPIN_US` (read when a
-pool is made; default 50) is how long an idle native worker, and a caller waiting for the others, spins
-before sleeping in the kernel."""
+pool is made; default 100: a training loop's next dispatch comes sooner) is how long an idle native worker,
+and a caller waiting for the others, spins before sleeping in the kernel (futex)."""
 from __future__ import annotations
 
 import atexit
@@ -32,7 +32,7 @@ from .cpu_pool_native import POOL_ABI, SOURCE
 # worker holds back little, few enough that claiming one (an atomic add) costs nothing measurable.
 CHUNKS_PER_WORKER = 8
 _CTX = 64                   # bytes of a participant's accumulator record (emit/program.py sj::RangeCtx)
-_SPIN_US = 50
+_SPIN_US = 100
 
 
 def num_threads() -> int:
