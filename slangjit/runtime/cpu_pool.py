@@ -196,11 +196,12 @@ class NativePool:
             return
         self._sjp_run(self._p, chunks.runner_addr, chunks.launcher, *args, total, n, *tail, chunks.finish_addr)
 
-    def stats(self) -> tuple[int, int]:
-        """(dispatches run on the pool, dispatches run on their calling thread because the pool was taken)."""
-        out = (ctypes.c_uint64 * 2)()
+    def stats(self) -> tuple[int, int, int]:
+        """(dispatches run on the pool, dispatches run on their calling thread because the pool was taken,
+        shares of dispatches that workers took)."""
+        out = (ctypes.c_uint64 * 3)()
         self._lib.sjp_stats(self._p, out)
-        return int(out[0]), int(out[1])
+        return int(out[0]), int(out[1]), int(out[2])
 
     def shutdown(self) -> None:
         if self._p and os.getpid() == self._pid:

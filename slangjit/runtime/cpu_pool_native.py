@@ -4,8 +4,10 @@ runtime/cpu_pool.py through cpu_compiler.load_library: the same MAC-checked cach
 Workers are native threads (all signals blocked, 8 MiB stacks), created once per pool.  A dispatch is one
 call, `sjp_run`, made with the GIL released: it publishes the job in the pool (the kernel library's chunk
 runner `sj_run_chunks_ctx`, the launcher, its arguments), bumps the generation word the idle workers wait on
-(spinning for `spin_ns`, then in futex_wait), runs its own share of chunks on the calling thread, waits for the
-participants (spin, then futex), and calls the library's `sj_finish_chunks`, which combines the participants'
+(spinning for `spin_ns`, then in futex_wait), runs its own share of chunks on the calling thread, closes the job (a
+worker that has not taken a share by then takes none: one the OS was slow to wake or had descheduled does not
+hold the dispatch back), waits for those that took one (spin, then futex), and calls the library's
+`sj_finish_chunks`, which combines the participants'
 accumulators (each left in its own 64-byte record) in participant order: one add per slot into memory.
 
 The generation word holds the job's participant count in its low 12 bits, so a worker that is not a
@@ -15,7 +17,7 @@ stopped, or one inherited through fork() (its threads do not exist in the child:
 epoch) runs its whole range on the calling thread and returns 1."""
 from __future__ import annotations
 
-POOL_ABI = 1            # sjp_abi(): the Python side's expectations
+POOL_ABI = 2            # sjp_abi(): the Python side's expectations
 
 SOURCE = r"""// slangjit native worker pool (runtime/cpu_pool_native.py)
 #include <stdint.h>
@@ -25,6 +27,7 @@ SOURCE = r"""// slangjit native worker pool (runtime/cpu_pool_native.py)
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
+#include <sched.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
 
@@ -43,9 +46,12 @@ struct Job {
     uint32_t total, chunk; void* ep; sjp_finish_t finish;
 };
 
+constexpr uint64_t kClosed = uint64_t(1) << 31;
+
 struct Pool {
     alignas(64) uint32_t gen;            // futex word: (sequence << 12) | participants of the current job
-    alignas(64) uint32_t left;           // futex word: participating workers still running
+    alignas(64) uint64_t started;        // (gen << 32) | closed bit | workers that took a share of the job
+    alignas(64) uint32_t done;           // futex word: workers that finished their share
     uint32_t caller_waits;
     alignas(64) uint64_t next;           // the chunk counter
     alignas(64) uint32_t sleepers;       // workers in futex_wait on gen
@@ -54,7 +60,7 @@ struct Pool {
     uint32_t nthreads;                   // participants at most: the caller + nthreads - 1 workers
     uint64_t spin_ns;
     uint64_t epoch;
-    uint64_t dispatches, inline_runs;    // statistics (read by tests)
+    uint64_t dispatches, inline_runs, shares;   // statistics (read by tests)
     Job job;
     char* ctxs;                          // nthreads * kCtx
 };
@@ -127,9 +133,19 @@ void* worker_main(void* arg) {
         seen = w;
         if (__atomic_load_n(&p->stopped, __ATOMIC_ACQUIRE)) return nullptr;
         if (wa.index >= (w & 0xfffu)) continue;        // not a participant: the job is not ours to read
+        // Take a share unless the caller has closed the job (it ran out of chunks before this worker woke:
+        // a worker the OS was slow to wake or had descheduled never holds the dispatch back).
+        uint64_t s = __atomic_load_n(&p->started, __ATOMIC_ACQUIRE);
+        bool take = false;
+        while (uint32_t(s >> 32) == w && !(s & kClosed))
+            if (__atomic_compare_exchange_n(&p->started, &s, s + 1, true, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+                take = true;
+                break;
+            }
+        if (!take) continue;
         run_share(p->job, wa.index, w & 0xfffu, &p->next, p->ctxs + size_t(wa.index) * kCtx);
-        if (__atomic_sub_fetch(&p->left, 1, __ATOMIC_SEQ_CST) == 0 && __atomic_load_n(&p->caller_waits, __ATOMIC_SEQ_CST))
-            fwake(&p->left, 1);
+        __atomic_add_fetch(&p->done, 1, __ATOMIC_SEQ_CST);
+        if (__atomic_load_n(&p->caller_waits, __ATOMIC_SEQ_CST)) fwake(&p->done, 1);
     }
 }
 
@@ -143,7 +159,7 @@ void run_inline(sjp_runner_t runner, void* launcher, void* gp, void* pp, const v
 }
 }  // namespace
 
-SJP_EXPORT int sjp_abi() { return 1; }
+SJP_EXPORT int sjp_abi() { return 2; }
 
 // A pool of `nthreads` participants (the caller and nthreads - 1 workers); null when threads cannot be made.
 SJP_EXPORT void* sjp_create(uint32_t nthreads, uint64_t spin_ns) {
@@ -187,6 +203,7 @@ SJP_EXPORT void sjp_stats(void* pool, uint64_t* out) {
     Pool* p = (Pool*)pool;
     out[0] = __atomic_load_n(&p->dispatches, __ATOMIC_RELAXED);
     out[1] = __atomic_load_n(&p->inline_runs, __ATOMIC_RELAXED);
+    out[2] = __atomic_load_n(&p->shares, __ATOMIC_RELAXED);
 }
 
 // One dispatch of `launcher` over groups [0, total) on at most `k` participants (runner null: `launcher` on
@@ -209,23 +226,31 @@ SJP_EXPORT int sjp_run(void* pool, void* runner_, void* launcher, void* gp, void
     if (chunk < 1) chunk = 1;
     p->job = Job{runner, launcher, gp, pp, gc, total, chunk, ep, finish};
     p->next = 0;
-    __atomic_store_n(&p->left, k - 1, __ATOMIC_RELAXED);
+    for (uint32_t i = 1; i < k; ++i)                 // a worker that takes no share leaves an empty record
+        ((void**)(p->ctxs + size_t(i) * kCtx))[0] = nullptr;
     const uint32_t g = ((((__atomic_load_n(&p->gen, __ATOMIC_RELAXED) >> 12) + 1) & 0xfffffu) << 12) | k;
+    __atomic_store_n(&p->done, 0u, __ATOMIC_RELAXED);
+    __atomic_store_n(&p->started, uint64_t(g) << 32, __ATOMIC_RELAXED);
     __atomic_store_n(&p->gen, g, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&p->sleepers, __ATOMIC_SEQ_CST)) fwake(&p->gen, 0x7fffffff);
     run_share(p->job, 0, k, &p->next, p->ctxs);
-    uint32_t l = __atomic_load_n(&p->left, __ATOMIC_ACQUIRE);
-    if (l) {
+    if (!runner)                                     // fixed ranges: every worker's must run (a legacy library)
+        while (uint32_t(__atomic_load_n(&p->started, __ATOMIC_ACQUIRE) & 0xfffu) < k - 1) sched_yield();
+    // Close the job: workers that have not taken a share by now will not; wait for those that have.
+    const uint32_t n = uint32_t(__atomic_fetch_or(&p->started, kClosed, __ATOMIC_ACQ_REL) & 0xfffu);
+    uint32_t d = __atomic_load_n(&p->done, __ATOMIC_ACQUIRE);
+    if (d != n) {
         // the others have at most one chunk each to go: spin, then sleep
         const uint64_t t0 = now_ns();
-        while ((l = __atomic_load_n(&p->left, __ATOMIC_ACQUIRE)) != 0 && now_ns() - t0 < p->spin_ns)
+        while ((d = __atomic_load_n(&p->done, __ATOMIC_ACQUIRE)) != n && now_ns() - t0 < p->spin_ns)
             for (int i = 0; i < 64; ++i) relax();
-        if (l) {
+        if (d != n) {
             __atomic_store_n(&p->caller_waits, 1u, __ATOMIC_SEQ_CST);
-            while ((l = __atomic_load_n(&p->left, __ATOMIC_SEQ_CST)) != 0) fwait(&p->left, l);
+            while ((d = __atomic_load_n(&p->done, __ATOMIC_SEQ_CST)) != n) fwait(&p->done, d);
             __atomic_store_n(&p->caller_waits, 0u, __ATOMIC_RELAXED);
         }
     }
+    __atomic_add_fetch(&p->shares, n, __ATOMIC_RELAXED);
     if (runner) finish(p->ctxs, k, kCtx);
     __atomic_add_fetch(&p->dispatches, 1, __ATOMIC_RELAXED);
     __atomic_store_n(&p->busy, 0u, __ATOMIC_RELEASE);
