@@ -9,6 +9,7 @@ Per thread count (median over `--steps` / `--repeat` runs, after warm-up):
            (the kernel of benchmarks/cpu_mlp.py: native half atomic add, loss scale 2^-6)
   learn    `learnGradient` alone at batch 2^16
   d256     `learnGradient` of 256 samples: one group, run on the calling thread (the fixed per-dispatch cost)
+  empty    4096 groups of a one-thread kernel storing one word: the pool's own cost of a parallel dispatch
   poly     poly forward (`_result=y`) + `.bwds`, 2^24 float32 (benchmarks/cpu_throughput.py's)
 Each cell is `wall ms / process CPU ms`: the median wall time of one run, and the process CPU time (all
 threads, user + system, idle workers' spinning included) of the whole loop divided by the runs.  `--pool python` runs with
@@ -82,6 +83,14 @@ def child(args) -> dict:
     out["learn"] = _med(lambda: tr.learn_gradient(0, B, 0), args.steps)
     out["d256"] = _med(lambda: tr.learn_gradient(0, 256, 0), args.steps * 10)
     out["finite"] = bool(np.isfinite(tr.read_params()).all())
+    # the pool's own cost: 4096 groups of one thread that stores one word
+    ep = os.path.join(tmpd, "empty.slang")
+    Path(ep).write_text("[numthreads(1, 1, 1)]\nvoid computeMain(uint3 tid : SV_DispatchThreadID, uniform uint* outp)\n"
+                        "{ outp[tid.x] = tid.x; }\n")
+    ek = dev.create_compute_kernel(dev.load_program(ep, ["computeMain"]))
+    eb = dev.create_buffer(element_count=4096, struct_size=4,
+                           usage=spy.BufferUsage.shader_resource | spy.BufferUsage.unordered_access)
+    out["empty"] = _med(lambda: ek.dispatch(thread_count=[4096, 1, 1], outp=eb.device_address), args.steps * 10)
     if not args.no_poly:
         n = 1 << 24
         m = spy.Module.load_from_source(dev, "cpu_poly_fb", "[Differentiable]\n"
@@ -134,7 +143,7 @@ def main() -> None:
         counts.append(ncpu)
     trees = args.tree or [None]
     print(f"CPU: {ncpu} logical cores; pool {args.pool}; {args.steps} steps, poly x{args.repeat}; cells: wall ms / CPU ms")
-    hdr = f"{'tree':<12}{'threads':>8}{'step':>17}{'learn':>17}{'d256 us':>17}{'poly':>17}  load"
+    hdr = f"{'tree':<12}{'threads':>8}{'step':>17}{'learn':>17}{'d256 us':>17}{'empty us':>17}{'poly':>17}  load"
     print(hdr)
     print("-" * len(hdr))
     for _ in range(args.rounds):
@@ -163,7 +172,7 @@ def main() -> None:
                         return f"{'-':>17}"
                     w, c = r[k]
                     return f"{w * scale:>8.2f} /{c * scale:>7.2f}"
-                print(f"{name:<12}{nt:>8}{cell('step')}{cell('learn')}{cell('d256', 1e3)}{cell('poly')}  "
+                print(f"{name:<12}{nt:>8}{cell('step')}{cell('learn')}{cell('d256', 1e3)}{cell('empty', 1e3)}{cell('poly')}  "
                       f"{r['load']:.1f} {r['pool']}{'' if r.get('poly_ok', True) and r['finite'] else ' WRONG'}",
                       flush=True)
 

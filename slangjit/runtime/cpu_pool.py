@@ -14,7 +14,8 @@ A dispatch made while another Python thread's holds the pool runs on its own cal
 `$SLANGJIT_POOL=python` keeps the Python pool (for comparisons).  A pool does
 not survive fork(): the child makes a new one at its first dispatch.  `$SLANGJIT_POOL_SPIN_US` (read when a
 pool is made; default 100: a training loop's next dispatch comes sooner) is how long an idle native worker,
-and a caller waiting for the others, spins before sleeping in the kernel (futex)."""
+and a caller waiting for the others, spins before sleeping in the kernel (futex); a pool of more threads than
+the process has cores never spins."""
 from __future__ import annotations
 
 import atexit
@@ -51,6 +52,14 @@ def _spin_ns() -> int:
         return max(0, int(float(env) * 1000)) if env else _SPIN_US * 1000
     except ValueError:
         return _SPIN_US * 1000
+
+
+def _cores() -> int:
+    """The cores this process may run on: more threads than that never spin (they would take turns)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 class Chunks:
@@ -307,7 +316,7 @@ def _get_pool():
             if n > 1 and not forced:
                 if _native_lib:
                     try:
-                        new = NativePool(_native_lib, n, _spin_ns())
+                        new = NativePool(_native_lib, n, _spin_ns() if n <= _cores() else 0)
                     except OSError:
                         new = None
                 else:
