@@ -27,7 +27,7 @@ from .leaves import ContainerLeaf, ValueLeaf
 _I32 = struct.Struct("<i")
 _U64 = struct.Struct("<Q")
 _VP = ctypes.c_void_p
-_SMALL_GROUPS = 4          # fewer groups run on the calling thread (runtime/cpu.py _Pool.run does the same)
+_SMALL_GROUPS = 4          # fewer groups run on the calling thread (runtime/cpu_pool.py's pools do the same)
 
 
 class _Frame:

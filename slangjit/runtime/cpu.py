@@ -1,150 +1,23 @@
 """The CPU device: generated C++ built by the system compiler (cpu_compiler.py) and run on a persistent
-pool of worker threads (`os.cpu_count()`, or `$SLANGJIT_NUM_THREADS`), each taking a contiguous range of
+pool of worker threads (cpu_pool.py: `os.cpu_count()`, or `$SLANGJIT_NUM_THREADS`), which claim chunks of
 linear group indices (ctypes releases the GIL during the call).  Dispatch packs `vars` into the globals
 block and keyword arguments into the entry point's parameter block (base.py KernelBase._bind)."""
 from __future__ import annotations
 
 import ctypes
-import os
 import platform
-import queue
+import struct
 import threading
 import time
 from typing import Optional, Sequence
 
 from ..compiler.passes.options import DEFAULT_OPTIONS, PipelineOptions
 from ..compiler.reflection import CompiledProgram
+from . import layout_pack as _lp
 from .base import Buffer, BufferDesc, Device, DeviceInfo, DeviceType, KernelBase, ShaderProgram
 from .cpu_compiler import load_library, load_library_async, prepare_async
+from .cpu_pool import Chunks, _get_pool, num_threads
 from .kernel_errors import ErrorRecord, raise_if_failed, sites_lookup
-
-
-# ------------------------------------------------------------------------------------------ thread pool
-
-
-class _Pool:
-    """Persistent worker threads; `run` splits [0, total) into one contiguous range per thread, or, given the
-    library's chunk runner (`chunks`), into chunks that the workers claim from a shared counter."""
-
-    def __init__(self, nthreads: int):
-        self.nthreads = max(1, nthreads)
-        self._lock = threading.Lock()
-        self._done: "queue.SimpleQueue" = queue.SimpleQueue()
-        self._queues: list[queue.SimpleQueue] = []
-        self._next = ctypes.c_uint64(0)              # the chunk counter (used under self._lock only)
-        self._next_addr = ctypes.addressof(self._next)
-        for i in range(self.nthreads - 1):
-            q: queue.SimpleQueue = queue.SimpleQueue()
-            t = threading.Thread(target=self._worker, args=(q,), name=f"slangjit-cpu-{i}", daemon=True)
-            t.start()
-            self._queues.append(q)
-
-    def _worker(self, q: "queue.SimpleQueue") -> None:
-        while True:
-            job = q.get()
-            if job is None:
-                return
-            fn, args, b, e, tail = job
-            try:
-                fn(*args, b, e, *tail)
-                self._done.put(None)
-            except BaseException as ex:  # noqa: BLE001
-                self._done.put(ex)
-
-    def run(self, fn, args: tuple, total: int, tail: tuple = (), chunks=None) -> None:
-        """fn(*args, begin, end, *tail) for ranges covering [0, total).  `chunks` = (the library's sj_run_chunks,
-        fn's address): each worker runs sj_run_chunks(fn, *args, counter, total, chunk, *tail) instead, which claims chunks of
-        `chunk` groups until none is left (a descheduled worker holds back one chunk, not 1/n of the work)."""
-        n = min(self.nthreads, total)
-        if n <= 1 or total < 4:
-            fn(*args, 0, total, *tail)
-            return
-        if not self._lock.acquire(blocking=False):      # another Python thread is dispatching: go inline
-            fn(*args, 0, total, *tail)
-            return
-        try:
-            if chunks is not None and total >= 4 * n:
-                self._next.value = 0
-                chunk = max(1, total // (n * CHUNKS_PER_WORKER))
-                runner, address = chunks
-                job = (runner, (address, *args, self._next_addr), total, chunk, tail)
-                for i in range(1, n):
-                    self._queues[i - 1].put(job)
-                first = job
-            else:
-                bounds = [total * i // n for i in range(n + 1)]
-                for i in range(1, n):
-                    self._queues[i - 1].put((fn, args, bounds[i], bounds[i + 1], tail))
-                first = (fn, args, bounds[0], bounds[1], tail)
-            err = None
-            try:
-                f, a, b, e, t = first
-                f(*a, b, e, *t)
-            except BaseException as ex:  # noqa: BLE001
-                err = ex
-            pending = n - 1
-            while pending:          # always collect every worker (they write into memory we own)
-                try:
-                    r = self._done.get()
-                except BaseException as ex:  # noqa: BLE001  (KeyboardInterrupt: keep waiting, re-raise after)
-                    err = err or ex
-                    continue
-                pending -= 1
-                if r is not None and err is None:
-                    err = r
-            if err is not None:
-                raise err
-        finally:
-            self._lock.release()
-
-    def shutdown(self) -> None:
-        for q in self._queues:
-            q.put(None)
-        self._queues = []
-
-
-# Chunks per worker in a chunked dispatch: enough that a descheduled worker holds back little, few enough
-# that claiming one (an atomic add) and a privatised kernel's flush per chunk cost nothing measurable.
-CHUNKS_PER_WORKER = 8
-
-_pool: Optional[_Pool] = None
-_pool_env: Optional[str] = None
-_pool_lock = threading.Lock()
-
-
-def _after_fork_in_child() -> None:      # worker threads do not survive fork()
-    global _pool, _pool_env, _pool_lock
-    _pool, _pool_env, _pool_lock = None, None, threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-def num_threads() -> int:
-    env = os.environ.get("SLANGJIT_NUM_THREADS", "").strip()
-    if env:
-        try:
-            return max(1, int(env))
-        except ValueError:
-            pass
-    return max(1, os.cpu_count() or 1)
-
-
-def _get_pool() -> _Pool:
-    global _pool, _pool_env
-    env = os.environ.get("SLANGJIT_NUM_THREADS")
-    p = _pool
-    if p is not None and env == _pool_env:
-        return p
-    with _pool_lock:
-        if _pool is None or env != _pool_env:
-            old = _pool
-            _pool = _Pool(num_threads())
-            _pool_env = env
-            if old is not None:
-                old.shutdown()
-        return _pool
 
 
 # ------------------------------------------------------------------------------------------ kernels
@@ -170,6 +43,7 @@ class ComputeKernel(KernelBase):
         self._init_entry(device, program, compiled, entry_name, "CPU")
         self._load_lock = threading.Lock()
         self._init_layouts()
+        self._plans: dict = {}          # keyword names (in call order) -> FastDispatch, or False (not possible)
 
     def _load(self) -> None:
         """The library (waiting for its build), the entry's function and the chunk runner."""
@@ -184,16 +58,21 @@ class ComputeKernel(KernelBase):
             fn = library.symbol(self.entry.symbol)
             fn.argtypes = _ENTRY_ARGTYPES
             fn.restype = None
-            runner = library.chunk_runner()
             self.library = library
             self.timings = timings
-            self._chunks = (runner, ctypes.cast(fn, ctypes.c_void_p).value) if runner is not None else None
+            self._chunks = Chunks.of(library.lib, fn)
             self._fn = fn
 
     def dispatch(self, thread_count, vars: Optional[dict] = None, command_encoder=None, **kwargs) -> None:
         if command_encoder is not None:        # recorded: runs at submit (runtime/commands.py)
             command_encoder.append(lambda: self.dispatch(thread_count, vars, **kwargs))
             return
+        if not vars:
+            plan = self._plans.get(tuple(kwargs))
+            if plan is None and len(self._plans) < 8:
+                plan = self._plans[tuple(kwargs)] = FastDispatch.build(self, tuple(kwargs)) or False
+            if plan and plan.run(thread_count, kwargs):
+                return
         (gx, gy, gz), gblock, pblock = self._bind(thread_count, vars, kwargs)
         total = gx * gy * gz
         if total == 0:
@@ -212,6 +91,100 @@ class ComputeKernel(KernelBase):
 
     def __repr__(self) -> str:
         return f"ComputeKernel({self.entry_name!r}, numthreads={self._numthreads})"
+
+
+class FastDispatch:
+    """`ComputeKernel.dispatch` for one set of keyword names (in call order) when every entry-point parameter
+    is a scalar or a pointer, all are given, no globals are bound and none is required: the values packed
+    with one prebuilt `struct.Struct` into a parameter block of the plan's free list (with its error record),
+    a shared zero globals block, cached group counts.  A value the struct does not take as it is (a bool or
+    a non-int for a pointer, an out-of-range number, ...) makes `run` return False: the general path then
+    packs it and gives its error."""
+
+    _FORMATS = {"bool": None, "int8": "b", "uint8": "B", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I",
+                "int64": "q", "uint64": "Q", "float16": "e", "float32": "f", "float64": "d"}
+
+    @classmethod
+    def build(cls, kernel: "ComputeKernel", names: tuple) -> Optional["FastDispatch"]:
+        params = kernel._params
+        if kernel._globals_required or len(names) != len(params) or set(names) != set(params):
+            return None
+        fields = sorted((params[n] for n in names), key=lambda f: f.offset)
+        fmt, pos, pointers = "<", 0, []
+        for f in fields:
+            lay = f.layout
+            if lay.kind == "pointer" and lay.size == 8:
+                c = "Q"
+                pointers.append(names.index(f.name))
+            elif lay.kind == "scalar":
+                c = cls._FORMATS.get(lay.scalar or "")
+                if c is None:
+                    return None
+            else:
+                return None
+            if f.offset < pos:
+                return None
+            fmt += "x" * (f.offset - pos) + c
+            pos = f.offset + struct.calcsize("<" + c)
+        if pos > kernel._params_size:
+            return None
+        return cls(kernel, struct.Struct(fmt), tuple(names.index(f.name) for f in fields), tuple(pointers))
+
+    def __init__(self, kernel, st: struct.Struct, order: tuple, pointers: tuple):
+        self.kernel = kernel
+        self.pack_into = st.pack_into
+        self.order = order
+        self.pointers = pointers
+        self.psize = kernel._params_size
+        self.nt = kernel._numthreads
+        self.zero_g = _lp.aligned_zeros(max(kernel._globals_size, 8))      # read only by the kernels
+        self.zero_g_addr = self.zero_g.ctypes.data
+        self.frames: list = []
+        self.gcs: dict = {}
+
+    def run(self, thread_count, kwargs: dict) -> bool:
+        tc = thread_count
+        if type(tc) in (list, tuple) and len(tc) == 3 and type(tc[0]) is int and type(tc[1]) is int \
+                and type(tc[2]) is int and tc[0] >= 0 and tc[1] >= 0 and tc[2] >= 0:
+            tx, ty, tz = tc
+        else:
+            return False
+        vals = list(kwargs.values())
+        for i in self.pointers:
+            if type(vals[i]) is not int:
+                return False
+        nx, ny, nz = self.nt
+        g = (-(-tx // nx), -(-ty // ny), -(-tz // nz))
+        total = g[0] * g[1] * g[2]
+        if total == 0 or total >= 1 << 32:
+            return False                      # nothing to run, or the general path's error
+        frames = self.frames
+        try:
+            fr = frames.pop()               # one frame per dispatch in flight (several Python threads)
+        except IndexError:
+            blk = _lp.aligned_zeros(self.psize)
+            rec = ErrorRecord()
+            fr = (blk, blk.ctypes.data, rec, ctypes.addressof(rec))
+        blk, baddr, rec, raddr = fr
+        try:
+            self.pack_into(blk, 0, *[vals[i] for i in self.order])
+        except (struct.error, OverflowError, TypeError, ValueError):
+            frames.append(fr)
+            return False
+        gc = self.gcs.get(g)
+        if gc is None:
+            gc = (ctypes.c_uint32 * 3)(*g)
+            if len(self.gcs) < 64:
+                self.gcs[g] = gc
+        k = self.kernel
+        try:
+            _get_pool().run(k._fn, (self.zero_g_addr, baddr, ctypes.addressof(gc)), total, (raddr,), k._chunks)
+        finally:
+            if not rec.code:
+                frames.append(fr)
+        if rec.code:
+            raise_if_failed(rec, sites_lookup(k.compiled.reflection.error_sites), k.entry_name)
+        return True
 
 
 # ------------------------------------------------------------------------------------------ device

@@ -36,6 +36,25 @@ inline void pacc_flush(const float* acc, const uintptr_t* tab, int n) {
     for (int i = 0; i < n; ++i)
         if (tab[i]) pacc_put(tab[i], acc[i]);
 }
+// A chunked dispatch's combination (emit/program.py sj_finish_chunks): a worker's partial sums added into
+// another's, slot by slot (a slot the two hold for different addresses goes to memory: not the case for
+// thread-uniform addresses).  lane_seal: a worker folds its per-lane partials into acc (lanes left zero).
+inline void acc_merge(float* dacc, uintptr_t* dtab, const float* sacc, const uintptr_t* stab, int n) {
+    for (int i = 0; i < n; ++i) {
+        if (!stab[i]) continue;
+        if (dtab[i] == stab[i]) dacc[i] += sacc[i];
+        else if (!dtab[i]) { dtab[i] = stab[i]; dacc[i] = sacc[i]; }
+        else pacc_put(stab[i], sacc[i]);
+    }
+}
+inline void lane_seal(float* acc, float* lacc, const uintptr_t* tab, int n, int W) {
+    for (int s = 0; s < n; ++s)
+        if (tab[s]) {
+            float t = acc[s];
+            for (int l = 0; l < W; ++l) { t += lacc[s * W + l]; lacc[s * W + l] = 0.0f; }
+            acc[s] = t;
+        }
+}
 }  // namespace sj"""
 
 

@@ -146,10 +146,12 @@ def assemble(program: Program, target: Target) -> tuple[str, ProgramReflection]:
     return "\n\n".join(parts) + "\n", refl
 
 
-# A worker's run of a dispatch's chunks (sj_run_chunks): a launcher whose accumulators outlive one chunk
-# registers them, and they are flushed once when the worker has no chunk left.
+# A worker's run of a dispatch's chunks (sj_run_chunks_ctx): a launcher whose accumulators outlive one chunk
+# registers them in the worker's RangeCtx: `seal` (run by the worker when it has no chunk left) folds its
+# per-lane partials, and after every worker is done one thread (sj_finish_chunks) `merge`s them in worker order
+# and `flush`es the sum: one add per slot and dispatch into memory, no contention between workers.
 RANGE_PRELUDE = r"""namespace sj {
-struct RangeCtx { void (*flush)(void*); void* state; };
+struct RangeCtx { void (*flush)(void*); void* state; void (*seal)(void*); void (*merge)(void*, void*); };
 inline RangeCtx*& range_ctx() { static thread_local RangeCtx* c = nullptr; return c; }
 }  // namespace sj"""
 
@@ -210,17 +212,19 @@ class CppTarget(Target):
         return ["    sj::error_record() = sj_prev_ep;"] if self.em.sites else []
 
     def trailer(self) -> list[str]:
-        # Dynamic chunks (runtime/cpu.py): every worker runs `launcher` on chunks of `chunk` groups that it
+        # Dynamic chunks (runtime/cpu_pool.py): every worker runs `launcher` on chunks of `chunk` groups that it
         # claims from a shared counter until [0, total) is done, so a worker that the OS deschedules holds
-        # back no more than one chunk.
+        # back no more than one chunk; its accumulators stay in its RangeCtx (`sj_out`, 64 bytes) until
+        # sj_finish_chunks combines the workers' (in worker order) after the join.
         return ["\n".join([
             'typedef void (*sj_launcher_t)(void*, void*, const uint32_t*, uint32_t, uint32_t, void*);',
-            'extern "C" SJ_EXPORT void sj_run_chunks(void* sj_launcher, void* sj_gp, void* sj_pp, const uint32_t* sj_gc, '
-            'uint64_t* sj_next, uint32_t sj_total, uint32_t sj_chunk, void* sj_ep)',
+            'extern "C" SJ_EXPORT void sj_run_chunks_ctx(void* sj_launcher, void* sj_gp, void* sj_pp, const uint32_t* sj_gc, '
+            'uint64_t* sj_next, uint32_t sj_total, uint32_t sj_chunk, void* sj_ep, void* sj_out)',
             "{",
             "    sj_launcher_t sj_fn = (sj_launcher_t)sj_launcher;",
-            "    sj::RangeCtx sj_rc{nullptr, nullptr};   // accumulators kept across this worker's chunks",
-            "    sj::range_ctx() = &sj_rc;",
+            "    sj::RangeCtx* sj_rc = (sj::RangeCtx*)sj_out;   // accumulators kept across this worker's chunks",
+            "    *sj_rc = sj::RangeCtx{nullptr, nullptr, nullptr, nullptr};",
+            "    sj::range_ctx() = sj_rc;",
             "    for (;;)",
             "    {",
             "        uint64_t sj_b = __atomic_fetch_add(sj_next, (uint64_t)sj_chunk, __ATOMIC_RELAXED);",
@@ -229,7 +233,30 @@ class CppTarget(Target):
             "        sj_fn(sj_gp, sj_pp, sj_gc, (uint32_t)sj_b, (uint32_t)sj_e, sj_ep);",
             "    }",
             "    sj::range_ctx() = nullptr;",
-            "    if (sj_rc.flush) sj_rc.flush(sj_rc.state);   // once per worker and dispatch",
+            "    if (sj_rc->seal) sj_rc->seal(sj_rc->state);   // this worker's lanes folded, in parallel with the others",
+            "}",
+            "// After the join: the workers' accumulators (n records `stride` bytes apart) summed in worker order into",
+            "// the first's, then added into memory once per slot (atomically: other dispatches may add there too).",
+            'extern "C" SJ_EXPORT void sj_finish_chunks(void* sj_ctxs, uint32_t sj_n, uint32_t sj_stride)',
+            "{",
+            "    sj::RangeCtx* sj_first = nullptr;",
+            "    for (uint32_t sj_i = 0; sj_i < sj_n; ++sj_i)",
+            "    {",
+            "        sj::RangeCtx* sj_c = (sj::RangeCtx*)((char*)sj_ctxs + (size_t)sj_i * sj_stride);",
+            "        if (!sj_c->flush) continue;",
+            "        if (!sj_first) { sj_first = sj_c; continue; }",
+            "        if (sj_c->merge && sj_c->merge == sj_first->merge) sj_c->merge(sj_first->state, sj_c->state);",
+            "        else sj_c->flush(sj_c->state);",
+            "        sj_c->flush = nullptr;",
+            "    }",
+            "    if (sj_first) { void (*sj_f)(void*) = sj_first->flush; sj_first->flush = nullptr; sj_f(sj_first->state); }",
+            "}",
+            'extern "C" SJ_EXPORT void sj_run_chunks(void* sj_launcher, void* sj_gp, void* sj_pp, const uint32_t* sj_gc, '
+            'uint64_t* sj_next, uint32_t sj_total, uint32_t sj_chunk, void* sj_ep)',
+            "{",
+            "    sj::RangeCtx sj_rc;",
+            "    sj_run_chunks_ctx(sj_launcher, sj_gp, sj_pp, sj_gc, sj_next, sj_total, sj_chunk, sj_ep, &sj_rc);",
+            "    sj_finish_chunks(&sj_rc, 1, sizeof sj_rc);",
             "}"])]
 
     def header(self) -> list[str]:
@@ -263,12 +290,23 @@ class CppTarget(Target):
             *([f"    sj::lacc_flush(a->acc, a->lacc, a->tab, {ns}, {W});"] if ns else []),
             *[f"    if (a->red[{k}].key) sj_redapply_{n}_{k}(a->red[{k}]);" for k in range(nred)],
             "}",
+            f"static void sj_accseal_{n}(void* p)",
+            "{",
+            *([f"    sj_Acc_{n}* a = (sj_Acc_{n}*)p;",
+               f"    sj::lane_seal(a->acc, a->lacc, a->tab, {ns}, {W});"] if ns else ["    (void)p;"]),
+            "}",
+            f"static void sj_accmerge_{n}(void* d, void* s)   // s's sums into d's (s sealed); s's combined atomics applied",
+            "{",
+            f"    sj_Acc_{n}* a = (sj_Acc_{n}*)d; sj_Acc_{n}* b = (sj_Acc_{n}*)s;",
+            *([f"    sj::acc_merge(a->acc, a->tab, b->acc, b->tab, {ns});"] if ns else ["    (void)a;"]),
+            *[f"    if (b->red[{k}].key) sj_redapply_{n}_{k}(b->red[{k}]);" for k in range(nred)],
+            "}",
             f'extern "C" SJ_EXPORT void {symbol}(void* sj_gp, void* sj_pp, const uint32_t* sj_gc, uint32_t sj_begin, uint32_t sj_end, void* sj_ep)',
             "{",
             "    sj_g = (sj_Globals*)sj_gp;",
             *self.launch_prologue(),
             f"    const {sname}* sj_P = (const {sname}*)sj_pp;",
-            f"    static thread_local sj_Acc_{n} sj_kept;   // a chunked dispatch's: flushed by sj_run_chunks",
+            f"    static thread_local sj_Acc_{n} sj_kept;   // a chunked dispatch's: combined by sj_finish_chunks",
             f"    sj_Acc_{n} sj_own;",
             "    sj::RangeCtx* sj_rc = sj::range_ctx();",
             f"    sj_Acc_{n}* sj_A = sj_rc ? &sj_kept : &sj_own;",
@@ -279,6 +317,8 @@ class CppTarget(Target):
             f"        sj_accinit_{n}(sj_A);",
             f"        sj_rc->flush = &sj_accflush_{n};",
             "        sj_rc->state = sj_A;",
+            f"        sj_rc->seal = &sj_accseal_{n};",
+            f"        sj_rc->merge = &sj_accmerge_{n};",
             "    }",
             *(["    float* sj_acc = sj_A->acc; float* sj_lacc = sj_A->lacc; uintptr_t* sj_tab = sj_A->tab;"] if ns else
               ["    float* sj_acc = nullptr; float* sj_lacc = nullptr; uintptr_t* sj_tab = nullptr;"]),
@@ -329,12 +369,33 @@ class CppTarget(Target):
             ]
         # privatised gradient adds (passes/cpu_adds.py): the worker's accumulators live on its stack
         ns = self.privatised.get(id(fn), 0)
-        slot_args, acc, flush = [], [], []
+        slot_args, acc, flush, kept = [], [], [], []
         if ns:
+            # kept across a chunked dispatch's chunks as the lane launcher's (_kept_lane_launcher)
+            n = fn.slang_name
             slot_args = ["sj_acc", "sj_tab", "0"]
-            acc = [f"    float sj_acc[{ns}];   // privatised gradient adds: {ns} slots",
-                   f"    uintptr_t sj_tab[{ns}] = {{}};"]
-            flush = [f"    sj::pacc_flush(sj_acc, sj_tab, {ns});"]
+            kept = [f"// privatised gradient adds: {ns} slots",
+                    f"struct sj_PAcc_{n} {{ float acc[{ns}]; uintptr_t tab[{ns}]; }};",
+                    f"static void sj_paccflush_{n}(void* p) {{ sj_PAcc_{n}* a = (sj_PAcc_{n}*)p; "
+                    f"sj::pacc_flush(a->acc, a->tab, {ns}); }}",
+                    f"static void sj_paccmerge_{n}(void* d, void* s) {{ sj_PAcc_{n}* a = (sj_PAcc_{n}*)d; "
+                    f"sj_PAcc_{n}* b = (sj_PAcc_{n}*)s; sj::acc_merge(a->acc, a->tab, b->acc, b->tab, {ns}); }}"]
+            acc = [f"    static thread_local sj_PAcc_{n} sj_kept;   // a chunked dispatch's: combined by sj_finish_chunks",
+                   f"    sj_PAcc_{n} sj_own;",
+                   "    sj::RangeCtx* sj_rc = sj::range_ctx();",
+                   f"    sj_PAcc_{n}* sj_A = sj_rc ? &sj_kept : &sj_own;",
+                   f"    if (!sj_rc) for (int s = 0; s < {ns}; ++s) sj_own.tab[s] = 0;",
+                   f"    else if (sj_rc->flush != &sj_paccflush_{n})",
+                   "    {",
+                   "        if (sj_rc->flush) sj_rc->flush(sj_rc->state);",
+                   f"        for (int s = 0; s < {ns}; ++s) sj_kept.tab[s] = 0;",
+                   f"        sj_rc->flush = &sj_paccflush_{n};",
+                   "        sj_rc->state = sj_A;",
+                   "        sj_rc->seal = nullptr;",
+                   f"        sj_rc->merge = &sj_paccmerge_{n};",
+                   "    }",
+                   "    float* sj_acc = sj_A->acc; uintptr_t* sj_tab = sj_A->tab;"]
+            flush = [f"    if (!sj_rc) sj_paccflush_{n}(sj_A);"]
         elif self.em.bears_slots(fn):
             slot_args = ["nullptr", "nullptr", "-1"]
         loops = None
@@ -394,6 +455,7 @@ class CppTarget(Target):
                 "}",
             ]
         return [
+            *kept,
             f'extern "C" SJ_EXPORT void {symbol}(void* sj_gp, void* sj_pp, const uint32_t* sj_gc, uint32_t sj_begin, uint32_t sj_end, void* sj_ep)',
             "{",
             "    sj_g = (sj_Globals*)sj_gp;",
