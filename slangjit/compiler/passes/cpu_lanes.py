@@ -126,8 +126,9 @@ def _write_positions(nodes: list) -> tuple[dict, set]:
             v = scan.local_written(t)
             if v is not None:
                 writes.setdefault(v.uid, []).append(pos)
+                continue
             for m in scan.walk(t):
-                if isinstance(m, ir.LocalRef) and scan.local_written(t) is None:
+                if isinstance(m, ir.LocalRef):
                     escaped.add(m.var.uid)
     return writes, escaped
 
