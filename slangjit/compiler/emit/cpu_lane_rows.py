@@ -272,7 +272,7 @@ class LaneReductions:
         """ids of the combinable atomics whose memory nothing else of the entry touches: their block values
         are combined per worker and applied when the worker's range ends (as the privatised adds)."""
         sites = []
-        for n in scan.walk(self.fn.body):
+        for n in self.nodes:
             if isinstance(n, ir.ExprStmt) and self._reduction(n.expr) is not None:
                 e = n.expr
                 if isinstance(e, ir.MethodCall):

@@ -4,6 +4,7 @@ local's structure-of-arrays storage."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 from ..ir import nodes as ir
 from ..ir import walk as scan
@@ -278,10 +279,11 @@ def _written_locals(e) -> set:
     return out
 
 
-def _counter_copies(fn: ir.Function) -> dict:
+def _counter_copies(fn: ir.Function, nodes: Optional[list] = None) -> dict:
     """uid -> counter uid for locals written once, by their declaration, with a counted loop's counter (an
-    inlined call's parameter): they take the counter's values only, so its range bounds them too."""
-    nodes = list(scan.walk(fn.body))
+    inlined call's parameter): they take the counter's values only, so its range bounds them too.  `nodes`:
+    scan.walk(fn.body) as a list, where the caller has it."""
+    nodes = nodes if nodes is not None else list(scan.walk(fn.body))
     writes: dict = {}
     counters = set()
     for n in nodes:
