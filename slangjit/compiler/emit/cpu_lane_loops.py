@@ -45,8 +45,8 @@ from ..ir import walk as scan
 from .. import types as T
 from ..passes.cpu_lanes import lane_shape
 from ..passes.red_slots import counted_loop, is_red_add
-from .cpu_lane_rows import (LaneReductions, _assigned_before_read, _copy_aliases, _mentions, _trap_free, counter_affine,
-                            round_in_place, selects_only)
+from .cpu_lane_rows import (LaneReductions, LocalRefs, _assigned_before_read, _copy_aliases, _mentions, _trap_free,
+                            counter_affine, round_in_place, selects_only)
 from .cpu_lane_values import (LACC_PRELUDE, LANE_LOOPS_PRELUDE, MAX_LANE_BYTES, Classify, LaneRaw, _ELEMENTWISE,
                               _Lanewise, _Unsupported, _WAVE_CONST, _WAVE_IDENTITY, _counter_copies, _iname,
                               _is_half, _loads, _prod, _root, _side_effects, _sub_type, _written_locals, components,
@@ -78,6 +78,8 @@ class LoopLaneKernel(LaneReductions):
         self.copies: dict = {}
         self.alias: dict = {}               # varying locals that read another's rows (_copy_aliases)
         self.skip: set = set()
+        self.refs = LocalRefs()             # the statements' locals, once per statement
+        self.nodes: list = []               # every node of the body (scan.walk order), set by _emit
         self.copy_rows = True
         self.unroll = 0                    # CpuOptions.lane_unroll: innermost counted loops of so many trips unrolled
         self.half_rows = False              # CpuOptions.half_rows: round through F16C rows, not sj::rhf
@@ -132,12 +134,13 @@ class LoopLaneKernel(LaneReductions):
     # ------------------------------------------------------------------ kernel
     def _emit(self) -> bool:
         em, fn = self.em, self.fn
+        self.nodes = list(scan.walk(fn.body))     # the body's nodes, walked once for the analyses below
         self.cls = Classify(fn, {fn.params[i].uid for i in self.varying_params})
         self.deferred = self._deferrable()
-        self.copies = _counter_copies(fn)
-        self.alias, self.skip = _copy_aliases(fn, self.cls.varying) if self.copy_rows else ({}, set())
-        decls = [n.var for n in scan.walk(fn.body) if isinstance(n, ir.VarDecl)]
-        for n in scan.walk(fn.body):
+        self.copies = _counter_copies(fn, self.nodes)
+        self.alias, self.skip = _copy_aliases(fn, self.cls.varying, self.refs) if self.copy_rows else ({}, set())
+        decls = [n.var for n in self.nodes if isinstance(n, ir.VarDecl)]
+        for n in self.nodes:
             if isinstance(n, ir.AddressOf) and _root(n.operand) is not None and \
                     _root(n.operand).uid in self.cls.varying:
                 raise _Unsupported("the address of a varying local")
@@ -263,7 +266,7 @@ class LoopLaneKernel(LaneReductions):
 
     # ------------------------------------------------------------------ expressions
     def _uniform(self, e) -> bool:
-        return not self.cls.expr_varying(e) and not _side_effects(e)
+        return not self.cls.expr_varying(e) and not self.cls.side_effects(e)
 
     def _index_sel(self, idx, n) -> str:
         """A uniform in-range index as C++ text; anything else is unsupported."""
@@ -492,8 +495,8 @@ class LoopLaneKernel(LaneReductions):
         if isinstance(s, ir.Block):
             for i, x in enumerate(s.stmts):
                 if isinstance(x, ir.VarDecl) and x.var.uid in self.cls.varying and \
-                        (x.init is None or not (_side_effects(x.init) or _loads(x.init))) and \
-                        _assigned_before_read(x.var, s.stmts[i + 1:]):
+                        (x.init is None or not (self.cls.side_effects(x.init) or _loads(x.init))) and \
+                        _assigned_before_read(x.var, s.stmts[i + 1:], self.refs):
                     continue        # no fill of lane rows that the next use overwrites whole
                 self._stmt(x, masks, d)
         elif isinstance(s, ir.VarDecl):

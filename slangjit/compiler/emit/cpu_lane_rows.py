@@ -19,11 +19,30 @@ def _mentions(v: ir.Var, node) -> bool:
     return any(isinstance(n, ir.LocalRef) and n.var.uid == v.uid for n in scan.walk(node))
 
 
-def _assigned_before_read(v: ir.Var, rest: list) -> bool:
+class LocalRefs:
+    """The uids of the locals each statement names (its LocalRefs), computed once per statement and kernel:
+    the emitter asks about the statements after every declaration of a block (the IR is not changed while a
+    kernel is emitted; the node is kept with its set, so a reused id() cannot hit)."""
+
+    def __init__(self):
+        self._memo: dict = {}
+
+    def of(self, node) -> frozenset:
+        hit = self._memo.get(id(node))
+        if hit is not None and hit[0] is node:
+            return hit[1]
+        uids = frozenset(n.var.uid for n in scan.walk(node) if isinstance(n, ir.LocalRef))
+        self._memo[id(node)] = (node, uids)
+        return uids
+
+
+def _assigned_before_read(v: ir.Var, rest: list, refs: Optional[LocalRefs] = None) -> bool:
     """Is local v (declared without initialiser) unused in `rest`, or first used by a whole assignment
-    `v = e` at this block's level whose value does not read v?  Then its declaration needs no zero-fill."""
+    `v = e` at this block's level whose value does not read v?  Then its declaration needs no zero-fill.
+    `refs`: the kernel's memo of the statements' locals."""
+    refs = refs if refs is not None else LocalRefs()
     for x in rest:
-        if not _mentions(v, x):
+        if v.uid not in refs.of(x):
             continue
         e = x.expr if isinstance(x, ir.ExprStmt) else None
         return isinstance(e, ir.Assign) and e.op == "=" and isinstance(e.lhs, ir.LocalRef) and \
@@ -68,13 +87,14 @@ def _stmt_writes(x) -> set:
     return out
 
 
-def _copy_aliases(fn: ir.Function, varying: set) -> tuple[dict, set]:
+def _copy_aliases(fn: ir.Function, varying: set, refs: Optional[LocalRefs] = None) -> tuple[dict, set]:
     """Whole copies `d = s` of varying locals in the entry's top-level code that the emitter can drop: d is
     written by nothing else (its declaration aside, which nothing reads), and s by nothing after the copy, so
     every later read of d reads s's rows.  (uid of d -> s's Var, ids of the statements to skip.)"""
+    refs = refs if refs is not None else LocalRefs()
     stmts = _flat(fn.body)
     writes = [_stmt_writes(x) for x in stmts]
-    reads = [{n.var.uid for n in scan.walk(x) if isinstance(n, ir.LocalRef)} for x in stmts]
+    reads = [refs.of(x) for x in stmts]
     alias: dict = {}
     skip: set = set()
     # dead stores first: `v = e` (pure e) whose value nothing after reads (reverse mode's adjoint resets)
@@ -82,9 +102,9 @@ def _copy_aliases(fn: ir.Function, varying: set) -> tuple[dict, set]:
         e = x.expr if isinstance(x, ir.ExprStmt) else None
         if isinstance(e, ir.Assign) and e.op == "=" and isinstance(e.lhs, ir.LocalRef) and \
                 e.lhs.var.uid in varying and not (_side_effects(e.rhs) or _loads(e.rhs)) and \
-                _assigned_before_read(e.lhs.var, stmts[i + 1:]):
+                _assigned_before_read(e.lhs.var, stmts[i + 1:], refs):
             skip.add(id(x))
-            writes[i], reads[i] = set(), set()
+            writes[i], reads[i] = set(), frozenset()
     for i, x in enumerate(stmts):
         if id(x) in skip:
             continue
@@ -252,7 +272,7 @@ class LaneReductions:
         """ids of the combinable atomics whose memory nothing else of the entry touches: their block values
         are combined per worker and applied when the worker's range ends (as the privatised adds)."""
         sites = []
-        for n in scan.walk(self.fn.body):
+        for n in self.nodes:
             if isinstance(n, ir.ExprStmt) and self._reduction(n.expr) is not None:
                 e = n.expr
                 if isinstance(e, ir.MethodCall):

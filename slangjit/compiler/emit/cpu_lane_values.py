@@ -4,6 +4,7 @@ local's structure-of-arrays storage."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 from ..ir import nodes as ir
 from ..ir import walk as scan
@@ -278,11 +279,14 @@ def _written_locals(e) -> set:
     return out
 
 
-def _counter_copies(fn: ir.Function) -> dict:
+def _counter_copies(fn: ir.Function, nodes: Optional[list] = None) -> dict:
     """uid -> counter uid for locals written once, by their declaration, with a counted loop's counter (an
-    inlined call's parameter): they take the counter's values only, so its range bounds them too."""
+    inlined call's parameter): they take the counter's values only, so its range bounds them too.  `nodes`:
+    scan.walk(fn.body) as a list, where the caller has it."""
+    nodes = nodes if nodes is not None else list(scan.walk(fn.body))
     writes: dict = {}
-    for n in scan.walk(fn.body):
+    counters = set()
+    for n in nodes:
         if isinstance(n, ir.VarDecl):
             writes[n.var.uid] = writes.get(n.var.uid, 0) + 1
         elif isinstance(n, (ir.ExprStmt,)):
@@ -292,9 +296,11 @@ def _counter_copies(fn: ir.Function) -> dict:
             if n.step is not None:
                 for uid in _written_locals(n.step):
                     writes[uid] = writes.get(uid, 0) + 2
-    counters = {counted_loop(n).var.uid for n in scan.walk(fn.body) if isinstance(n, ir.Loop) and counted_loop(n)}
+            c = counted_loop(n)
+            if c:
+                counters.add(c.var.uid)
     out = {}
-    for n in scan.walk(fn.body):
+    for n in nodes:
         if isinstance(n, ir.VarDecl) and writes.get(n.var.uid) == 1 and n.init is not None:
             x = n.init
             while isinstance(x, ir.Convert) and isinstance(x.type, T.ScalarType) and x.type.kind in ("int", "uint") \
@@ -306,30 +312,55 @@ def _counter_copies(fn: ir.Function) -> dict:
 
 
 class Classify:
-    """Which locals of the (inlined) entry are varying across the lanes of a block."""
+    """Which locals of the (inlined) entry are varying across the lanes of a block.  The classification runs
+    to a fixed point and the emitter asks again per expression: what an expression reads and whether it is
+    varying by itself are computed once per node (the IR does not change meanwhile; the node is kept with its
+    entry, so a reused id() cannot hit)."""
 
     def __init__(self, fn: ir.Function, varying_params: set[int]):
         self.varying: set[int] = set(varying_params)
+        self._memo: dict = {}           # id(expr) -> (expr, varying by itself, uids of the locals it reads)
+        self._effects: dict = {}        # id(expr) -> (expr, _side_effects(expr))
         while True:
             n = len(self.varying)
             self._stmt(fn.body, False)
             if len(self.varying) == n:
                 break
 
-    def expr_varying(self, e) -> bool:
+    def _facts(self, e) -> tuple:
+        hit = self._memo.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit
+        own, uids = False, set()
         for n in scan.walk(e):
-            if isinstance(n, ir.LocalRef) and n.var.uid in self.varying:
-                return True
-            if isinstance(n, (ir.SystemValue, ir.Call, ir.MethodCall, ir.StmtExpr)):
-                return True
-            if isinstance(n, ir.Intrinsic) and _iname(n) not in PURE_INTRINSICS and n.name not in _WAVE_CONST \
-                    and n.name != "sj::vcat":
-                if n.name in _WAVE_IDENTITY:
-                    continue
-                return True
-            if isinstance(n, ir.GlobalRef) and n.var.kind not in ("uniform", "const"):
-                return True
-        return False
+            if isinstance(n, ir.LocalRef):
+                uids.add(n.var.uid)
+            elif isinstance(n, (ir.SystemValue, ir.Call, ir.MethodCall, ir.StmtExpr)):
+                own = True
+                break
+            elif isinstance(n, ir.Intrinsic) and _iname(n) not in PURE_INTRINSICS and n.name not in _WAVE_CONST \
+                    and n.name != "sj::vcat" and n.name not in _WAVE_IDENTITY:
+                own = True
+                break
+            elif isinstance(n, ir.GlobalRef) and n.var.kind not in ("uniform", "const"):
+                own = True
+                break
+        hit = (e, own, frozenset(uids))
+        self._memo[id(e)] = hit
+        return hit
+
+    def expr_varying(self, e) -> bool:
+        _, own, uids = self._facts(e)
+        return own or not uids.isdisjoint(self.varying)
+
+    def side_effects(self, e) -> bool:
+        """_side_effects(e), once per node."""
+        hit = self._effects.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1]
+        out = _side_effects(e)
+        self._effects[id(e)] = (e, out)
+        return out
 
     def _mark(self, uids) -> None:
         self.varying |= set(uids)
@@ -348,13 +379,13 @@ class Classify:
                 self._stmt(i, vctx)
             self._stmt(s.body, vctx)
         elif isinstance(s, ir.VarDecl):
-            if vctx or (s.init is not None and (self.expr_varying(s.init) or _side_effects(s.init))):
+            if vctx or (s.init is not None and (self.expr_varying(s.init) or self.side_effects(s.init))):
                 self._mark([s.var.uid])
             if s.init is not None:
-                self._mark(_written_locals(s.init) if (vctx or _side_effects(s.init)) else ())
+                self._mark(_written_locals(s.init) if (vctx or self.side_effects(s.init)) else ())
         elif isinstance(s, ir.ExprStmt):
             e = s.expr
-            if isinstance(e, ir.Assign) and _root(e.lhs) is not None and not _side_effects(e.rhs) and \
+            if isinstance(e, ir.Assign) and _root(e.lhs) is not None and not self.side_effects(e.rhs) and \
                     not any(isinstance(n, (ir.Assign, ir.IncDec)) for n in scan.walk(e.lhs)):
                 if vctx or self.expr_varying(e.rhs) or self.expr_varying(e.lhs):
                     self._mark([_root(e.lhs).uid])

@@ -78,42 +78,43 @@ def _exprs_ok(e) -> Optional[str]:
     return None
 
 
-def _in_order(node):
-    """Every node in execution order as far as text can say (a loop's condition and step after its body)."""
+def _in_order(node, out: list) -> list:
+    """Every node in execution order as far as text can say (a loop's condition and step after its body),
+    appended to `out` (a list, not a generator: propagate_copies walks the inlined body once per round)."""
+    out.append(node)
     if isinstance(node, ir.Loop):
-        yield node
         for x in node.init:
-            yield from _in_order(x)
-        yield from _in_order(node.body)
+            _in_order(x, out)
+        _in_order(node.body, out)
         for x in (node.cond, node.step):
             if x is not None:
-                yield from _in_order(x)
-        return
-    yield node
-    if isinstance(node, ir.Block):
+                _in_order(x, out)
+    elif isinstance(node, ir.Block):
         for x in node.stmts:
-            yield from _in_order(x)
+            _in_order(x, out)
     elif isinstance(node, ir.SwitchCase):
         for x in node.body:
-            yield from _in_order(x)
+            _in_order(x, out)
     elif isinstance(node, (ir.Expr, ir.Stmt)):
         for name in node.__dataclass_fields__:
             if name in ("type", "loc", "var", "func"):
                 continue
             val = getattr(node, name)
             if isinstance(val, (ir.Expr, ir.Stmt)):
-                yield from _in_order(val)
+                _in_order(val, out)
             elif isinstance(val, list):
                 for x in val:
                     if isinstance(x, (ir.Expr, ir.Stmt, ir.SwitchCase)):
-                        yield from _in_order(x)
+                        _in_order(x, out)
+    return out
 
 
-def _write_positions(body) -> tuple[dict, set]:
-    """uid -> positions (_in_order indices) of every write of a local; uids whose address escapes."""
+def _write_positions(nodes: list) -> tuple[dict, set]:
+    """uid -> positions (indices in `nodes`, a body's _in_order) of every write of a local; uids whose address
+    escapes."""
     writes: dict = {}
     escaped: set = set()
-    for pos, n in enumerate(_in_order(body)):
+    for pos, n in enumerate(nodes):
         targets = scan.write_targets(n)
         if isinstance(n, ir.VarDecl):
             writes.setdefault(n.var.uid, []).append(pos)
@@ -125,8 +126,9 @@ def _write_positions(body) -> tuple[dict, set]:
             v = scan.local_written(t)
             if v is not None:
                 writes.setdefault(v.uid, []).append(pos)
+                continue
             for m in scan.walk(t):
-                if isinstance(m, ir.LocalRef) and scan.local_written(t) is None:
+                if isinstance(m, ir.LocalRef):
                     escaped.add(m.var.uid)
     return writes, escaped
 
@@ -136,10 +138,11 @@ def propagate_copies(fn: ir.Function) -> int:
     leaves chains of such copies (arguments, results); as lane arrays each is a copy per component."""
     done = 0
     while True:
-        writes, escaped = _write_positions(fn.body)
+        nodes = _in_order(fn.body, [])
+        writes, escaped = _write_positions(nodes)
         subst: dict = {}
         drop: set = set()
-        for pos, n in enumerate(_in_order(fn.body)):
+        for pos, n in enumerate(nodes):
             if not (isinstance(n, ir.VarDecl) and isinstance(n.init, ir.LocalRef)):
                 continue
             v, w = n.var, n.init.var
