@@ -52,7 +52,8 @@ from typing import Optional
 
 from .. import cache_paths
 from ..compiler import frontend_cache
-from .cpu_pch import PCH_END, _run_process, _tls, drop_pch, precompiled_prefix, stop_early
+from ..atomic_file import write_atomic
+from .cpu_pch import PCH_END, _run_process, _tls, _unlink, drop_pch, precompiled_prefix, stop_early
 from .cpu_pch import _PCH_VERSION, _pch_ok, _pch_verify  # noqa: F401  (tests reach them through this module)
 from ..cache_paths import cache_dir, cache_dirs, entry_mac, mac_ok, remove_entry   # per-user folders + entry MACs
 
@@ -157,7 +158,7 @@ def compiler_version(cmd: tuple[str, ...]) -> str:
     v = p.stdout.strip()
     try:
         if vfile is not None:
-            _atomic_write(vfile, json.dumps({"stamp": stamp, "version": v}).encode())
+            write_atomic(str(vfile), (json.dumps({"stamp": stamp, "version": v}).encode(),))
     except OSError:                     # a read-only cache: ask the compiler again next process
         pass
     _version_cache[cmd] = v
@@ -231,7 +232,7 @@ def _remember_isa(level: str) -> None:
     if boot is None:
         return
     try:
-        _atomic_write(_isa_file(cache_dir(), boot), json.dumps({"boot": boot, "isa": level}).encode())
+        write_atomic(str(_isa_file(cache_dir(), boot)), (json.dumps({"boot": boot, "isa": level}).encode(),))
     except OSError:
         pass
 
@@ -372,7 +373,7 @@ def _probed_flags(cmd: tuple[str, ...], cand: tuple[str, ...]) -> tuple[str, ...
     except (OSError, subprocess.TimeoutExpired):
         return ()                       # not recorded: asked again next process
     try:
-        _atomic_write(cache_dir() / "compilers" / name, json.dumps({"stamp": stamp, "ok": ok}).encode())
+        write_atomic(str(cache_dir() / "compilers" / name), (json.dumps({"stamp": stamp, "ok": ok}).encode(),))
     except OSError:
         pass
     return cand if ok else ()
@@ -428,23 +429,7 @@ def _prepare() -> None:
 # ------------------------------------------------------------------------------------------ cache dir
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=str(path.parent), prefix=".tmp-", suffix=path.suffix)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        _unlink(tmp)
-        raise
 
-
-def _unlink(p) -> None:
-    try:
-        os.unlink(p)
-    except OSError:
-        pass
 
 
 def _is_gcc(cmd: tuple[str, ...]) -> bool:

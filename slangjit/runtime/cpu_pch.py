@@ -23,6 +23,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from ..atomic_file import write_atomic
 from ..cache_paths import entry_mac, mac_ok, remove_entry
 
 _lock = threading.Lock()
@@ -163,7 +164,7 @@ def _make_pch(prefix: str, cmd, flags, d: Path, folder: Path, gch: Path, pkey: s
             mac = entry_mac(d, pkey, f.read())
         if mac is None:
             return False
-        _atomic_write(folder / (pkey[:40] + ".mac"), mac)
+        write_atomic(str(folder / (pkey[:40] + ".mac")), (mac,))
         os.replace(g_tmp, gch)
         return True
     finally:
@@ -177,16 +178,6 @@ def drop_pch(header: str) -> None:
         if os.path.lexists(p):
             remove_entry(p)
 
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=str(path.parent), prefix=".tmp-", suffix=path.suffix)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        _unlink(tmp)
-        raise
 
 
 def _unlink(p) -> None:
