@@ -66,7 +66,9 @@ def _parse_uncached(text: str, path: str, include_paths, defines):
             return hit
     files: list = []
     missed: list = []
-    mod = parse_module(text, path, list(include_paths), defines, deps=files, absent=missed)
+    # the compiler's own library: function bodies parsed when first read (most are never compiled)
+    mod = parse_module(text, path, list(include_paths), defines, deps=files, absent=missed,
+                       lazy_bodies=frontend_cache.compiler_library(path))
     if key is not None:                 # written off the critical path (frontend_cache.defer_tree)
         frontend_cache.defer_tree(key, mod, files, missed)
     return mod, files, missed

@@ -31,6 +31,7 @@ from __future__ import annotations
 import atexit
 import contextvars
 import copy
+import copyreg
 import hashlib
 import io
 import os
@@ -472,7 +473,7 @@ def cached_compile(compile_fn: Callable, sources, entry_points, *, target, inclu
 # probed before them must still be absent (as for program entries).  Only files inside the compiler's own
 # folder are cached: a user's module is small and parses in a few ms.
 
-_TREE_FORMAT = b"slangjit-ast-v2"
+_TREE_FORMAT = b"slangjit-ast-v3"
 tree_stats = {"disk_hits": 0, "misses": 0, "stores": 0, "corrupt": 0, "stale": 0, "queued": 0}
 
 
@@ -511,28 +512,13 @@ def _source_file(i: int):
     raise pickle.UnpicklingError("a function body's source file outside its tree")
 
 
-class LazyBodyFuncDecl(_ast.FuncDecl):
-    """A function of a cached syntax tree whose body is unpickled when first read: declaring a module needs
-    only the signatures, so a warm start does not rebuild the thousands of statement nodes of library
-    functions it never compiles.  Everywhere else it is the ast.FuncDecl it was (isinstance holds; the
-    body read is the same tree)."""
+class LazyBodyFuncDecl(_ast.LazyBodyFuncDecl):
+    """A function of a cached syntax tree whose body is unpickled when first read (ast.LazyBodyFuncDecl): a
+    warm start does not rebuild the thousands of statement nodes of library functions it never compiles."""
 
-    def __init__(self, *args, **kwargs):
-        if args or kwargs:                 # as ast.FuncDecl; with no arguments, an empty one for the unpickler
-            super().__init__(*args, **kwargs)
-
-    @property
-    def body(self):
+    def _sj_load(self):
         d = self.__dict__
-        b = d.get("_sj_body", d)
-        if b is d:
-            b = _BodyUnpickler(d["_sj_blob"], d["_sj_files"]).load()
-            b = d.setdefault("_sj_body", b)    # one body object per decl, also when two threads race here
-        return b
-
-    @body.setter
-    def body(self, value):
-        self.__dict__["_sj_body"] = value
+        return _BodyUnpickler(d["_sj_blob"], d["_sj_files"]).load()
 
 
 class _TreePickler(pickle.Pickler):
@@ -542,11 +528,12 @@ class _TreePickler(pickle.Pickler):
 
     def __init__(self, file, protocol=pickle.HIGHEST_PROTOCOL):
         super().__init__(file, protocol=protocol)
-        self.dispatch_table = {_ast.FuncDecl: self._reduce_func}
+        self.dispatch_table = {_ast.FuncDecl: self._reduce_func, _ast.LazyBodyFuncDecl: self._reduce_func,
+                               LazyBodyFuncDecl: self._reduce_func}
 
     def _reduce_func(self, obj):
-        if obj.body is None:
-            return obj.__reduce_ex__(self._protocol)
+        if obj.body is None:        # (a body the parser deferred is parsed here, in the writer thread)
+            return (copyreg.__newobj__, (_ast.FuncDecl,), _plain_state(obj))
         files: list = []
         ids: dict = {}
 
@@ -560,7 +547,8 @@ class _TreePickler(pickle.Pickler):
         p = pickle.Pickler(buf, protocol=self._protocol)
         p.dispatch_table = {SourceFile: file_ref}
         p.dump(obj.body)
-        state = {k: v for k, v in obj.__dict__.items() if k != "body"}
+        state = _plain_state(obj)
+        del state["body"]
         state["_sj_blob"] = buf.getvalue()
         state["_sj_files"] = files
         return (LazyBodyFuncDecl, (), state)
@@ -568,9 +556,21 @@ class _TreePickler(pickle.Pickler):
     _protocol = pickle.HIGHEST_PROTOCOL
 
 
+def _plain_state(obj) -> dict:
+    """A FuncDecl's fields without a lazy one's loader, blob or loaded body (`body` read through the property)."""
+    state = {k: v for k, v in obj.__dict__.items() if not k.startswith("_sj_")}
+    state["body"] = obj.body
+    return state
+
+
 def tree_cacheable(path: str) -> bool:
     """Whether the syntax tree of the file at `path` goes through the disk cache (the compiler's own files)."""
-    if not enabled() or not path:
+    return enabled() and compiler_library(path)
+
+
+def compiler_library(path: str) -> bool:
+    """Whether `path` is one of the compiler's own files (core/, slang/), cache or not."""
+    if not path:
         return False
     try:
         return os.path.realpath(path).startswith(_COMPILER_DIR + os.sep)

@@ -7,6 +7,7 @@ Every node carries `loc` so diagnostics can point at it.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -336,6 +337,44 @@ class FuncDecl(Decl):
     generic_params: list[GenericParam] = field(default_factory=list)
     where: list[WhereClause] = field(default_factory=list)
     semantic: Optional[str] = None  # return-value semantic
+
+
+class LazyBodyFuncDecl(FuncDecl):
+    """A FuncDecl whose body is made when first read, by `self._sj_load()` (by default the no-argument callable
+    `_sj_loader` in the instance's dict): the parser defers the bodies of the compiler's own library functions
+    (parser.py, `lazy_bodies`), the front-end cache unpickles its trees' bodies on demand (frontend_cache.py
+    overrides `_sj_load`).  Declaring a module needs only the signatures.  Everywhere else it is the FuncDecl
+    it stands for: isinstance holds, and the body read is the tree an eager parse gives."""
+
+    def __init__(self, *args, **kwargs):
+        if args or kwargs:                 # as FuncDecl; with no arguments, an empty one for an unpickler
+            super().__init__(*args, **kwargs)
+
+    def _sj_load(self):
+        return self.__dict__["_sj_loader"]()
+
+    @property
+    def body(self):
+        d = self.__dict__
+        b = d.get("_sj_body", d)
+        if b is d:
+            with _LAZY_LOCK:               # one body object per decl, also when two threads race here
+                b = d.get("_sj_body", d)
+                if b is d:
+                    b = self._sj_load()
+                    d["_sj_body"] = b
+                    d.pop("_sj_loader", None)
+        return b
+
+    @body.setter
+    def body(self, value):
+        self.__dict__["_sj_body"] = value
+
+    def is_loaded(self) -> bool:
+        return "_sj_body" in self.__dict__
+
+
+_LAZY_LOCK = threading.RLock()
 
 
 @dataclass

@@ -99,6 +99,11 @@ class ParserBase:
         self.generic_depth = 0                      # inside how many generic argument lists
         self.spec = 0                               # inside how many speculative parses
         self.depth_hit = None                       # where speculation first ran too deep
+        self.lazy_bodies = False                    # defer function bodies (parser.py func_decl)
+        self.alias_writes = 0                       # conj_aliases assignments (names_snapshot's key)
+        self._brace_match = None
+        self._snap_key = None
+        self._snap = None
         self._prescan()
 
     # ------------------------------------------------------------------ helpers

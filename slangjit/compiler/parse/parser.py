@@ -28,12 +28,13 @@ from .parse_base import (ASSIGN_OPS, BIN_PREC, BUILTIN_TYPES, DIRECTIONS, MODIFI
                          _is_builtin_type_name)
 from .parse_exprs import ExprParserMixin
 from .parse_func_ext import FuncExtensionParserMixin
+from .parse_lazy import LazyBodyParserMixin, _diagnosed
 from .parse_stmts import StmtParserMixin
 from .preprocessor import preprocess
 from ..source import CompileError, Diagnostic, Loc, SourceFile, error
 
 
-class Parser(StmtParserMixin, ExprParserMixin, FuncExtensionParserMixin, ParserBase):
+class Parser(StmtParserMixin, ExprParserMixin, FuncExtensionParserMixin, LazyBodyParserMixin, ParserBase):
     """Module, attributes and declarations (statements: parse_stmts.py; types and expressions:
     parse_exprs.py; token cursor: parse_base.py)."""
 
@@ -370,8 +371,7 @@ class Parser(StmtParserMixin, ExprParserMixin, FuncExtensionParserMixin, ParserB
         if self.at(":"):
             sem = self.parse_semantic()
         where = self.parse_where()
-        body = self.parse_func_body()
-        return ast.FuncDecl(name, params, ret_type, body, gparams, where, sem, loc=loc)
+        return self.func_decl(name, params, ret_type, gparams, where, sem, loc)
 
     def parse_func_body(self):
         if self.at("{"):
@@ -396,16 +396,14 @@ class Parser(StmtParserMixin, ExprParserMixin, FuncExtensionParserMixin, ParserB
         if self.accept("->"):
             ret = self.parse_type()
         where = self.parse_where()
-        body = self.parse_func_body()
-        return ast.FuncDecl(name, params, ret, body, gp, where, None, loc=t.loc)
+        return self.func_decl(name, params, ret, gp, where, None, t.loc)
 
     def parse_init(self) -> ast.FuncDecl:
         t = self.advance()
         gp = self.parse_generic_params() if self.at("<") else []
         params = self.parse_params()
         where = self.parse_where()
-        body = self.parse_func_body()
-        return ast.FuncDecl("__init", params, None, body, gp, where, None, loc=t.loc)
+        return self.func_decl("__init", params, None, gp, where, None, t.loc)
 
     def parse_generic_params(self) -> list:
         o = self.expect("<")
@@ -559,6 +557,7 @@ class Parser(StmtParserMixin, ExprParserMixin, FuncExtensionParserMixin, ParserB
             while self.accept("&"):
                 parts.append(self.parse_type())
             self.conj_aliases[nt.text] = parts
+            self.alias_writes += 1
         self.expect(";")
         return ast.TypeAliasDecl(nt.text, ty, gp, loc=nt.loc)
 
@@ -744,36 +743,22 @@ def parse_tokens(toks: list[Token], path: str) -> list:
 
 
 def parse_module(text: str, path: str, include_paths=(), defines: dict | None = None,
-                 deps: list | None = None, absent: list | None = None) -> ast.Module:
+                 deps: list | None = None, absent: list | None = None, lazy_bodies: bool = False) -> ast.Module:
     """Lex, preprocess and parse one Slang module (`deps`, if given, gets every #included file's path;
-    `absent` every include candidate probed and not found)."""
-    old_limit = sys.getrecursionlimit()
-    if old_limit < 12000:
-        sys.setrecursionlimit(12000)
-    p = None
-    try:
+    `absent` every include candidate probed and not found).  `lazy_bodies`: the `{ ... }` bodies of functions,
+    methods and initializers are matched by braces and parsed when first read (ast.LazyBodyFuncDecl); an
+    error in one is then reported when it is read, as the same located CompileError.  Preprocessing is done
+    first and whole, so a deferred body is the same tokens an eager parse reads."""
+    state = {"p": None}
+
+    def run():
         toks = preprocess(text, path, include_paths or (), defines, deps=deps, absent=absent)
-        p = Parser(toks, path)
+        p = state["p"] = Parser(toks, path)
+        p.lazy_bodies = lazy_bodies
         decls = p.parse_module()
         sf = toks[-1].loc.file
         return ast.Module(path, decls, loc=Loc(sf, 1, 1))
-    except _Fail as f:
-        if p is not None and p.depth_hit is not None:
-            raise error("E0010", "nesting too deep", p.depth_hit) from None
-        raise CompileError(Diagnostic(f.code, f.message, f.loc)) from None
-    except _Fatal as f:
-        raise CompileError(Diagnostic(f.code, f.message, f.loc)) from None
-    except CompileError:
-        raise
-    except RecursionError:
-        loc = p.tok.loc if p is not None else Loc(SourceFile(path, text), 1, 1)
-        raise error("E0010", "program nested too deeply", loc) from None
-    except Exception as ex:   # never leak an internal exception for bad input
-        loc = p.tok.loc if p is not None else Loc(SourceFile(path, text), 1, 1)
-        raise error("E0010", f"could not parse this ({type(ex).__name__}: {ex})", loc) from None
-    finally:
-        if old_limit < 12000:
-            sys.setrecursionlimit(old_limit)
+    return _diagnosed(run, state, path, text)
 
 
 def parse_type_name(text: str):
