@@ -278,6 +278,31 @@ class LoopLaneKernel(LaneReductions):
             return got[0]
         raise _Unsupported("an array index that is not a constant or an in-range counter")
 
+    def _narrow(self, e, sel: list):
+        """(operand, selector path) of the value a selector step reads (a detach, a field of a value, an element of
+        an array / vector / matrix at a uniform index, a swizzle), None for any other node; lx and the register
+        emitter's vx both walk values through it."""
+        if isinstance(e, ir.Detach):
+            return e.operand, sel
+        if isinstance(e, ir.Field) and not e.via_pointer:
+            return e.obj, [("f", e.name)] + sel
+        if isinstance(e, ir.Index):
+            ot = scan.value_type(e.obj)
+            if isinstance(ot, (T.ArrayType, T.VectorType)):
+                return e.obj, [self._index_sel(e.index, ot.n)] + sel
+            if isinstance(ot, T.MatrixType):
+                return e.obj, [self._index_sel(e.index, ot.rows)] + sel
+            raise _Lanewise("a varying memory access")
+        if isinstance(e, ir.Swizzle):
+            if isinstance(e.obj.type, T.ScalarType):
+                return e.obj, []
+            if len(e.indices) == 1:
+                return e.obj, [str(e.indices[0])] + sel
+            if not sel or isinstance(sel[0], tuple) or not sel[0].isdigit():
+                raise _Unsupported("a swizzle at a dynamic index")
+            return e.obj, [str(e.indices[int(sel[0])])] + sel[1:]
+        return None
+
     def lx(self, e, sel: list, pre: list) -> str:
         """C++ text of the lane-domain scalar at selector path `sel` of e's value, for lane sj_l.  Uniform
         parts that load memory are computed once, into `pre` (lines before the lane loop)."""
@@ -294,25 +319,9 @@ class LoopLaneKernel(LaneReductions):
             return f"(float)({text})" if _is_half(t) else text
         if isinstance(e, ir.LocalRef):
             return self._leaf_ref(e.var, sel)
-        if isinstance(e, ir.Detach):
-            return self.lx(e.operand, sel, pre)
-        if isinstance(e, ir.Field) and not e.via_pointer:
-            return self.lx(e.obj, [("f", e.name)] + sel, pre)
-        if isinstance(e, ir.Index):
-            ot = scan.value_type(e.obj)
-            if isinstance(ot, (T.ArrayType, T.VectorType)):
-                return self.lx(e.obj, [self._index_sel(e.index, ot.n)] + sel, pre)
-            if isinstance(ot, T.MatrixType):
-                return self.lx(e.obj, [self._index_sel(e.index, ot.rows)] + sel, pre)
-            raise _Lanewise("a varying memory access")
-        if isinstance(e, ir.Swizzle):
-            if isinstance(e.obj.type, T.ScalarType):
-                return self.lx(e.obj, [], pre)
-            if len(e.indices) == 1:
-                return self.lx(e.obj, [str(e.indices[0])] + sel, pre)
-            if not sel or isinstance(sel[0], tuple) or not sel[0].isdigit():
-                raise _Unsupported("a swizzle at a dynamic index")
-            return self.lx(e.obj, [str(e.indices[int(sel[0])])] + sel[1:], pre)
+        step = self._narrow(e, sel)
+        if step is not None:
+            return self.lx(step[0], step[1], pre)
         if isinstance(e, ir.Construct):
             return self._construct(e, sel, pre)
         if isinstance(e, ir.Select):

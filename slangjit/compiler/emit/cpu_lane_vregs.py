@@ -274,25 +274,9 @@ class VregLaneKernel(LoopLaneKernel):
             return self._bc(c, s), c
         if isinstance(e, ir.LocalRef):
             return self._vleaf(e.var, sel), c
-        if isinstance(e, ir.Detach):
-            return self.vx(e.operand, sel, pre)
-        if isinstance(e, ir.Field) and not e.via_pointer:
-            return self.vx(e.obj, [("f", e.name)] + sel, pre)
-        if isinstance(e, ir.Index):
-            ot = scan.value_type(e.obj)
-            if isinstance(ot, (T.ArrayType, T.VectorType)):
-                return self.vx(e.obj, [self._index_sel(e.index, ot.n)] + sel, pre)
-            if isinstance(ot, T.MatrixType):
-                return self.vx(e.obj, [self._index_sel(e.index, ot.rows)] + sel, pre)
-            raise _Lanewise("a varying memory access")
-        if isinstance(e, ir.Swizzle):
-            if isinstance(e.obj.type, T.ScalarType):
-                return self.vx(e.obj, [], pre)
-            if len(e.indices) == 1:
-                return self.vx(e.obj, [str(e.indices[0])] + sel, pre)
-            if not sel or isinstance(sel[0], tuple) or not sel[0].isdigit():
-                raise _Unsupported("a swizzle at a dynamic index")
-            return self.vx(e.obj, [str(e.indices[int(sel[0])])] + sel[1:], pre)
+        step = self._narrow(e, sel)
+        if step is not None:
+            return self.vx(step[0], step[1], pre)
         if isinstance(e, ir.Construct):
             return self._vconstruct(e, sel, pre, c)
         if isinstance(e, ir.Select):
