@@ -101,8 +101,8 @@ class FastDispatch:
     a non-int for a pointer, an out-of-range number, ...) makes `run` return False: the general path then
     packs it and gives its error."""
 
-    _FORMATS = {"bool": None, "int8": "b", "uint8": "B", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I",
-                "int64": "q", "uint64": "Q", "float16": "e", "float32": "f", "float64": "d"}
+    # the general path's format codes (layout_pack); a bool's width and conversions stay with the general path
+    _FORMATS = {k: v[0] for k, v in _lp._SCALARS.items() if k != "bool"}
 
     @classmethod
     def build(cls, kernel: "ComputeKernel", names: tuple) -> Optional["FastDispatch"]:
