@@ -301,3 +301,75 @@ def test_portable_build_compiles_the_vector_kernel_without_isa_extensions(monkey
     out = dispatch(HALF_MV, (96, 1, 1), {"x": x, "w": w, "b": b, "o": np.zeros(n * 8, np.float16)}, VREGS, tmp_path,
                    name="portable", count=n)["o"]
     np.testing.assert_array_equal(out.view(np.uint16), _half_mv_ref(x, w, b).view(np.uint16))
+
+
+# ------------------------------------------------------------------------------------------ known zeros
+
+ZEROS = r"""
+RWStructuredBuffer<half> x;
+RWStructuredBuffer<half> o;
+RWStructuredBuffer<float> f;
+[numthreads(32, 1, 1)]
+void computeMain(uint3 tid : SV_DispatchThreadID, uniform uint count)
+{
+    uint i = tid.x;
+    if (i >= count)
+        return;
+    half h = x[i];
+    half a[3];
+    a[0] = 0.0h; a[1] = 0.0h; a[2] = 0.0h;
+    half s = 0.0h;
+    s = s + h;                       // +0 + h: exact (h, or +0 for -0)
+    a[1] = a[1] - h;                 // +0 - h: exact
+    half t = 0.0h;
+    if (h > 1.0h)
+        t = 1.0h;                    // some lanes: t is no longer a known zero
+    t = t + h;
+    half u = 0.0h;
+    for (int k = 0; k < 2; k++)
+        u = u + h;                   // written by the loop: rounded every time
+    int j = int(i % 3u);
+    for (int k = 0; k < 3; k++)
+        a[k] = k == j ? h : a[k];    // an element at a run-time index: a[0..2] no longer known zeros
+    half v = a[2] + h;
+    half w = a[0] + a[1];
+    o[i * 6 + 0] = s; o[i * 6 + 1] = a[1]; o[i * 6 + 2] = t; o[i * 6 + 3] = u; o[i * 6 + 4] = v; o[i * 6 + 5] = w;
+    f[i * 4 + 0] = float(t) * 0.5;   // an unrounded sum would show here (no store rounds it)
+    f[i * 4 + 1] = float(u) * 0.5;
+    f[i * 4 + 2] = float(v) * 0.5;
+    f[i * 4 + 3] = float(s) * 0.5;
+}
+"""
+
+
+def test_known_zero_adds_skip_rounding_and_stay_exact(tmp_path):
+    """A half add or subtract with a value known to be +0 in every lane is left unrounded (exact); values
+    written under a mask, in a loop or at a run-time index are not known zeros: bit for bit numpy's float16
+    (-0, overflow of 2 x 40000 to inf, inexact sums) and the scalar kernel."""
+    src = cpp_source(ZEROS, VREGS)
+    assert _is_vreg(src)
+    import re
+    assert re.search(r"= \(\(s_\d+\[sj_k\]\) \+ \(", src), "s = +0 + h is emitted without rounding"
+    assert re.search(r"sj::rhv\(\(t_\d+\[sj_k\]\) \+ \(", src) and re.search(r"sj::rhv\(\(u_\d+\[sj_k\]\) \+ \(", src)
+    h = np.float16
+    xs = np.array([0.0, -0.0, 1.5, -2.25, 40000.0, -40000.0, 3.0e-5, 1.0009766, 2049.0, 65504.0] * 7,
+                  np.float16)[:64]
+    n = xs.size
+    with np.errstate(all="ignore"):
+        s = (h(0) + xs).astype(h)
+        a1 = (h(0) - xs).astype(h)
+        t = ((xs > 1).astype(h) + xs).astype(h)
+        u = (((h(0) + xs).astype(h)) + xs).astype(h)
+        a = np.zeros((n, 3), h)
+        a[:, 1] = a1
+        a[np.arange(n), np.arange(n) % 3] = xs
+        v = (a[:, 2] + xs).astype(h)
+        w = (a[:, 0] + a[:, 1]).astype(h)
+    want_o = np.stack([s, a[:, 1], t, u, v, w], 1).reshape(-1)
+    want_f = (np.stack([t, u, v, s], 1).astype(np.float32) * np.float32(0.5)).reshape(-1)
+    assert np.isinf(want_o).any()
+    for name, opts in (("vregs", VREGS), ("scalar", SCALAR)):
+        out = dispatch(ZEROS, (64, 1, 1), {"x": xs, "o": np.zeros(n * 6, np.float16), "f": np.zeros(n * 4, np.float32)},
+                       opts, tmp_path, name=f"zero_{name}", count=n)
+        np.testing.assert_array_equal(out["o"].view(np.uint16), want_o.view(np.uint16), err_msg=name)
+        np.testing.assert_array_equal(out["f"].view(np.uint32), want_f.view(np.uint32), err_msg=name)

@@ -25,6 +25,8 @@ width that is not a power of two stays with the row emitter.
 """
 from __future__ import annotations
 
+import re
+
 from ..ir import nodes as ir
 from ..ir import walk as scan
 from .. import types as T
@@ -179,7 +181,59 @@ class VregLaneKernel(LoopLaneKernel):
         if self.W not in (16, 32, 64):
             raise _Unsupported("a lane width other than 16, 32 or 64")
         self.simd_init = True       # lanes are plain array elements (sj::el): the start values vectorise
+        # Machine vectors (their C++ text) that hold +0.0 in every lane at the current statement, by the local
+        # they belong to: a half add or subtract with one of them is exact (no rounding; reverse mode's
+        # adjoints start at zero and their first accumulation is such an add).
+        self.zeros: dict[str, int] = {}
+        self.noted = None                   # whether the statement being emitted went through _note_assigned
         return super()._emit()
+
+    # ------------------------------------------------------------------ known zeros
+    def _stmt(self, s, masks, d) -> None:
+        if isinstance(s, ir.Block):
+            return super()._stmt(s, masks, d)
+        if isinstance(s, (ir.ExprStmt, ir.VarDecl)):
+            # a statement reads the values before it; what it writes is forgotten after it unless
+            # _note_assigned saw a zero go there
+            noted, self.noted = self.noted, None
+            super()._stmt(s, masks, d)
+            if self.zeros and self.noted is None:
+                self._forget_written(s)
+            self.noted = noted
+            return
+        if self.zeros:
+            self._forget_written(s)     # a loop's body runs again, a branch only for some: what they assign
+        super()._stmt(s, masks, d)
+        if self.zeros:
+            self._forget_written(s)     # need not hold in them or after them
+
+    def _forget_written(self, s) -> None:
+        """Drop the known zeros of every local that statement s (its nested statements included) may write."""
+        uids = set()
+        for n in scan.walk(s):
+            if isinstance(n, (ir.AddressOf, ir.MethodCall)):
+                self.zeros.clear()
+                return
+            if isinstance(n, ir.VarDecl):
+                uids.add(n.var.uid)
+            for lv in scan.write_targets(n):
+                v = scan.local_written(lv)
+                if v is None:
+                    continue
+                uids.add(v.uid)
+        if uids:
+            self.zeros = {t: u for t, u in self.zeros.items() if u not in uids}
+
+    def _note_assigned(self, root, lv: str, val: str, partial: bool) -> None:
+        """After `lv = val` (a machine vector of local `root`; `partial`: only some lanes): the statement's
+        only write, kept track of here (_stmt forgets nothing more after it)."""
+        self.noted = True
+        if not _fixed_chunk(lv):
+            self.zeros = {t: u for t, u in self.zeros.items() if u != root.uid}   # an element at a run-time index
+        elif not partial and _is_pos_zero(val, self._vt("f")):
+            self.zeros[lv] = root.uid
+        else:
+            self.zeros.pop(lv, None)
 
     # ------------------------------------------------------------------ representation
     def _vt(self, c: str) -> str:
@@ -318,6 +372,8 @@ class VregLaneKernel(LoopLaneKernel):
         a, ac = self._vopnd(e.lhs, sel, pre)
         b, bc = self._vopnd(e.rhs, sel, pre)
         if _is_half(at) or _is_half(bt):
+            if op in ("+", "-") and _is_half(st) and ac == bc == "f" and (a in self.zeros or b in self.zeros):
+                return f"(({a}) {op} ({b}))", c        # +0 plus or minus a half: that half (or +0), exact
             if op in ("+", "-", "*", "/") and _is_half(st) and ac == bc == "f":
                 return self._vrh(f"({a}) {op} ({b})"), c
             if op in _CMP and ac == bc == "f":
@@ -473,6 +529,8 @@ class VregLaneKernel(LoopLaneKernel):
         except _NoVec:
             raise _Unsupported("a value with no vector form") from None
         im = self._vmask(masks, alive=False)
+        for lv, v in zip(lhs, vals):
+            self._note_assigned(root, lv, v, bool(im))
         body = [f"const auto sj_c{i} = {v};" for i, v in enumerate(vals)] if len(vals) > 1 else []
         for i, (lv, v) in enumerate(zip(lhs, vals)):
             val = f"sj_c{i}" if len(vals) > 1 else v
@@ -553,6 +611,27 @@ class VregLaneKernel(LoopLaneKernel):
                 f"sj_v += sj::vsel({m}, {val}, {vf}{{}});",
                 f"__builtin_memcpy(sj_a + sj_k * SJ_VL, &sj_v, sizeof sj_v);"])
         self._guarded(d, emit)
+
+
+def _fixed_chunk(text: str) -> bool:
+    """A machine vector's text names a fixed element: `name[3][0][sj_k]` (constant indices only)."""
+    return _FIXED_CHUNK.fullmatch(text) is not None
+
+
+_FIXED_CHUNK = re.compile(r"[A-Za-z_]\w*(\[\d+\])*\[sj_k\]")
+
+
+def _is_pos_zero(text: str, vf: str) -> bool:
+    """The vector text is a splat of the constant +0.0 (as _bc / an empty construction writes it)."""
+    if text == f"{vf}{{}}":
+        return True
+    head = f"sj::vbc<{vf}>("
+    if not text.startswith(head) or "-" in text:
+        return False
+    core = text[len(head):]
+    for junk in ("(float)", "(sj::half)", "(", ")"):
+        core = core.replace(junk, "")
+    return core in ("0.0f", "0x0.0p+0", "0.0", "0")
 
 
 def _root_of(lv):
