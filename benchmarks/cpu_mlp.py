@@ -150,7 +150,7 @@ def med(fn, steps: int, warm: int = 2, name: str = "") -> float:
     return statistics.median(ts) * 1e3
 
 
-def slangjit_step(T, shader, params, xy, B, steps, lr):
+def slangjit_step(T, shader, params, xy, B, steps, lr, keep=None):
     dev = spy.create_device(type=spy.DeviceType.cpu)
     T.SHADER = Path(shader)
     tr = T.MLPTrainer(dev, params, B, max_steps=steps + 8)
@@ -164,6 +164,8 @@ def slangjit_step(T, shader, params, xy, B, steps, lr):
         slot[0] += 1
     ms = med(step, steps, name=str(shader))
     learn = med(lambda: tr.learn_gradient(0, B, 0), steps)
+    if keep is not None:
+        keep["slangjit"] = step
     finite = bool(np.isfinite(tr.read_params()).all())
     return ms, learn, finite
 
@@ -221,7 +223,7 @@ def torch_times(params16, layers, xy, steps, lr, nthreads, use_compile):
     return res, f"torch {torch.__version__}" + (f" ({note})" if note else "")
 
 
-def jax_time(params16, layers, xy, steps, lr):
+def jax_time(params16, layers, xy, steps, lr, keep=None):
     os.environ.setdefault("JAX_PLATFORMS", "cpu")        # the CPU backend: on a GPU machine JAX would use the GPU
     import jax
     import jax.numpy as jnp
@@ -250,6 +252,8 @@ def jax_time(params16, layers, xy, steps, lr):
     def run():
         state[0] = step(state[0], xyj)
         jax.block_until_ready(state[0])
+    if keep is not None:
+        keep["JAX jit"] = run
     return med(run, steps, warm=3, name="JAX jit"), f"jax {jax.__version__}"
 
 
@@ -260,6 +264,9 @@ def main():
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     ap.add_argument("--no-cold", action="store_true", help="skip the compile-time measurement")
     ap.add_argument("--no-example", action="store_true", help="skip timing the example's CAS source")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="then time slangjit and JAX jit again, alternately, this many rounds (JAX's own step "
+                         "varies from run to run on a small machine): each round's ratio and their median")
     args = ap.parse_args()
     import train as T
     B = 1 << args.batch_log2
@@ -299,7 +306,8 @@ def main():
     print(f"gradients of one step at batch 2^12 vs a float64 reference: relative error {rel:.2e}")
 
     res = {}
-    ms, learn, finite = slangjit_step(T, shader, params, xy, B, args.steps, lr)
+    keep: dict = {}
+    ms, learn, finite = slangjit_step(T, shader, params, xy, B, args.steps, lr, keep)
     res["slangjit"] = ms
     CPU_MS["slangjit"] = CPU_MS.pop(shader, float("nan"))
     print(f"slangjit: {ms:.2f} ms/step (learnGradient {learn:.2f} ms); parameters finite: {finite}")
@@ -315,7 +323,7 @@ def main():
     except ImportError as e:
         notes.append(f"PyTorch not available ({e})")
     try:
-        t, note = jax_time(params, layers, xy, args.steps, lr)
+        t, note = jax_time(params, layers, xy, args.steps, lr, keep)
         res["JAX jit"] = t
         notes.append(note)
     except ImportError as e:
@@ -340,6 +348,17 @@ def main():
         summary += f"; process CPU {sjc:.2f} ms/step, least of the others {k} {oc[k]:.2f} ms ({oc[k] / sjc:.2f}x)"
     if cold:
         summary += f"; cold {cold['ready'] * 1e3:.0f} ms, cache hit {warm['ready'] * 1e3:.1f} ms"
+    if args.rounds > 0 and len(keep) == 2:
+        ratios = []
+        print()
+        print(f"alternating rounds ({args.steps} steps each, median ms/step):")
+        for r in range(args.rounds):
+            a = med(keep["slangjit"], args.steps)
+            b = med(keep["JAX jit"], args.steps)
+            ratios.append(b / a)
+            print(f"  round {r + 1}: slangjit {a:.2f} ms, JAX jit {b:.2f} ms: {b / a:.2f}x")
+        summary += (f"; alternating rounds vs JAX jit: median {statistics.median(ratios):.2f}x "
+                    f"(min {min(ratios):.2f}x, max {max(ratios):.2f}x)")
     print(summary)
 
 
