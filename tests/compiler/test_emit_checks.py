@@ -121,7 +121,14 @@ void main(uint3 tid : SV_DispatchThreadID) { outb[0] = depth(n); }
     _img, log = cuda_compiler.compile_source(src, "sm_90", extra_options=("--ptxas-options=-v",))
     frames = {m.group(1): int(m.group(2)) for m in
               re.finditer(r"Function properties for (\S+)\s*\n\S*\s*\.?\s*(\d+) bytes stack frame", log)}
-    assert any("depth" in k for k in frames), log
+    if not any("depth" in k for k in frames):
+        try:
+            with open("/proc/self/maps") as f:
+                libs = sorted({ln.split()[-1] for ln in f if "nvrtc" in ln or "nvJitLink" in ln or "ptx" in ln})
+        except OSError:
+            libs = []
+        raise AssertionError(f"no frame sizes in NVRTC's log {log!r}; NVRTC {cuda_compiler.nvrtc_version()}, "
+                             f"loaded: {libs}")
     rec_frame = max(v for k, v in frames.items() if "depth" in k)
     others = sum(v for k, v in frames.items() if "depth" not in k)
     assert 4 <= limit <= 1024 and stack >= 16384
