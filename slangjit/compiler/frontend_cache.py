@@ -101,13 +101,16 @@ def _memo_folder() -> Optional[Path]:
         return None
 
 
-def _compiler_files(root: str) -> list:
+def _compiler_files(root: str, dirs: Optional[list] = None) -> list:
     """(relative path, absolute path, stat stamp) of the files that make up the compiler under `root`,
-    sorted; the stamp is "size:mtime_ns" ("?" for a file that cannot be stat'ed)."""
+    sorted; the stamp is "size:mtime_ns" ("?" for a file that cannot be stat'ed).  `dirs`, when given,
+    receives (absolute path, stamp) of every folder walked (`root` first)."""
     files = []
     stack = [("", root)]
     while stack:
         rel, folder = stack.pop()
+        if dirs is not None:
+            dirs.append((folder, _stamp(folder)))
         try:
             with os.scandir(folder) as it:
                 entries = list(it)
@@ -129,23 +132,64 @@ def _compiler_files(root: str) -> list:
     return files
 
 
+def _stamp(path: str) -> str:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "?"
+    return f"{st.st_size}:{st.st_mtime_ns}"
+
+
+_TREE_MEMO = "slangjit-compiler-tree-v1"
+
+
+def _memo_path(root: str, memo_dir: Path) -> Path:
+    return memo_dir / f"compiler-tree-{hashlib.sha256(root.encode('utf-8', 'surrogatepass')).hexdigest()[:32]}.memo"
+
+
+def _memo_hit(root: str, memo: Path) -> Optional[bytes]:
+    """The digest the memo holds if every folder and file it lists has the (size, mtime) it lists, else None.
+    A file added to, removed from or renamed in a folder changes the folder's mtime (POSIX), an edit the
+    file's: so neither the folders need listing nor the files hashing while nothing changed (~0.3 ms of a
+    warm process, against the walk's 0.5)."""
+    try:
+        with open(memo, "rb") as f:
+            parts = f.read().decode("utf-8", "surrogateescape").split("\0")
+    except OSError:
+        return None
+    if len(parts) < 4 or parts[0] != _TREE_MEMO or parts[1] != root or len(parts) % 2:
+        return None
+    try:
+        digest = bytes.fromhex(parts[2])
+    except ValueError:
+        return None
+    if len(digest) != 32:
+        return None
+    stat = os.stat
+    try:
+        for i in range(4, len(parts), 2):
+            st = stat(parts[i])
+            if parts[i + 1] != f"{st.st_size}:{st.st_mtime_ns}":
+                return None
+    except OSError:
+        return None
+    return digest
+
+
 def _tree_hash(root: str, memo_dir: Optional[Path]) -> bytes:
     """sha256 over the contents of the compiler files under `root`.
 
     Reading and hashing ~1 MB of sources is most of a warm start's front-end time, so the digest is
-    memoized on disk under a name derived from every file's (path, size, mtime): the same test
-    Python uses to trust a .pyc.  Any edit changes an mtime, hence the name, and is hashed afresh."""
-    files = _compiler_files(root)
-    stamp = hashlib.sha256("\0".join(f"{rel}\0{st}" for rel, _, st in files).encode())
-    memo = memo_dir / f"compiler-{stamp.hexdigest()[:40]}.sha256" if memo_dir is not None else None
+    memoized on disk (`compiler-tree-<root>.memo` in `memo_dir`) with the (size, mtime) of every file and
+    folder of the tree: the same test Python uses to trust a .pyc.  Any edit, new file or removal changes
+    one of them, and the tree is walked and hashed afresh."""
+    memo = _memo_path(root, memo_dir) if memo_dir is not None else None
     if memo is not None:
-        try:
-            with open(memo, "rb") as f:
-                digest = f.read()
-            if len(digest) == 32:
-                return digest
-        except OSError:
-            pass
+        digest = _memo_hit(root, memo)
+        if digest is not None:
+            return digest
+    dirs: list = []
+    files = _compiler_files(root, dirs)     # stat'ed before reading: an edit during the hashing shows next time
     d = hashlib.sha256()
     for rel, p, _ in files:
         try:
@@ -157,10 +201,13 @@ def _tree_hash(root: str, memo_dir: Optional[Path]) -> bytes:
         d.update(len(b).to_bytes(8, "little") + b)
         d.update(len(data).to_bytes(8, "little") + data)
     digest = d.digest()
-    if memo is not None:
+    if memo is not None and "\0" not in root:
+        items = [_TREE_MEMO, root, digest.hex(), str(len(dirs))]
+        for path, stamp in dirs + [(p, st) for _, p, st in files]:
+            items += (path, stamp)
         try:
-            write_atomic(str(memo), (digest,))
-        except OSError:                 # a read-only cache only costs the hashing next time
+            write_atomic(str(memo), ("\0".join(items).encode("utf-8", "surrogateescape"),))
+        except (OSError, UnicodeEncodeError):   # a read-only cache only costs the walk and hashing next time
             pass
     return digest
 
@@ -188,6 +235,8 @@ def _source_parts(sources) -> Optional[list]:
 def _options_key(options: PipelineOptions) -> str:
     """The pipeline options that differ from their defaults ("" when none: the defaults are covered by
     the compiler hash)."""
+    if options is DEFAULT_OPTIONS:       # the common case: no walk over the option fields (0.04 ms a program)
+        return ""
     changed = options.changed()
     return repr(list(changed)) if changed else ""
 
@@ -451,6 +500,9 @@ def cached_compile(compile_fn: Callable, sources, entry_points, *, target, inclu
     norm = _normalize_deps(deps, key_paths)
     if norm is None:
         return prog
+    source_sha256 = getattr(prog, "source_sha256", None)
+    if source_sha256 is not None:
+        source_sha256()                 # kept in the program's __dict__, so pickled with it: a hit does not hash
     entry = {"key": key, "program": prog, "deps": norm, "absent": sorted({os.path.abspath(p) for p in absent})}
     try:
         _write_disk(key, entry)

@@ -15,7 +15,7 @@ from ..compiler.passes.options import DEFAULT_OPTIONS, PipelineOptions
 from ..compiler.reflection import CompiledProgram
 from . import layout_pack as _lp
 from .base import Buffer, BufferDesc, Device, DeviceInfo, DeviceType, KernelBase, ShaderProgram
-from .cpu_compiler import load_library, load_library_async, prepare_async
+from .cpu_compiler import load_library, load_library_async
 from .cpu_pool import Chunks, _get_pool, num_threads
 from .kernel_errors import ErrorRecord, raise_if_failed, sites_lookup
 
@@ -198,7 +198,8 @@ class CpuDevice(Device):
     def __init__(self, type: DeviceType = DeviceType.cpu, include_paths: Sequence = (), compiler_args: Sequence = (),
                  enable_debug_layers: bool = False, compile_options: PipelineOptions = DEFAULT_OPTIONS):
         super().__init__(type, include_paths, compiler_args, enable_debug_layers, compile_options)
-        prepare_async()                 # the C++ compiler's facts, found while the first front end runs
+        # The C++ compiler's facts are found in the background from the first front-end miss on
+        # (cpu_compiler.prepare_async), not here: a warm process reads them in a few file reads.
 
     def _make_info(self) -> DeviceInfo:
         # platform.machine(), not platform.processor(): on Linux the latter runs `uname -p` in a subprocess

@@ -402,9 +402,12 @@ def compile_flags() -> tuple[str, ...]:
 
 
 # A cold process learns the compiler's facts (its `--version`, whether it takes the half-rounding flag, the host's
-# ISA level: two compiler processes and /proc/cpuinfo, 3-30 ms) before its first build; prepare_async (a CPU
-# device's creation) has a daemon thread find them while the front end runs.  A warm process reads them from the
-# cache folder (three small files).
+# ISA level: two compiler processes and /proc/cpuinfo, 3-30 ms) before its first build; prepare_async, called at
+# the process's first front-end miss for the CPU target (frontend_cache.first_miss_hooks), has a daemon thread find
+# them while that front end runs.  A warm process (front-end cache hits) starts no thread: it reads the facts from
+# the cache folder (three small files, ~0.5 ms) at its first build request.  A thread started at device creation
+# cost a warm process more than it saved: starting it and sharing the GIL with it took 1-3 ms of device creation
+# and ~0.3 ms of the cache hit (its file reads and the hit's stat calls hand the GIL back and forth).
 _facts_lock = threading.Lock()
 _facts_started = False
 
@@ -424,6 +427,12 @@ def _prepare() -> None:
         compile_flags()
     except Exception:  # noqa: BLE001 -- the build that needs the compiler raises it again, to its caller
         pass
+
+
+def _prepare_on_miss(target: str, options) -> None:
+    """frontend_cache's first-miss hook: a C++ build follows this front end, so find the compiler's facts now."""
+    if target == "cpp":
+        prepare_async()
 
 
 # ------------------------------------------------------------------------------------------ cache dir
@@ -618,6 +627,7 @@ def _early_pch(target: str, options) -> None:
             t.start()
 
 
+frontend_cache.first_miss_hooks.append(_prepare_on_miss)
 frontend_cache.first_miss_hooks.append(_early_pch)
 atexit.register(_stop_early)
 

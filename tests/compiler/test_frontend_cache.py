@@ -254,28 +254,68 @@ def test_compiler_hash_is_stable():
 
 
 def test_compiler_hash_memo_follows_file_changes(tmp_path):
-    """The on-disk memo of the compiler hash is used while no compiler file changes, and never after one."""
+    """The on-disk memo of the compiler hash is used while no compiler file or folder changes, and never after
+    an edit, a new file (also in a new sub-folder), a removed or a renamed one."""
     root = tmp_path / "compiler"
     (root / "emit").mkdir(parents=True)
     (root / "a.py").write_text("x = 1\n")
     (root / "emit" / "p.h").write_text("int y;\n")
     memo = tmp_path / "memo"
     h1 = fc._tree_hash(str(root), memo)
-    assert len(h1) == 32 and len(list(memo.glob("compiler-*.sha256"))) == 1
+    assert len(h1) == 32 and len(list(memo.glob("compiler-tree-*.memo"))) == 1
     assert fc._tree_hash(str(root), memo) == h1 == fc._tree_hash(str(root), None)
-    # A memo entry is trusted for the same (path, size, mtime) of every file ...
-    (only,) = memo.glob("compiler-*.sha256")
-    only.write_bytes(b"\x01" * 32)
+    # A memo is trusted for the same (size, mtime) of every file and folder: a forged digest in it is served ...
+    (only,) = memo.glob("compiler-tree-*.memo")
+    only.write_bytes(only.read_bytes().replace(h1.hex().encode(), (b"\x01" * 32).hex().encode()))
     assert fc._tree_hash(str(root), memo) == b"\x01" * 32
-    # ... and an edit (new mtime) is hashed afresh.
+
+    def changed(before):
+        h = fc._tree_hash(str(root), memo)
+        assert h != before and h != b"\x01" * 32 and h == fc._tree_hash(str(root), None)
+        assert fc._tree_hash(str(root), memo) == h           # the new memo is used from then on
+        return h
+
+    # ... and an edit (same size, new mtime) is hashed afresh ...
     st = os.stat(root / "a.py")
     (root / "a.py").write_text("x = 2\n")
     os.utime(root / "a.py", ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
-    h2 = fc._tree_hash(str(root), memo)
-    assert h2 not in (h1, b"\x01" * 32) and h2 == fc._tree_hash(str(root), None)
-    (root / "b.py").write_text("")                        # a new file too
-    assert fc._tree_hash(str(root), memo) not in (h1, h2)
-    # An unusable memo directory only means hashing every time.
+    h2 = changed(h1)
+    seen = {h1, h2}
+
+    def folder_changed(folder):     # the folder's mtime moved on (a coarse clock may not have ticked yet)
+        st = os.stat(folder)
+        os.utime(folder, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+
+    # ... as is a new file, one in a new sub-folder, a removed one and a renamed one.
+    for step in ("new", "subfolder", "remove", "rename"):
+        if step == "new":
+            (root / "b.py").write_text("")
+            folder_changed(root)
+        elif step == "subfolder":
+            (root / "emit" / "sub").mkdir()
+            folder_changed(root / "emit")
+            h = changed(None)
+            (root / "emit" / "sub" / "q.h").write_text("int z;\n")
+            folder_changed(root / "emit" / "sub")
+        elif step == "remove":
+            (root / "b.py").unlink()
+            folder_changed(root)
+        else:
+            (root / "a.py").rename(root / "c.py")
+            folder_changed(root)
+        h = changed(None)
+        assert h not in seen, step
+        seen.add(h)
+    # A memo of another tree, a damaged one and an unusable memo folder only mean walking and hashing again.
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "a.py").write_text("x = 1\n")
+    fc._tree_hash(str(other), memo)
+    assert len(list(memo.glob("compiler-tree-*.memo"))) == 2
+    (only,) = [m for m in memo.glob("compiler-tree-*.memo") if str(root).encode() in m.read_bytes()]
+    for bad in (b"", b"garbage", only.read_bytes()[:-5], only.read_bytes().replace(str(root).encode(), str(other).encode())):
+        only.write_bytes(bad)
+        assert fc._tree_hash(str(root), memo) == h
     blocker = tmp_path / "file"
     blocker.write_text("")
     assert fc._tree_hash(str(root), blocker / "sub") == fc._tree_hash(str(root), None)
