@@ -1,0 +1,216 @@
+"""Readahead of the C++ toolchain's files for a cold compile (CpuOptions.readahead).
+
+The first process on a fresh machine finds none of the compiler's files in the page cache: the g++ driver, cc1plus
+(~35 MB), as, ld and their shared libraries, the C runtime objects and the headers the prelude includes are read
+from disk by the compiler processes as they need them, one page fault or `open` after another.  At the process's
+first front-end miss for the CPU (cpu_compiler.prepare_async, in its daemon thread, after the compiler's facts) this
+module asks the kernel to start reading them (`posix_fadvise(POSIX_FADV_WILLNEED)`: asynchronous, no extra process,
+a few microseconds a file when they are cached already), so the reads overlap the front end (~0.2 s).
+
+The list is found without running a process: the driver (realpath), the GCC program folder of the compiler's major
+version (cc1plus, collect2, the LTO plugin, crtbeginS.o ...), `as` and `ld` on PATH, the shared libraries those ELF
+files name (DT_NEEDED), the link's C runtime files, and the headers the prelude includes, followed through their own
+`#include` lines (a superset: conditionals are not evaluated).  It is kept beside the compiler's version in the cache
+folder (keyed by the executables' stat), so later cold compiles on the folder list nothing again.  GCC only.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import shutil
+import struct
+from typing import Optional
+
+from ..atomic_file import write_atomic
+
+_VERSION = "slangjit-readahead-v1"
+_GCC_FILES = ("cc1plus", "collect2", "lto-wrapper", "liblto_plugin.so", "crtbeginS.o", "crtendS.o", "libgcc.a",
+              "libgcc_s.so", "libstdc++.so")
+_LINK_FILES = ("crti.o", "crtn.o", "libc.so", "libc_nonshared.a", "libm.so", "libmvec.so", "libgcc_s.so.1",
+               "libc.so.6", "libm.so.6", "libmvec.so.1")
+_INCLUDE = re.compile(rb'#[ \t]*include(_next)?[ \t]*[<"]([^>"\n]+)[>"]')
+_MAX_HEADERS = 600
+_PRELUDE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "compiler", "emit")
+
+
+def _gcc_dirs(driver: str, major: int) -> list:
+    """(triple, GCC program folder, prefix) of every installed GCC whose version folder's major is `major`."""
+    prefixes = []
+    for p in (os.path.dirname(os.path.dirname(driver)), "/usr", "/usr/local"):
+        if p not in prefixes:
+            prefixes.append(p)
+    out = []
+    for pre in prefixes:
+        for sub in ("lib/gcc", "libexec/gcc", "lib64/gcc"):
+            for d in sorted(glob.glob(os.path.join(pre, sub, "*", "*"))):
+                if os.path.basename(d).split(".")[0] == str(major) and os.path.isdir(d):
+                    out.append((os.path.basename(os.path.dirname(d)), d, pre))
+    return out
+
+
+def elf_needed(path: str) -> list:
+    """The DT_NEEDED names of a 64-bit little-endian ELF file ([] for anything else)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+            if len(head) < 64 or head[:6] != b"\x7fELF\x02\x01":
+                return []
+            phoff, = struct.unpack_from("<Q", head, 32)
+            phentsize, phnum = struct.unpack_from("<HH", head, 54)
+            f.seek(phoff)
+            ph = f.read(phentsize * phnum)
+            loads, dyn = [], None
+            for i in range(phnum):
+                p_type, _, p_offset, p_vaddr, _, p_filesz, _, _ = struct.unpack_from("<IIQQQQQQ", ph, i * phentsize)
+                if p_type == 1:
+                    loads.append((p_vaddr, p_offset, p_filesz))
+                elif p_type == 2:
+                    dyn = (p_offset, p_filesz)
+            if dyn is None:
+                return []
+            f.seek(dyn[0])
+            data = f.read(dyn[1])
+            needed, strtab = [], None
+            for i in range(0, len(data) - 15, 16):
+                tag, val = struct.unpack_from("<qQ", data, i)
+                if tag == 0:
+                    break
+                if tag == 1:
+                    needed.append(val)
+                elif tag == 5:
+                    strtab = val
+            if strtab is None:
+                return []
+            for vaddr, off, size in loads:              # the string table's file offset
+                if vaddr <= strtab < vaddr + size:
+                    base = strtab - vaddr + off
+                    break
+            else:
+                return []
+            names = []
+            for n in needed:
+                f.seek(base + n)
+                names.append(f.read(256).split(b"\0", 1)[0].decode("utf-8", "replace"))
+            return names
+    except (OSError, struct.error):
+        return []
+
+
+def _headers(include_dirs: list) -> list:
+    """The headers the prelude includes, followed through their `#include` / `#include_next` lines (found in
+    `include_dirs`; an `#include_next` takes every other file of that name there: a superset)."""
+    roots = [os.path.join(_PRELUDE, "prelude.h")] + sorted(glob.glob(os.path.join(_PRELUDE, "prelude", "*.h")))
+    seen, out, todo = set(), [], []
+
+    def scan(path: str, data: Optional[bytes] = None) -> None:
+        try:
+            if data is None:
+                with open(path, "rb") as f:
+                    data = f.read()
+        except OSError:
+            return
+        for nxt, name in _INCLUDE.findall(data):
+            todo.append((name.decode("utf-8", "replace"), path, bool(nxt)))
+
+    for r in roots:
+        scan(r)
+    todo = [(name, None, nxt) for name, _, nxt in todo if not name.startswith(("prelude/", "cuda"))]
+    while todo and len(out) < _MAX_HEADERS:
+        name, src, nxt = todo.pop()
+        dirs = include_dirs if nxt or src is None else [os.path.dirname(src)] + include_dirs
+        for d in dirs:
+            p = os.path.normpath(os.path.join(d, name))
+            if p == src or not os.path.isfile(p):
+                continue
+            if p not in seen:
+                seen.add(p)
+                out.append(p)
+                scan(p)
+            if not nxt:
+                break
+    return out
+
+
+def toolchain_files(cmd: tuple, gcc_major: Optional[int]) -> list:
+    """The files a cold C++ build of a slangjit unit reads (see the module's docstring) for the compiler command
+    `cmd`: its drivers only where `gcc_major` is None (not GCC)."""
+    drivers = [os.path.realpath(t) for t in cmd if os.path.isabs(t) and os.path.isfile(t)]
+    if gcc_major is None or not drivers:
+        return drivers
+    files = list(drivers)
+    gccs = _gcc_dirs(drivers[-1], gcc_major)
+    for _, d, _ in gccs:
+        files += [os.path.join(d, n) for n in _GCC_FILES]
+    for tool in ("as", "ld"):
+        exe = shutil.which(tool)
+        if exe:
+            files.append(os.path.realpath(exe))
+    triples = sorted({t for t, _, _ in gccs})
+    lib_dirs = [p for t in triples for p in (f"/lib/{t}", f"/usr/lib/{t}")] + ["/lib64", "/usr/lib64", "/usr/lib", "/lib"]
+    i = 0
+    while i < len(files):                   # the executables' libraries, and theirs
+        for n in elf_needed(files[i]):
+            for d in lib_dirs:
+                p = os.path.join(d, n)
+                if os.path.isfile(p):
+                    p = os.path.realpath(p)
+                    if p not in files:
+                        files.append(p)
+                    break
+        i += 1
+    for t in triples:
+        files += [os.path.join(f"/usr/lib/{t}", n) for n in _LINK_FILES]
+    include_dirs = []
+    for t, d, pre in gccs:
+        ver = os.path.basename(d)
+        include_dirs += [f"{pre}/include/c++/{ver}", f"{pre}/include/{t}/c++/{ver}", f"{pre}/include/c++/{ver}/backward",
+                         os.path.join(d, "include"), "/usr/local/include", f"{pre}/include/{t}", f"{pre}/include"]
+    files += _headers([d for d in dict.fromkeys(include_dirs) if os.path.isdir(d)])
+    out = []
+    for f in dict.fromkeys(files):
+        if os.path.isfile(f):
+            out.append(f)
+    return out
+
+
+def cached_files(cmd: tuple, gcc_major: Optional[int], list_path: Optional[str]) -> list:
+    """toolchain_files(cmd, gcc_major), kept as JSON at `list_path` (cpu_compiler keys it by the executables'
+    stat, beside the compiler's version)."""
+    if list_path is not None:
+        try:
+            with open(list_path, "rb") as f:
+                data = json.loads(f.read())
+            if isinstance(data, list) and all(isinstance(x, str) for x in data):
+                return data
+        except (OSError, ValueError):
+            pass
+    files = toolchain_files(cmd, gcc_major)
+    if list_path is not None and files:
+        try:
+            write_atomic(list_path, (json.dumps(files).encode(),))
+        except OSError:
+            pass
+    return files
+
+
+def readahead(files: list) -> int:
+    """posix_fadvise(POSIX_FADV_WILLNEED) on each file: the kernel starts reading it; returns how many were asked."""
+    advise = getattr(os, "posix_fadvise", None)
+    if advise is None:
+        return 0
+    n = 0
+    for f in files:
+        try:
+            fd = os.open(f, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            continue
+        try:
+            advise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
+            n += 1
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    return n
