@@ -311,7 +311,7 @@ def test_compiler_facts_found_from_the_first_front_end_miss_and_errors_left_to_t
         from slangjit.runtime import cpu_compiler as cc
         started = []
         real = cc.prepare_async
-        cc.prepare_async = lambda: started.append(threading.current_thread().name) or real()
+        cc.prepare_async = lambda *a: started.append(threading.current_thread().name) or real(*a)
         dev = spy.create_device(type=spy.DeviceType.cpu)      # never raises for a missing compiler
         print("after-device", cc._facts_started, len(started))
         try:
