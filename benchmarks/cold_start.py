@@ -10,13 +10,13 @@ before anything else ran (the "first process" of issue 20), then N rounds of
            no root needed; pages mapped by running processes, e.g. libc or this Python, stay);
 
 each with `CpuOptions.readahead` on and off (the background `posix_fadvise(POSIX_FADV_WILLNEED)` of the C++
-toolchain's files from the first front-end miss, runtime/cpu_readahead.py), order alternating.  Measured: import of
+toolchain's files from the first front-end miss, runtime/cpu_prepare.py), order alternating.  Measured: import of
 slangjit (and numpy), device creation, "ready" (load_program + create_compute_kernel of learnGradient and
 adjustParameters until both libraries are loaded, as compile_time.py --mlp-cold), all wall ms; median and range.
 
 The files a cold compile reads are listed with `strace -f -e trace=openat,execve` of one cold process where strace
 is installed (`--files` writes the list), else from the child's /proc/self/maps, its imported modules and the
-toolchain list of runtime/cpu_readahead.py (which then also decides what "evicted" covers).  Nothing is asserted.
+toolchain list of runtime/cpu_prepare.py (which then also decides what "evicted" covers).  Nothing is asserted.
 """
 from __future__ import annotations
 
@@ -61,8 +61,10 @@ if len(sys.argv) > 3:                       # the fallback file list: what this 
             p = getattr(m, a, None)
             if isinstance(p, str) and os.path.isabs(p):
                 files.append(p)
-    from slangjit.runtime import cpu_readahead
-    files += cpu_readahead.toolchain_files()
+    from slangjit.runtime import cpu_compiler as cc, cpu_prepare
+    cmd = cc.find_compiler()
+    kind, major = cc._compiler_major(cc.compiler_version(cmd))
+    files += cpu_prepare.toolchain_files(cmd, major if kind == "gcc" else None)
 print(json.dumps({"import": t1 - t0, "device": t2 - t1, "ready": t3 - t2, "files": files,
                   "from_disk": [k.library.from_disk for k in kernels]}))
 """

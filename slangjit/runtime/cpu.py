@@ -15,6 +15,7 @@ from ..compiler.passes.options import DEFAULT_OPTIONS, PipelineOptions
 from ..compiler.reflection import CompiledProgram
 from . import layout_pack as _lp
 from .base import Buffer, BufferDesc, Device, DeviceInfo, DeviceType, KernelBase, ShaderProgram
+from . import cpu_prepare  # noqa: F401  (registers the compiler-facts thread's first-miss hook)
 from .cpu_compiler import load_library, load_library_async
 from .cpu_pool import Chunks, _get_pool, num_threads
 from .kernel_errors import ErrorRecord, raise_if_failed, sites_lookup
@@ -199,7 +200,7 @@ class CpuDevice(Device):
                  enable_debug_layers: bool = False, compile_options: PipelineOptions = DEFAULT_OPTIONS):
         super().__init__(type, include_paths, compiler_args, enable_debug_layers, compile_options)
         # The C++ compiler's facts are found in the background from the first front-end miss on
-        # (cpu_compiler.prepare_async), not here: a warm process reads them in a few file reads.
+        # (cpu_prepare.prepare_async), not here: a warm process reads them in a few file reads.
 
     def _make_info(self) -> DeviceInfo:
         # platform.machine(), not platform.processor(): on Linux the latter runs `uname -p` in a subprocess

@@ -53,7 +53,6 @@ from typing import Optional
 from .. import cache_paths
 from ..compiler import frontend_cache
 from ..atomic_file import write_atomic
-from . import cpu_readahead
 from .cpu_pch import PCH_END, _run_process, _tls, _unlink, drop_pch, precompiled_prefix, stop_early
 from .cpu_pch import _PCH_VERSION, _pch_ok, _pch_verify  # noqa: F401  (tests reach them through this module)
 from ..cache_paths import cache_dir, cache_dirs, entry_mac, mac_ok, remove_entry   # per-user folders + entry MACs
@@ -403,56 +402,13 @@ def compile_flags() -> tuple[str, ...]:
 
 
 # A cold process learns the compiler's facts (its `--version`, whether it takes the half-rounding flag, the host's
-# ISA level: two compiler processes and /proc/cpuinfo, 3-30 ms) before its first build; prepare_async, called at
-# the process's first front-end miss for the CPU target (frontend_cache.first_miss_hooks), has a daemon thread find
-# them while that front end runs.  A warm process (front-end cache hits) starts no thread: it reads the facts from
+# ISA level: two compiler processes and /proc/cpuinfo, 3-30 ms) before its first build; cpu_prepare.prepare_async,
+# called at the process's first front-end miss for the CPU target (frontend_cache.first_miss_hooks), has a daemon
+# thread find them while that front end runs.  A warm process (front-end cache hits) starts no thread: it reads the facts from
 # the cache folder (three small files, ~0.5 ms) at its first build request.  A thread started at device creation
 # cost a warm process more than it saved: starting it and sharing the GIL with it took 1-3 ms of device creation
 # and ~0.3 ms of the cache hit (its file reads and the hit's stat calls hand the GIL back and forth).
 _facts_lock = threading.Lock()
-_facts_started = False
-
-
-def prepare_async(readahead: bool = False) -> Optional[threading.Thread]:
-    """Find the C++ compiler and its flags in a daemon thread (once per process; the thread, or None when one
-    was started before); errors are left to the first build, which asks again.  `readahead`: then have the
-    kernel start reading the toolchain's files (cpu_readahead.py)."""
-    global _facts_started
-    if _facts_started:
-        return None
-    _facts_started = True
-    t = threading.Thread(target=_prepare, args=(readahead,), name="slangjit-cxx-facts", daemon=True)
-    t.start()
-    return t
-
-
-def _prepare(readahead: bool) -> None:
-    try:
-        compile_flags()
-        if readahead:
-            toolchain_readahead()
-    except Exception:  # noqa: BLE001 -- the build that needs the compiler raises it again, to its caller
-        pass
-
-
-def toolchain_readahead() -> int:
-    """posix_fadvise(WILLNEED) on the files a cold build reads (cpu_readahead.py; the list kept in the cache
-    folder beside the compiler's version); returns how many files were advised."""
-    cmd = find_compiler()
-    kind, major = _compiler_major(compiler_version(cmd))
-    try:
-        stamp = _exe_stamp(cmd) + "\0" + cpu_readahead._VERSION
-        path = str(cache_dir() / "compilers" / (hashlib.sha256(stamp.encode()).hexdigest()[:32] + ".readahead.json"))
-    except OSError:
-        path = None
-    return cpu_readahead.readahead(cpu_readahead.cached_files(cmd, major if kind == "gcc" else None, path))
-
-
-def _prepare_on_miss(target: str, options) -> None:
-    """frontend_cache's first-miss hook: a C++ build follows this front end, so find the compiler's facts now
-    (and, with CpuOptions.readahead, start reading the toolchain's files)."""
-    if target == "cpp":
-        prepare_async(bool(getattr(getattr(options, "cpu", None), "readahead", False)))
 
 
 # ------------------------------------------------------------------------------------------ cache dir
@@ -647,7 +603,6 @@ def _early_pch(target: str, options) -> None:
             t.start()
 
 
-frontend_cache.first_miss_hooks.append(_prepare_on_miss)
 frontend_cache.first_miss_hooks.append(_early_pch)
 atexit.register(_stop_early)
 

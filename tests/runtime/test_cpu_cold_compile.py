@@ -308,19 +308,19 @@ def test_compiler_facts_found_from_the_first_front_end_miss_and_errors_left_to_t
     reads the facts from the cache folder; a missing compiler never fails device creation: the build raises."""
     code = textwrap.dedent("""
         import sys, threading, slangjit as spy
-        from slangjit.runtime import cpu_compiler as cc
+        from slangjit.runtime import cpu_compiler as cc, cpu_prepare
         started = []
-        real = cc.prepare_async
-        cc.prepare_async = lambda *a: started.append(threading.current_thread().name) or real(*a)
+        real = cpu_prepare.prepare_async
+        cpu_prepare.prepare_async = lambda *a: started.append(threading.current_thread().name) or real(*a)
         dev = spy.create_device(type=spy.DeviceType.cpu)      # never raises for a missing compiler
-        print("after-device", cc._facts_started, len(started))
+        print("after-device", cpu_prepare._facts_started, len(started))
         try:
             prog = dev.load_program(sys.argv[1], ["computeMain"])
             y = dev.create_buffer(element_count=64, struct_size=4, usage=spy.BufferUsage.unordered_access)
             dev.create_compute_kernel(prog).dispatch(thread_count=[64, 1, 1], vars={"y": y})
             import numpy as np
             ok = np.array_equal(y.to_numpy().view(np.float32), np.arange(64, dtype=np.float32) * 3.0)
-            print("ran", ok, "thread" if cc._facts_started else "no-thread", len(started), getattr(prog.compiled, "frontend_cache", None))
+            print("ran", ok, "thread" if cpu_prepare._facts_started else "no-thread", len(started), getattr(prog.compiled, "frontend_cache", None))
         except cc.CompilerNotFoundError as e:
             print("missing", "CXX" in str(e))
     """)

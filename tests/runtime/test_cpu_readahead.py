@@ -1,4 +1,4 @@
-"""CpuOptions.readahead (runtime/cpu_readahead.py): the toolchain files a cold build reads, asked of the kernel
+"""CpuOptions.readahead (runtime/cpu_prepare.py): the toolchain files a cold build reads, asked of the kernel
 (posix_fadvise WILLNEED) by the compiler-facts thread at the first front-end miss."""
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import slangjit as spy
 from slangjit.compiler import frontend_cache
 from slangjit.compiler.passes.options import DEFAULT_OPTIONS
 from slangjit.runtime import cpu_compiler as cc
-from slangjit.runtime import cpu_readahead as ra
+from slangjit.runtime import cpu_prepare as ra
 
 GCC = cc._is_gcc(cc.find_compiler())
 needs_gcc = pytest.mark.skipif(not GCC, reason="the toolchain list is made for GCC")
@@ -98,13 +98,13 @@ def test_list_kept_in_the_cache_folder(fresh_cache, monkeypatch):
     monkeypatch.setattr(ra, "toolchain_files", lambda *a: calls.append(a) or real(*a))
     advised = []
     monkeypatch.setattr(ra, "readahead", lambda files: advised.append(list(files)) or len(files))
-    n = cc.toolchain_readahead()
+    n = ra.toolchain_readahead()
     assert n > 20 and len(calls) == 1
     (lst,) = (fresh_cache / "cpu" / "compilers").glob("*.readahead.json")
     assert json.loads(lst.read_text()) == advised[0]
-    assert cc.toolchain_readahead() == n and len(calls) == 1 and advised[1] == advised[0]
+    assert ra.toolchain_readahead() == n and len(calls) == 1 and advised[1] == advised[0]
     lst.write_text("{not json")
-    assert cc.toolchain_readahead() == n and len(calls) == 2
+    assert ra.toolchain_readahead() == n and len(calls) == 2
     assert json.loads(lst.read_text()) == advised[0]
 
 
@@ -118,16 +118,16 @@ void computeMain(uint3 t : SV_DispatchThreadID) { y[t.x] = float(t.x) * SCALE; }
 @pytest.mark.parametrize("on", [True, False])
 def test_first_front_end_miss_starts_the_readahead_per_option(fresh_cache, tmp_path, monkeypatch, on):
     """The option reaches the facts thread through the first-miss hook; the program runs exactly either way."""
-    monkeypatch.setattr(cc, "_facts_started", False)
-    monkeypatch.setattr(frontend_cache, "first_miss_hooks", [cc._prepare_on_miss])
+    monkeypatch.setattr(ra, "_facts_started", False)
+    monkeypatch.setattr(frontend_cache, "first_miss_hooks", [ra._prepare_on_miss])
     started = []
-    real_prepare = cc.prepare_async
+    real_prepare = ra.prepare_async
 
     def spy_prepare(readahead=False):
         t = real_prepare(readahead)
         started.append((readahead, t))
         return t
-    monkeypatch.setattr(cc, "prepare_async", spy_prepare)
+    monkeypatch.setattr(ra, "prepare_async", spy_prepare)
     advised = []
     monkeypatch.setattr(ra, "readahead", lambda files: advised.append(len(files)) or len(files))
     opts = dataclasses.replace(DEFAULT_OPTIONS, cpu=dataclasses.replace(DEFAULT_OPTIONS.cpu, readahead=on))

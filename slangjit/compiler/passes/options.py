@@ -124,7 +124,7 @@ class CpuOptions:
     early_pch: bool = False
     # At the process's first front-end miss for the CPU, the daemon thread that finds the C++ compiler's facts
     # then asks the kernel to read the toolchain's files (cc1plus, as, ld, their libraries, the headers the
-    # prelude includes: runtime/cpu_readahead.py, posix_fadvise WILLNEED) while the front end runs: the first
+    # prelude includes: runtime/cpu_prepare.py, posix_fadvise WILLNEED) while the front end runs: the first
     # process on a fresh machine reads them from disk.  A few microseconds a file where they are cached.
     readahead: bool = True
 

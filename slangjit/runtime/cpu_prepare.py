@@ -1,10 +1,16 @@
-"""Readahead of the C++ toolchain's files for a cold compile (CpuOptions.readahead).
+"""The compiler-facts thread of a cold process, and the readahead of the C++ toolchain's files (CpuOptions.readahead).
+
+At the process's first front-end miss for the CPU target (frontend_cache.first_miss_hooks; this module registers
+the hook when runtime/cpu.py imports it) `prepare_async` starts a daemon thread that finds the compiler's facts
+(cpu_compiler.compile_flags: `--version`, the half-rounding probe, the ISA level) while the front end runs, and then,
+with CpuOptions.readahead, asks the kernel to read the toolchain's files.  A warm process (front-end cache hits)
+starts no thread: device creation and the hit stay free of it (a thread started at device creation cost a warm
+process 1-3 ms of device creation and GIL hand-overs during the hit).
 
 The first process on a fresh machine finds none of the compiler's files in the page cache: the g++ driver, cc1plus
 (~35 MB), as, ld and their shared libraries, the C runtime objects and the headers the prelude includes are read
-from disk by the compiler processes as they need them, one page fault or `open` after another.  At the process's
-first front-end miss for the CPU (cpu_compiler.prepare_async, in its daemon thread, after the compiler's facts) this
-module asks the kernel to start reading them (`posix_fadvise(POSIX_FADV_WILLNEED)`: asynchronous, no extra process,
+from disk by the compiler processes as they need them, one page fault or `open` after another.  In the facts thread, after the
+compiler's facts, this module asks the kernel to start reading them (`posix_fadvise(POSIX_FADV_WILLNEED)`: asynchronous, no extra process,
 a few microseconds a file when they are cached already), so the reads overlap the front end (~0.2 s).
 
 The list is found without running a process: the driver (realpath), the GCC program folder of the compiler's major
@@ -16,14 +22,68 @@ folder (keyed by the executables' stat), so later cold compiles on the folder li
 from __future__ import annotations
 
 import glob
+import hashlib
 import json
 import os
 import re
 import shutil
 import struct
+import threading
 from typing import Optional
 
 from ..atomic_file import write_atomic
+from ..compiler import frontend_cache
+from .cpu_compiler import _compiler_major, _exe_stamp, cache_dir, compile_flags, compiler_version, find_compiler
+
+_facts_started = False
+
+
+def prepare_async(readahead: bool = False) -> Optional[threading.Thread]:
+    """Find the C++ compiler and its flags in a daemon thread (once per process; the thread, or None when one
+    was started before); errors are left to the first build, which asks again.  `readahead`: then have the
+    kernel start reading the toolchain's files (below)."""
+    global _facts_started
+    if _facts_started:
+        return None
+    _facts_started = True
+    t = threading.Thread(target=_prepare, args=(readahead,), name="slangjit-cxx-facts", daemon=True)
+    t.start()
+    return t
+
+
+def _prepare(readahead: bool) -> None:
+    try:
+        compile_flags()
+        if readahead:
+            toolchain_readahead()
+    except Exception:  # noqa: BLE001 -- the build that needs the compiler raises it again, to its caller
+        pass
+
+
+def toolchain_readahead() -> int:
+    """posix_fadvise(WILLNEED) on the files a cold build reads (the list kept in the cache
+    folder beside the compiler's version); returns how many files were advised."""
+    cmd = find_compiler()
+    kind, major = _compiler_major(compiler_version(cmd))
+    try:
+        stamp = _exe_stamp(cmd) + "\0" + _VERSION
+        path = str(cache_dir() / "compilers" / (hashlib.sha256(stamp.encode()).hexdigest()[:32] + ".readahead.json"))
+    except OSError:
+        path = None
+    return readahead(cached_files(cmd, major if kind == "gcc" else None, path))
+
+
+def _prepare_on_miss(target: str, options) -> None:
+    """frontend_cache's first-miss hook: a C++ build follows this front end, so find the compiler's facts now
+    (and, with CpuOptions.readahead, start reading the toolchain's files)."""
+    if target == "cpp":
+        prepare_async(bool(getattr(getattr(options, "cpu", None), "readahead", False)))
+
+
+frontend_cache.first_miss_hooks.append(_prepare_on_miss)
+
+
+# ------------------------------------------------------------------------------------------ the toolchain's files
 
 _VERSION = "slangjit-readahead-v1"
 _GCC_FILES = ("cc1plus", "collect2", "lto-wrapper", "liblto_plugin.so", "crtbeginS.o", "crtendS.o", "libgcc.a",
