@@ -12,6 +12,7 @@ import time
 from typing import Optional, Sequence
 
 from ..compiler.passes.options import DEFAULT_OPTIONS, PipelineOptions
+from ..compiler.lazy_source import source_head
 from ..compiler.reflection import CompiledProgram
 from . import layout_pack as _lp
 from .base import Buffer, BufferDesc, Device, DeviceInfo, DeviceType, KernelBase, ShaderProgram
@@ -52,7 +53,8 @@ class ComputeKernel(KernelBase):
             if "_fn" in self.__dict__:
                 return
             t0 = time.perf_counter()
-            library = load_library(self.compiled.source, self.compiled.source_sha256())
+            prog = self.compiled
+            library = load_library(lambda: prog.source, prog.source_sha256(), source_head(prog))
             timings = dict(self.compiled.timings)
             timings["cxx"] = library.compile_seconds
             timings["load"] = max(0.0, time.perf_counter() - t0 - library.compile_seconds)
@@ -212,7 +214,8 @@ class CpuDevice(Device):
         # The C++ compiler starts now, in the background (cpu_compiler.load_library_async): the kernel created
         # from this program waits for the library at its first dispatch, and a module's next program goes
         # through the front end (and starts its own build) meanwhile.
-        load_library_async(prog.source, prog.source_sha256())
+        # The source itself is read only if the library has to be built (a cache hit's stays on disk: lazy_source.py).
+        load_library_async(lambda: prog.source, prog.source_sha256(), source_head(prog))
         return prog
 
     def _new_buffer(self, desc: BufferDesc, raw) -> Buffer:
