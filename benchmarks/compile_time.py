@@ -261,7 +261,7 @@ def mlp_hit(n: int, against) -> None:
             rows[name].append(run(name, root))
     print(f"seed MLP module, cache hit (new process, warm cache folder); {n} runs each"
           + (" (trees alternating)" if against else "") + f"; load average {os.getloadavg()[0]:.2f}")
-    print(f"{'wall ms: median (q1-q3) [min-max]':<44}" + "".join(f"{name:>28}" for name, _ in trees))
+    print(f"{'wall ms: median (q1-q3) [min-max]':<44}" + "".join(f"{name:>36}" for name, _ in trees))
     for label, f in (("device creation", lambda r: r.get("device", float("nan"))), ("ready", lambda r: r["ready"]),
                      ("device creation + ready", lambda r: r.get("device", float("nan")) + r["ready"])):
         cells = []
@@ -269,7 +269,7 @@ def mlp_hit(n: int, against) -> None:
             v = sorted(f(r) * 1e3 for r in rows[name])
             q = statistics.quantiles(v, n=4) if len(v) > 1 else (v[0], v[0], v[0])
             cells.append(f"{statistics.median(v):.2f} ({q[0]:.2f}-{q[2]:.2f}) [{v[0]:.2f}-{v[-1]:.2f}]")
-        print(f"  {label:<42}" + "".join(f"{c:>28}" for c in cells))
+        print(f"  {label:<42}" + "".join(f"{c:>36}" for c in cells))
 
 
 def run_child(env_extra: dict, drop=()) -> dict:

@@ -17,13 +17,16 @@ The list is found without running a process: the driver (realpath), the GCC prog
 version (cc1plus, collect2, the LTO plugin, crtbeginS.o ...), `as` and `ld` on PATH, the shared libraries those ELF
 files name (DT_NEEDED), the link's C runtime files, and the headers the prelude includes, followed through their own
 `#include` lines (a superset: conditionals are not evaluated).  It is kept beside the compiler's version in the cache
-folder (keyed by the executables' stat), so later cold compiles on the folder list nothing again.  GCC only.
+folder (keyed by the executables' stat), so later cold compiles on the folder list nothing again.  Nothing is listed
+or read ahead where cc1plus is mostly in the page cache (mincore): the toolchain is warm.  GCC only.
 """
 from __future__ import annotations
 
+import ctypes
 import glob
 import hashlib
 import json
+import mmap
 import os
 import re
 import shutil
@@ -60,11 +63,19 @@ def _prepare(readahead: bool) -> None:
         pass
 
 
-def toolchain_readahead() -> int:
-    """posix_fadvise(WILLNEED) on the files a cold build reads (the list kept in the cache
-    folder beside the compiler's version); returns how many files were advised."""
+def toolchain_readahead(force: bool = False) -> int:
+    """posix_fadvise(WILLNEED) on the files a cold build reads (the list kept in the cache folder beside the
+    compiler's version); returns how many files were advised.  Nothing (0) where the compiler proper (cc1plus)
+    is mostly in the page cache already, unless `force`: the toolchain is warm, and listing its files for a new
+    cache folder (~10 ms of the thread's CPU) would only slow the front end."""
     cmd = find_compiler()
     kind, major = _compiler_major(compiler_version(cmd))
+    if not force and kind == "gcc":
+        drivers = [os.path.realpath(t) for t in cmd if os.path.isabs(t) and os.path.isfile(t)]
+        cc1 = [os.path.join(d, "cc1plus") for _, d, _ in _gcc_dirs(drivers[-1], major)] if drivers else []
+        cc1 = [p for p in cc1 if os.path.isfile(p)]
+        if cc1 and resident_fraction(cc1[0]) >= 0.5:
+            return 0
     try:
         stamp = _exe_stamp(cmd) + "\0" + _VERSION
         path = str(cache_dir() / "compilers" / (hashlib.sha256(stamp.encode()).hexdigest()[:32] + ".readahead.json"))
@@ -255,6 +266,40 @@ def cached_files(cmd: tuple, gcc_major: Optional[int], list_path: Optional[str])
     return files
 
 
+_libc = None
+_CHUNK = 2 << 20
+
+
+def resident_fraction(path: str) -> float:
+    """The fraction of `path`'s pages in the page cache (mincore over a private mapping; nothing is read).
+    1.0 where it cannot be told (no mincore): then nothing is read ahead."""
+    global _libc
+    try:
+        if _libc is None:
+            _libc = ctypes.CDLL(None, use_errno=True)
+            _libc.mincore.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p)
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size == 0:
+                return 1.0
+            mm = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_COPY)
+        try:
+            pages = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
+            vec = (ctypes.c_ubyte * pages)()
+            buf = ctypes.c_char.from_buffer(mm)
+            try:
+                rc = _libc.mincore(ctypes.addressof(buf), size, vec)
+            finally:
+                del buf
+        finally:
+            mm.close()
+        if rc != 0:
+            return 1.0
+        return 1.0 - bytes(vec).count(0) / pages
+    except (OSError, AttributeError, ValueError, TypeError):
+        return 1.0
+
+
 def readahead(files: list) -> int:
     """posix_fadvise(POSIX_FADV_WILLNEED) on each file: the kernel starts reading it; returns how many were asked."""
     advise = getattr(os, "posix_fadvise", None)
@@ -267,7 +312,9 @@ def readahead(files: list) -> int:
         except OSError:
             continue
         try:
-            advise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
+            size = os.fstat(fd).st_size
+            for off in range(0, max(size, 1), _CHUNK):   # the kernel reads at most its readahead limit per call
+                advise(fd, off, _CHUNK, os.POSIX_FADV_WILLNEED)
             n += 1
         except OSError:
             pass

@@ -98,14 +98,50 @@ def test_list_kept_in_the_cache_folder(fresh_cache, monkeypatch):
     monkeypatch.setattr(ra, "toolchain_files", lambda *a: calls.append(a) or real(*a))
     advised = []
     monkeypatch.setattr(ra, "readahead", lambda files: advised.append(list(files)) or len(files))
-    n = ra.toolchain_readahead()
+    n = ra.toolchain_readahead(force=True)
     assert n > 20 and len(calls) == 1
     (lst,) = (fresh_cache / "cpu" / "compilers").glob("*.readahead.json")
     assert json.loads(lst.read_text()) == advised[0]
-    assert ra.toolchain_readahead() == n and len(calls) == 1 and advised[1] == advised[0]
+    assert ra.toolchain_readahead(force=True) == n and len(calls) == 1 and advised[1] == advised[0]
     lst.write_text("{not json")
-    assert ra.toolchain_readahead() == n and len(calls) == 2
+    assert ra.toolchain_readahead(force=True) == n and len(calls) == 2
     assert json.loads(lst.read_text()) == advised[0]
+
+
+@needs_gcc
+def test_nothing_listed_or_read_ahead_while_cc1plus_is_cached(fresh_cache, monkeypatch):
+    calls = []
+    monkeypatch.setattr(ra, "toolchain_files", lambda *a: calls.append(a) or [])
+    monkeypatch.setattr(ra, "resident_fraction", lambda path: calls.append(path) or 0.9)
+    assert ra.toolchain_readahead() == 0
+    assert len(calls) == 1 and calls[0].endswith("cc1plus") and os.path.isfile(calls[0])
+    monkeypatch.setattr(ra, "resident_fraction", lambda path: 0.1)
+    ra.toolchain_readahead()
+    assert len(calls) == 2 and calls[1][0] == cc.find_compiler()
+
+
+def test_resident_fraction_and_readahead_of_an_evicted_file(tmp_path):
+    """mincore's answer follows the page cache: a file dropped with POSIX_FADV_DONTNEED is (nearly) absent, and
+    readahead() brings all of it back (whole file, not just the kernel's per-call readahead limit)."""
+    f = tmp_path / "data"
+    f.write_bytes(os.urandom(9 << 20))
+    fd = os.open(f, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        assert ra.resident_fraction(str(f)) == 1.0
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+    if ra.resident_fraction(str(f)) > 0.1:
+        pytest.skip("this file system keeps the pages (tmpfs?)")
+    assert ra.readahead([str(f)]) == 1
+    import time
+    for _ in range(100):
+        if ra.resident_fraction(str(f)) == 1.0:
+            break
+        time.sleep(0.05)
+    assert ra.resident_fraction(str(f)) == 1.0
+    assert ra.resident_fraction(str(tmp_path / "missing")) == 1.0      # unknown: nothing is read ahead
 
 
 KERNEL = """
@@ -130,6 +166,7 @@ def test_first_front_end_miss_starts_the_readahead_per_option(fresh_cache, tmp_p
     monkeypatch.setattr(ra, "prepare_async", spy_prepare)
     advised = []
     monkeypatch.setattr(ra, "readahead", lambda files: advised.append(len(files)) or len(files))
+    monkeypatch.setattr(ra, "resident_fraction", lambda path: 0.0)      # as on a fresh machine
     opts = dataclasses.replace(DEFAULT_OPTIONS, cpu=dataclasses.replace(DEFAULT_OPTIONS.cpu, readahead=on))
     dev = spy.create_device(type=spy.DeviceType.cpu, compile_options=opts)
     assert started == []                                # device creation starts nothing
