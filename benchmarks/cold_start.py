@@ -3,7 +3,8 @@
     python benchmarks/cold_start.py [--rounds N] [--files LIST] [--no-readahead-ab]
 
 Run it first thing on a fresh machine: its first measurement is a new Python process with an empty cache folder
-before anything else ran (the "first process" of issue 20), then N rounds of
+before anything else ran (the "first process" of issue 20; readahead off, the default, unless --first-readahead),
+then N rounds of
 
 * cached:  a cold compile (new process, empty cache folder) with the files it reads in the page cache;
 * evicted: the same after dropping those files from the page cache (`posix_fadvise(POSIX_FADV_DONTNEED)` on each:
@@ -141,12 +142,13 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--files", default=None, help="write the list of files evicted here")
     ap.add_argument("--no-readahead-ab", action="store_true", help="only CpuOptions.readahead on (the default)")
+    ap.add_argument("--first-readahead", action="store_true", help="the first process with CpuOptions.readahead on")
     ap.add_argument("--cached-only", action="store_true", help="no eviction: readahead on / off with cached files")
     args = ap.parse_args()
     src = mlp_source()
     t = time.perf_counter()
-    first = run(src, True)
-    print(f"first process (readahead on): import {first['import'] * 1e3:.0f} ms, device {first['device'] * 1e3:.1f} ms, "
+    first = run(src, args.first_readahead)
+    print(f"first process (readahead {'on' if args.first_readahead else 'off, the default'}): import {first['import'] * 1e3:.0f} ms, device {first['device'] * 1e3:.1f} ms, "
           f"ready {first['ready'] * 1e3:.0f} ms  (wall of the whole child {1e3 * (time.perf_counter() - t):.0f} ms)")
     files = files_read(src)
     if args.files:
