@@ -23,6 +23,7 @@ Every measurement runs in a fresh Python process (so no in-memory cache helps):
          cache folder) alternate with this one's, so both see the same machine load.
 
     python benchmarks/compile_time.py --mlp-cold N [--against OTHER_CHECKOUT] [--early-pch]
+    python benchmarks/compile_time.py --mlp-hit N [--against OTHER_CHECKOUT]
 
 * MLP cold compile: the seed MLP module of benchmarks/cpu_mlp.py (`learnGradient` + `adjustParameters`, its
          native-add source) in a new process on a new empty cache folder: `load_program` + `create_compute_kernel`
@@ -31,6 +32,9 @@ Every measurement runs in a fresh Python process (so no in-memory cache helps):
          folder (cache hit).  N rounds; with --against, each round runs the other checkout too (its own cache
          folders, order alternating), so both see the same machine load.  --early-pch: this tree's children with
          CpuOptions.early_pch on (`--early-pch --against .` compares it with the default in one tree).
+
+* MLP cache hit (--mlp-hit): per tree one cold process on a cache folder of its own, then N new processes on it
+         (trees alternating): device creation, "ready", and both together (wall ms; median, quartiles, range).
 
 "ready" = `load_program` + `create_compute_kernel` + the kernel's library loaded (the C++ build runs in
 the background from `load_program` on, and a kernel loads its library at first use: this waits for it).  Medians of
@@ -154,6 +158,7 @@ if os.environ.get("SJ_BENCH_EARLY_PCH"):      # --early-pch: CpuOptions.early_pc
     import dataclasses
     from slangjit.compiler.passes.options import DEFAULT_OPTIONS
     kw["compile_options"] = dataclasses.replace(DEFAULT_OPTIONS, cpu=dataclasses.replace(DEFAULT_OPTIONS.cpu, early_pch=True))
+td = time.perf_counter()
 dev = spy.create_device(type=spy.DeviceType.cpu, **kw)
 c0, t0 = os.times(), time.perf_counter()
 kernels = [dev.create_compute_kernel(dev.load_program(sys.argv[1], [e])) for e in ("learnGradient", "adjustParameters")]
@@ -163,7 +168,7 @@ for k in kernels:
 t2 = time.perf_counter()
 c2 = os.times()
 cpu = sum(c2[:4]) - sum(c0[:4])
-print(json.dumps({"created": t1 - t0, "ready": t2 - t0, "cpu": cpu, "file": spy.__file__,
+print(json.dumps({"created": t1 - t0, "ready": t2 - t0, "cpu": cpu, "file": spy.__file__, "device": t0 - td,
                   "from_disk": [k.library.from_disk for k in kernels]}))
 """
 
@@ -225,6 +230,48 @@ def mlp_cold(n: int, against, early_pch: bool = False) -> None:
             print(f"  cold {key}: against / this = {a / b:.2f}x")
 
 
+def mlp_hit(n: int, against) -> None:
+    """The MLP module's cache hit: per tree one cold process on a cache folder of its own, then n new processes
+    on it, trees alternating; device creation and "ready" (as mlp_cold) wall ms."""
+    sys.path.insert(0, str(HERE))
+    import cpu_mlp
+    src = Path(tempfile.mkdtemp(prefix="sj-mlp-src-")) / "mlp.slang"
+    src.write_text(cpu_mlp.patched_source(True))
+    trees = [("this", ROOT)] + ([("against", Path(against).resolve())] if against else [])
+    caches = {name: tempfile.mkdtemp(prefix=f"sj-mlp-hit-{name}-") for name, _ in trees}
+
+    def run(name, root):
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "SLANGJIT_NO_FRONTEND_CACHE",
+                                                                "SJ_BENCH_EARLY_PCH")}
+        env.update(SLANGJIT_CACHE_DIR=caches[name], PYTHONPATH=str(root))
+        p = subprocess.run([sys.executable, "-c", MLP_CHILD, str(src)], capture_output=True, text=True, env=env,
+                           cwd=str(root))
+        if p.returncode != 0:
+            raise SystemExit(f"child failed:\n{p.stderr}")
+        r = json.loads(p.stdout.strip().splitlines()[-1])
+        assert Path(r["file"]).resolve().is_relative_to(root), (r["file"], root)
+        return r
+
+    for name, root in trees:
+        run(name, root)                 # cold: fills the folder (and writes the bytecode)
+        assert all(run(name, root)["from_disk"])
+    rows: dict = {name: [] for name, _ in trees}
+    for i in range(n):
+        for name, root in (trees if i % 2 == 0 else trees[::-1]):
+            rows[name].append(run(name, root))
+    print(f"seed MLP module, cache hit (new process, warm cache folder); {n} runs each"
+          + (" (trees alternating)" if against else "") + f"; load average {os.getloadavg()[0]:.2f}")
+    print(f"{'wall ms: median (q1-q3) [min-max]':<44}" + "".join(f"{name:>36}" for name, _ in trees))
+    for label, f in (("device creation", lambda r: r.get("device", float("nan"))), ("ready", lambda r: r["ready"]),
+                     ("device creation + ready", lambda r: r.get("device", float("nan")) + r["ready"])):
+        cells = []
+        for name, _ in trees:
+            v = sorted(f(r) * 1e3 for r in rows[name])
+            q = statistics.quantiles(v, n=4) if len(v) > 1 else (v[0], v[0], v[0])
+            cells.append(f"{statistics.median(v):.2f} ({q[0]:.2f}-{q[2]:.2f}) [{v[0]:.2f}-{v[-1]:.2f}]")
+        print(f"  {label:<42}" + "".join(f"{c:>36}" for c in cells))
+
+
 def run_child(env_extra: dict, drop=()) -> dict:
     env = dict(os.environ)
     for k in drop:
@@ -250,6 +297,7 @@ def main() -> None:
     ap.add_argument("--module-child", action="store_true")
     ap.add_argument("--module-load", type=int, default=0, metavar="N")
     ap.add_argument("--mlp-cold", type=int, default=0, metavar="N")
+    ap.add_argument("--mlp-hit", type=int, default=0, metavar="N")
     ap.add_argument("--early-pch", action="store_true", help="--mlp-cold: this tree with CpuOptions.early_pch on")
     ap.add_argument("--against", default=None, help="another checkout to alternate with (--module-load, --mlp-cold)")
     args = ap.parse_args()
@@ -264,6 +312,9 @@ def main() -> None:
         return
     if args.mlp_cold:
         mlp_cold(args.mlp_cold, args.against, args.early_pch)
+        return
+    if args.mlp_hit:
+        mlp_hit(args.mlp_hit, args.against)
         return
 
     lines = sum(1 for _ in open(MODULE))

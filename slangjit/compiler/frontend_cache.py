@@ -16,10 +16,12 @@ runtime's library cache, no C++ compiler): `load_program` -> first dispatch in a
   shadow the import / include, so the entry is stale.
 * Disk: `<cache dir>/frontend/<key>.pkl` (`slangjit.cache_paths.cache_dir()`, i.e. under
   `$SLANGJIT_CACHE_DIR`).  Entries are written atomically (temp file + os.replace) and
-  carry a header (magic, payload length, HMAC-SHA256 over key + payload under the cache folder's
-  per-user secret, cache_paths.entry_mac), checked before anything is unpickled, and then only
-  reflection classes are unpickled (_ProgramUnpickler); a truncated, corrupt, forged or
-  other-key entry (or a directory in its place) is removed and rewritten.  A read-only cache
+  carry a header (magic, the lengths of the pickled entry and of the generated source, and an
+  HMAC-SHA256 of each under the cache folder's per-user secret, cache_paths.entry_mac: the entry's over key +
+  pickle, the source's over source_key(key) + source), the entry's checked before anything is unpickled, and then
+  only reflection classes are unpickled (_ProgramUnpickler); a truncated, corrupt, forged or
+  other-key entry (or a directory in its place) is removed and rewritten.  The source is read (its MAC and sha256
+  checked) only when something asks for it (lazy_source.py): a warm process whose library is cached never does.  A read-only cache
   folder is still read; new entries go to the private temp folder (docs/security.md).
 * `SLANGJIT_NO_FRONTEND_CACHE=1` disables both the memory and the disk cache.
 * Dependencies are collected while compiling: `compile_program`'s `_parse` appends every file it
@@ -49,10 +51,16 @@ from ..version import __version__
 from .parse import ast as _ast
 from .passes.options import DEFAULT_OPTIONS, PipelineOptions
 from .source import SourceFile
+from .lazy_source import SourceRef, lazy_program, source_key
+from .compiler_tree import _compiler_files, _memo_hit, _memo_path, _tree_hash  # noqa: F401  (tests reach them here)
 
-_FORMAT = b"slangjit-frontend-v3"
-_MAGIC = b"SJFE\x03\x00\x00\x00"
+_FORMAT = b"slangjit-frontend-v4"
+_MAGIC = b"SJFE\x03\x00\x00\x00"          # syntax-tree entries (below)
 _HEADER = struct.Struct("<8sQ32s")         # magic, payload length, HMAC-SHA256(secret, key, payload)
+# Program entries: the header, the pickled entry (the program without its source), the source (UTF-8), each MAC'd
+# on its own, so a hit reads the small part only (lazy_source.py).
+_PROG_MAGIC = b"SJFE\x04\x00\x00\x00"
+_PROG_HEADER = struct.Struct("<8sQ32sQ32s")  # magic, pickle length, its MAC, source length, its MAC (source_key)
 _MEMORY_LIMIT = 256                         # entries kept in memory
 
 _COMPILER_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -101,70 +109,6 @@ def _memo_folder() -> Optional[Path]:
         return None
 
 
-def _compiler_files(root: str) -> list:
-    """(relative path, absolute path, stat stamp) of the files that make up the compiler under `root`,
-    sorted; the stamp is "size:mtime_ns" ("?" for a file that cannot be stat'ed)."""
-    files = []
-    stack = [("", root)]
-    while stack:
-        rel, folder = stack.pop()
-        try:
-            with os.scandir(folder) as it:
-                entries = list(it)
-        except OSError:
-            continue
-        for e in entries:
-            n = e.name
-            if n.endswith(".py") or (rel in ("core", "slang") and n.endswith(".slang")) or \
-                    (rel.startswith("emit") and n.endswith(".h")):
-                try:
-                    st = e.stat()
-                    stamp = f"{st.st_size}:{st.st_mtime_ns}"
-                except OSError:
-                    stamp = "?"
-                files.append((rel + "/" + n if rel else n, e.path, stamp))
-            elif n != "__pycache__" and not n.startswith(".") and e.is_dir():
-                stack.append((rel + "/" + n if rel else n, e.path))
-    files.sort()
-    return files
-
-
-def _tree_hash(root: str, memo_dir: Optional[Path]) -> bytes:
-    """sha256 over the contents of the compiler files under `root`.
-
-    Reading and hashing ~1 MB of sources is most of a warm start's front-end time, so the digest is
-    memoized on disk under a name derived from every file's (path, size, mtime): the same test
-    Python uses to trust a .pyc.  Any edit changes an mtime, hence the name, and is hashed afresh."""
-    files = _compiler_files(root)
-    stamp = hashlib.sha256("\0".join(f"{rel}\0{st}" for rel, _, st in files).encode())
-    memo = memo_dir / f"compiler-{stamp.hexdigest()[:40]}.sha256" if memo_dir is not None else None
-    if memo is not None:
-        try:
-            with open(memo, "rb") as f:
-                digest = f.read()
-            if len(digest) == 32:
-                return digest
-        except OSError:
-            pass
-    d = hashlib.sha256()
-    for rel, p, _ in files:
-        try:
-            with open(p, "rb") as f:
-                data = f.read()
-        except OSError:
-            data = b"<unreadable>"
-        b = rel.encode()
-        d.update(len(b).to_bytes(8, "little") + b)
-        d.update(len(data).to_bytes(8, "little") + data)
-    digest = d.digest()
-    if memo is not None:
-        try:
-            write_atomic(str(memo), (digest,))
-        except OSError:                 # a read-only cache only costs the hashing next time
-            pass
-    return digest
-
-
 def _version() -> str:
     return __version__
 
@@ -188,6 +132,8 @@ def _source_parts(sources) -> Optional[list]:
 def _options_key(options: PipelineOptions) -> str:
     """The pipeline options that differ from their defaults ("" when none: the defaults are covered by
     the compiler hash)."""
+    if options is DEFAULT_OPTIONS:       # the common case: no walk over the option fields (0.04 ms a program)
+        return ""
     changed = options.changed()
     return repr(list(changed)) if changed else ""
 
@@ -303,7 +249,35 @@ def _read_disk(key: str):
 
 
 def _read_entry(folder: Path, p: Path, key: str):
-    return _read_checked(folder, p, key, _ProgramUnpickler, ("program", "deps"), stats)
+    """The program entry at p for `key` (its "_ref" says where its source lies), or None (see _read_checked)."""
+    try:
+        with open(p, "rb") as f:
+            head = f.read(_PROG_HEADER.size)
+            size = os.fstat(f.fileno()).st_size
+            magic, n, mac, m, smac = _PROG_HEADER.unpack(head) if len(head) == _PROG_HEADER.size else (b"",) * 5
+            payload = f.read(n) if magic == _PROG_MAGIC and size == _PROG_HEADER.size + n + m else b""
+    except FileNotFoundError:
+        return None
+    except OSError:                     # a directory (or anything unreadable) where the entry should be
+        magic = payload = b""
+    try:
+        if magic != _PROG_MAGIC or len(payload) != n:
+            raise ValueError("bad header")
+        if not mac_ok(folder, key, payload, mac):   # before unpickling: forged, damaged or another key's entry
+            raise ValueError("bad mac")
+        entry = _ProgramUnpickler(io.BytesIO(payload)).load()
+        if not isinstance(entry, dict) or entry.get("key") != key:
+            raise ValueError("bad entry")
+        sha, head_line = entry["program"].__dict__.get("_source_sha256"), entry["source_head"]
+        if not isinstance(sha, bytes) or len(sha) != 32 or not isinstance(head_line, str) or entry["deps"] is None:
+            raise ValueError("bad entry")
+    except Exception:  # noqa: BLE001  (corrupt / truncated / foreign: drop it, it will be rewritten)
+        stats["corrupt"] += 1
+        if cache_paths.writable(folder):
+            remove_entry(p)
+        return None
+    entry["_ref"] = SourceRef(folder, p, key, _PROG_HEADER.size + n, m, smac, head_line)
+    return entry
 
 
 def _read_checked(folder: Path, p: Path, key: str, unpickler, fields, counts: dict, check=None):
@@ -344,14 +318,23 @@ def _read_checked(folder: Path, p: Path, key: str, unpickler, fields, counts: di
 
 def _write_disk(key: str, entry: dict) -> None:
     folder = cache_dir()
-    payload = pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL)
+    prog = entry["program"]
+    text = prog.source
+    prog.source_sha256()                # kept in the program's __dict__: a hit keys its library without the source
+    bare = copy.copy(prog)
+    bare.__dict__["source"] = ""        # the source goes to its own region (read when asked for: lazy_source.py)
+    i = text.find("\n")
+    payload = pickle.dumps(dict(entry, program=bare, source_head=text if i < 0 else text[:i]),
+                           protocol=pickle.HIGHEST_PROTOCOL)
+    source = text.encode("utf-8", "surrogatepass")
     mac = entry_mac(folder, key, payload)
-    if mac is None:
+    smac = entry_mac(folder, source_key(key), source)
+    if mac is None or smac is None:
         raise OSError("no cache secret")
     path = folder / "frontend" / _entry_name(key)
     if os.path.lexists(path) and not os.path.isfile(path):
         remove_entry(path)              # a directory where the entry goes: it would block os.replace forever
-    write_atomic(str(path), (_HEADER.pack(_MAGIC, len(payload), mac), payload))
+    write_atomic(str(path), (_PROG_HEADER.pack(_PROG_MAGIC, len(payload), mac, len(source), smac), payload, source))
 
 
 def _remember(key: str, entry: dict) -> None:
@@ -362,7 +345,8 @@ def _remember(key: str, entry: dict) -> None:
 
 
 def _hit(entry: dict, seconds: float, where: str):
-    prog = copy.copy(entry["program"])
+    ref = entry.get("_ref")
+    prog = copy.copy(entry["program"]) if ref is None else lazy_program(entry["program"], ref)
     prog.timings = {"frontend_cache": seconds}
     prog.cached_timings = dict(entry["program"].timings)   # the stages of the compile that filled the entry
     prog.frontend_cache = where
@@ -430,6 +414,7 @@ def cached_compile(compile_fn: Callable, sources, entry_points, *, target, inclu
         return _hit(entry, time.perf_counter() - t0, "memory")
     entry = _read_disk(key)
     if entry is not None:
+        entry["_ref"].recompile = lambda: compile_fn(sources, entry_points, **kwargs)   # if its source is lost
         if _deps_valid(entry):
             stats["disk_hits"] += 1
             _remember(key, entry)
@@ -451,6 +436,9 @@ def cached_compile(compile_fn: Callable, sources, entry_points, *, target, inclu
     norm = _normalize_deps(deps, key_paths)
     if norm is None:
         return prog
+    source_sha256 = getattr(prog, "source_sha256", None)
+    if source_sha256 is not None:
+        source_sha256()                 # kept in the program's __dict__, so pickled with it: a hit does not hash
     entry = {"key": key, "program": prog, "deps": norm, "absent": sorted({os.path.abspath(p) for p in absent})}
     try:
         _write_disk(key, entry)

@@ -12,10 +12,12 @@ import time
 from typing import Optional, Sequence
 
 from ..compiler.passes.options import DEFAULT_OPTIONS, PipelineOptions
+from ..compiler.lazy_source import source_head
 from ..compiler.reflection import CompiledProgram
 from . import layout_pack as _lp
 from .base import Buffer, BufferDesc, Device, DeviceInfo, DeviceType, KernelBase, ShaderProgram
-from .cpu_compiler import load_library, load_library_async, prepare_async
+from . import cpu_prepare  # noqa: F401  (registers the compiler-facts thread's first-miss hook)
+from .cpu_compiler import load_library, load_library_async
 from .cpu_pool import Chunks, _get_pool, num_threads
 from .kernel_errors import ErrorRecord, raise_if_failed, sites_lookup
 
@@ -51,7 +53,8 @@ class ComputeKernel(KernelBase):
             if "_fn" in self.__dict__:
                 return
             t0 = time.perf_counter()
-            library = load_library(self.compiled.source, self.compiled.source_sha256())
+            prog = self.compiled
+            library = load_library(lambda: prog.source, prog.source_sha256(), source_head(prog))
             timings = dict(self.compiled.timings)
             timings["cxx"] = library.compile_seconds
             timings["load"] = max(0.0, time.perf_counter() - t0 - library.compile_seconds)
@@ -198,7 +201,8 @@ class CpuDevice(Device):
     def __init__(self, type: DeviceType = DeviceType.cpu, include_paths: Sequence = (), compiler_args: Sequence = (),
                  enable_debug_layers: bool = False, compile_options: PipelineOptions = DEFAULT_OPTIONS):
         super().__init__(type, include_paths, compiler_args, enable_debug_layers, compile_options)
-        prepare_async()                 # the C++ compiler's facts, found while the first front end runs
+        # The C++ compiler's facts are found in the background from the first front-end miss on
+        # (cpu_prepare.prepare_async), not here: a warm process reads them in a few file reads.
 
     def _make_info(self) -> DeviceInfo:
         # platform.machine(), not platform.processor(): on Linux the latter runs `uname -p` in a subprocess
@@ -210,7 +214,8 @@ class CpuDevice(Device):
         # The C++ compiler starts now, in the background (cpu_compiler.load_library_async): the kernel created
         # from this program waits for the library at its first dispatch, and a module's next program goes
         # through the front end (and starts its own build) meanwhile.
-        load_library_async(prog.source, prog.source_sha256())
+        # The source itself is read only if the library has to be built (a cache hit's stays on disk: lazy_source.py).
+        load_library_async(lambda: prog.source, prog.source_sha256(), source_head(prog))
         return prog
 
     def _new_buffer(self, desc: BufferDesc, raw) -> Buffer:

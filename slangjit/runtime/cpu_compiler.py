@@ -404,28 +404,13 @@ def compile_flags() -> tuple[str, ...]:
 
 
 # A cold process learns the compiler's facts (its `--version`, whether it takes the half-rounding flag, the host's
-# ISA level: two compiler processes and /proc/cpuinfo, 3-30 ms) before its first build; prepare_async (a CPU
-# device's creation) has a daemon thread find them while the front end runs.  A warm process reads them from the
-# cache folder (three small files).
+# ISA level: two compiler processes and /proc/cpuinfo, 3-30 ms) before its first build; cpu_prepare.prepare_async,
+# called at the process's first front-end miss for the CPU target (frontend_cache.first_miss_hooks), has a daemon
+# thread find them while that front end runs.  A warm process (front-end cache hits) starts no thread: it reads the facts from
+# the cache folder (three small files, ~0.5 ms) at its first build request.  A thread started at device creation
+# cost a warm process more than it saved: starting it and sharing the GIL with it took 1-3 ms of device creation
+# and ~0.3 ms of the cache hit (its file reads and the hit's stat calls hand the GIL back and forth).
 _facts_lock = threading.Lock()
-_facts_started = False
-
-
-def prepare_async() -> None:
-    """Find the C++ compiler and its flags in a daemon thread (once per process); errors are left to the first
-    build, which asks again."""
-    global _facts_started
-    if _facts_started:
-        return
-    _facts_started = True
-    threading.Thread(target=_prepare, name="slangjit-cxx-facts", daemon=True).start()
-
-
-def _prepare() -> None:
-    try:
-        compile_flags()
-    except Exception:  # noqa: BLE001 -- the build that needs the compiler raises it again, to its caller
-        pass
 
 
 # ------------------------------------------------------------------------------------------ cache dir
@@ -624,12 +609,29 @@ frontend_cache.first_miss_hooks.append(_early_pch)
 atexit.register(_stop_early)
 
 
-def load_library(source: str, source_sha256: Optional[bytes] = None) -> CpuLibrary:
+def _flags_for(source, head: Optional[str], cmd: tuple[str, ...]) -> tuple[str, ...]:
+    if head is None:
+        source = _text(source)
+        i = source.find("\n")
+        head = source if i < 0 else source[:i]
+    return source_flags(head + "\n", cmd, compile_flags())
+
+
+def _text(source) -> str:
+    """The source: `source` itself, or what it returns when it is a callable (a lazily read one)."""
+    return source() if callable(source) else source
+
+
+def load_library(source, source_sha256: Optional[bytes] = None, head: Optional[str] = None) -> CpuLibrary:
     """Compile `source` (C++) to a shared library, or find it in the cache (or a background build,
-    load_library_async), and load it.  `source_sha256`, when given, must be the sha256 of `source`."""
+    load_library_async), and load it.  `source_sha256`, when given, must be the sha256 of `source`.  `source`
+    may be a callable that returns it (read only when the library is built), with `source_sha256` and `head`
+    (its first line, which picks flags: source_flags) given."""
     t0 = time.perf_counter()
     cmd = find_compiler()
-    flags = source_flags(source, cmd, compile_flags())
+    flags = _flags_for(source, head, cmd)
+    if source_sha256 is None:
+        source = _text(source)
     key = library_key(source, cmd, flags, source_sha256)
     lib = _libs.get(key)
     if lib is not None:
@@ -652,7 +654,7 @@ def load_library(source: str, source_sha256: Optional[bytes] = None) -> CpuLibra
     return _load(source, cmd, flags, key, t0)
 
 
-def _load(source: str, cmd: tuple[str, ...], flags: tuple[str, ...], key: str, t0: float) -> CpuLibrary:
+def _load(source, cmd: tuple[str, ...], flags: tuple[str, ...], key: str, t0: float) -> CpuLibrary:
     with _compiler_lock:
         lock = _key_locks.setdefault(key, threading.Lock())
     with lock:
@@ -679,7 +681,7 @@ def _load(source: str, cmd: tuple[str, ...], flags: tuple[str, ...], key: str, t
                 remove_entry(path)
         if handle is None:
             final = cache_dir() / name
-            compile_seconds = _build(source, cmd, flags, key, final)
+            compile_seconds = _build(_text(source), cmd, flags, key, final)
             try:
                 handle = ctypes.CDLL(str(final))
             except OSError as e:
@@ -751,11 +753,14 @@ def _known(key: str, name: str) -> bool:
     return any(os.path.lexists(folder / name) for folder in folders)
 
 
-def load_library_async(source: str, source_sha256: Optional[bytes] = None) -> bool:
+def load_library_async(source, source_sha256: Optional[bytes] = None, head: Optional[str] = None) -> bool:
     """Start building `source` in the background unless its library is loaded, on disk or being built.
-    True when a build was started; load_library(source) returns its library (or raises its error)."""
+    True when a build was started; load_library(source) returns its library (or raises its error).  `source`
+    may be a callable, as for load_library."""
     cmd = find_compiler()
-    flags = source_flags(source, cmd, compile_flags())
+    flags = _flags_for(source, head, cmd)
+    if source_sha256 is None:
+        source = _text(source)
     key = library_key(source, cmd, flags, source_sha256)
     name = key[:40] + _LIB_EXT
     with _compiler_lock:

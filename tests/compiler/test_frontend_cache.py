@@ -168,22 +168,29 @@ def test_deleted_dependency_is_a_miss(proj, tmp_path):
     assert ei.value.code == "E2002"
 
 
-@pytest.mark.parametrize("damage", ["truncate", "garbage", "empty", "flip"])
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "empty", "flip", "flip-header", "grow"])
 def test_corrupt_entry_is_ignored_and_rewritten(proj, damage):
     src, cache = proj
     _, v1 = _run(src)
     (entry,) = list((cache / "cpu" / "frontend").glob("*.pkl"))
     data = entry.read_bytes()
+    magic, n, _, m, _ = fc._PROG_HEADER.unpack_from(data, 0)
+    assert magic == fc._PROG_MAGIC and len(data) == fc._PROG_HEADER.size + n + m and m > 10 * n > 0
     if damage == "truncate":
         entry.write_bytes(data[: len(data) // 2])
     elif damage == "garbage":
         entry.write_bytes(b"not a pickle at all" * 10)
     elif damage == "empty":
         entry.write_bytes(b"")
-    else:
+    elif damage == "grow":
+        entry.write_bytes(data + b"\0")
+    else:                           # a bit of the pickled entry, or of the header's source MAC
         b = bytearray(data)
-        b[len(b) // 2] ^= 0xFF
+        b[fc._PROG_HEADER.size + n // 2 if damage == "flip" else fc._PROG_HEADER.size - 3] ^= 0xFF
         entry.write_bytes(bytes(b))
+        if damage == "flip-header":     # the entry still loads; its source does not verify when read
+            _source_damaged(src, entry, v1)
+            return
     fc.clear_memory_cache()
     before = fc.stats["corrupt"]
     p2, v2 = _run(src)
@@ -194,6 +201,91 @@ def test_corrupt_entry_is_ignored_and_rewritten(proj, damage):
     fc.clear_memory_cache()
     p3, _ = _run(src)
     assert _where(p3) == "disk"
+
+
+def _source_damaged(src, entry, v1):
+    """A hit whose source region does not verify: the hit is served (its library is cached, the source never read);
+    reading its source compiles the program again (the genuine source, never the stored bytes) and drops the
+    entry, which the next compile writes afresh."""
+    fc.clear_memory_cache()
+    p2, v2 = _run(src)
+    assert _where(p2) == "disk" and "_source_text" not in p2.__dict__
+    np.testing.assert_array_equal(v1, v2)
+    fc.clear_memory_cache()
+    fresh = _run_without_cache(src)
+    assert p2.source == fresh and not entry.exists()
+    p3, _ = _run(src)
+    assert _where(p3) == "compiled" and entry.exists()
+    fc.clear_memory_cache()
+    p4, v4 = _run(src)
+    assert _where(p4) == "disk" and p4.source == fresh
+    np.testing.assert_array_equal(v1, v4)
+
+
+def _run_without_cache(src) -> str:
+    old = os.environ.get("SLANGJIT_NO_FRONTEND_CACHE")
+    os.environ["SLANGJIT_NO_FRONTEND_CACHE"] = "1"
+    try:
+        return _run(src)[0].source
+    finally:
+        if old is None:
+            del os.environ["SLANGJIT_NO_FRONTEND_CACHE"]
+        else:
+            os.environ["SLANGJIT_NO_FRONTEND_CACHE"] = old
+
+
+@pytest.mark.parametrize("how", ["flip", "replace", "removed"])
+def test_hit_reads_its_source_only_when_asked_and_verifies_it(proj, how):
+    """The source region of an entry is read when the source is asked for (a build, `.source`), MAC- and
+    sha256-checked: a tampered source (same length, valid-looking code) is never used, its library is not
+    built from it."""
+    src, cache = proj
+    p1, v1 = _run(src)
+    (entry,) = list((cache / "cpu" / "frontend").glob("*.pkl"))
+    data = bytearray(entry.read_bytes())
+    _, n, _, m, _ = fc._PROG_HEADER.unpack_from(data, 0)
+    start = fc._PROG_HEADER.size + n
+    assert bytes(data[start:]).decode() == p1.source
+    if how == "flip":
+        data[start + m // 2] ^= 0x01
+    elif how == "replace":          # another kernel's text where the source was: OFFSET 1.0 -> 9.0
+        text = p1.source.replace("1.0f", "9.0f").replace("1.0", "9.0")
+        assert text != p1.source and len(text) == len(p1.source)
+        data[start:] = text.encode()
+    if how == "removed":
+        fc.clear_memory_cache()
+        p2, _ = _run(src)
+        assert _where(p2) == "disk"
+        entry.unlink()
+        assert p2.source == p1.source
+        return
+    entry.write_bytes(bytes(data))
+    for lib in (cache / "cpu").glob("*.so"):
+        lib.unlink()                # the library must be built again: from the genuine source
+    __import__("slangjit.runtime.cpu_compiler", fromlist=["x"]).clear_memory_cache()
+    fc.clear_memory_cache()
+    p2, v2 = _run(src)
+    assert _where(p2) == "disk"
+    np.testing.assert_array_equal(v1, v2)
+    assert p2.source == p1.source and not entry.exists()
+
+
+def test_lazy_program_copies_and_pickles_as_a_plain_program(proj):
+    import copy
+    import pickle
+    from slangjit.compiler.reflection import CompiledProgram
+    src, cache = proj
+    p1, _ = _run(src)
+    fc.clear_memory_cache()
+    p2, _ = _run(src)
+    assert _where(p2) == "disk" and type(p2) is not CompiledProgram and isinstance(p2, CompiledProgram)
+    c = copy.copy(p2)
+    assert "_source_text" not in c.__dict__ and c.source == p1.source
+    for other in (pickle.loads(pickle.dumps(p2)), copy.deepcopy(p2)):
+        assert type(other) is CompiledProgram and other.source == p1.source
+        assert other.source_sha256() == p1.source_sha256() and other.reflection == p1.reflection
+    from slangjit.compiler.lazy_source import source_head
+    assert source_head(p2) == source_head(p1) == p1.source.split("\n")[0]
 
 
 def test_disabled_by_env(proj, monkeypatch):
@@ -254,28 +346,68 @@ def test_compiler_hash_is_stable():
 
 
 def test_compiler_hash_memo_follows_file_changes(tmp_path):
-    """The on-disk memo of the compiler hash is used while no compiler file changes, and never after one."""
+    """The on-disk memo of the compiler hash is used while no compiler file or folder changes, and never after
+    an edit, a new file (also in a new sub-folder), a removed or a renamed one."""
     root = tmp_path / "compiler"
     (root / "emit").mkdir(parents=True)
     (root / "a.py").write_text("x = 1\n")
     (root / "emit" / "p.h").write_text("int y;\n")
     memo = tmp_path / "memo"
     h1 = fc._tree_hash(str(root), memo)
-    assert len(h1) == 32 and len(list(memo.glob("compiler-*.sha256"))) == 1
+    assert len(h1) == 32 and len(list(memo.glob("compiler-tree-*.memo"))) == 1
     assert fc._tree_hash(str(root), memo) == h1 == fc._tree_hash(str(root), None)
-    # A memo entry is trusted for the same (path, size, mtime) of every file ...
-    (only,) = memo.glob("compiler-*.sha256")
-    only.write_bytes(b"\x01" * 32)
+    # A memo is trusted for the same (size, mtime) of every file and folder: a forged digest in it is served ...
+    (only,) = memo.glob("compiler-tree-*.memo")
+    only.write_bytes(only.read_bytes().replace(h1.hex().encode(), (b"\x01" * 32).hex().encode()))
     assert fc._tree_hash(str(root), memo) == b"\x01" * 32
-    # ... and an edit (new mtime) is hashed afresh.
+
+    def changed(before):
+        h = fc._tree_hash(str(root), memo)
+        assert h != before and h != b"\x01" * 32 and h == fc._tree_hash(str(root), None)
+        assert fc._tree_hash(str(root), memo) == h           # the new memo is used from then on
+        return h
+
+    # ... and an edit (same size, new mtime) is hashed afresh ...
     st = os.stat(root / "a.py")
     (root / "a.py").write_text("x = 2\n")
     os.utime(root / "a.py", ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
-    h2 = fc._tree_hash(str(root), memo)
-    assert h2 not in (h1, b"\x01" * 32) and h2 == fc._tree_hash(str(root), None)
-    (root / "b.py").write_text("")                        # a new file too
-    assert fc._tree_hash(str(root), memo) not in (h1, h2)
-    # An unusable memo directory only means hashing every time.
+    h2 = changed(h1)
+    seen = {h1, h2}
+
+    def folder_changed(folder):     # the folder's mtime moved on (a coarse clock may not have ticked yet)
+        st = os.stat(folder)
+        os.utime(folder, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+
+    # ... as is a new file, one in a new sub-folder, a removed one and a renamed one.
+    for step in ("new", "subfolder", "remove", "rename"):
+        if step == "new":
+            (root / "b.py").write_text("")
+            folder_changed(root)
+        elif step == "subfolder":
+            (root / "emit" / "sub").mkdir()
+            folder_changed(root / "emit")
+            h = changed(None)
+            (root / "emit" / "sub" / "q.h").write_text("int z;\n")
+            folder_changed(root / "emit" / "sub")
+        elif step == "remove":
+            (root / "b.py").unlink()
+            folder_changed(root)
+        else:
+            (root / "a.py").rename(root / "c.py")
+            folder_changed(root)
+        h = changed(None)
+        assert h not in seen, step
+        seen.add(h)
+    # A memo of another tree, a damaged one and an unusable memo folder only mean walking and hashing again.
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "a.py").write_text("x = 1\n")
+    fc._tree_hash(str(other), memo)
+    assert len(list(memo.glob("compiler-tree-*.memo"))) == 2
+    (only,) = [m for m in memo.glob("compiler-tree-*.memo") if str(root).encode() in m.read_bytes()]
+    for bad in (b"", b"garbage", only.read_bytes()[:-5], only.read_bytes().replace(str(root).encode(), str(other).encode())):
+        only.write_bytes(bad)
+        assert fc._tree_hash(str(root), memo) == h
     blocker = tmp_path / "file"
     blocker.write_text("")
     assert fc._tree_hash(str(root), blocker / "sub") == fc._tree_hash(str(root), None)

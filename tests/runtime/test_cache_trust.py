@@ -150,7 +150,9 @@ def test_forged_entry_is_never_unpickled(cache, tmp_path, monkeypatch):
             return (open, (str(marker), "w"))
     payload = pickle.dumps({"key": _key("2.0"), "program": Evil(), "deps": []})
     forged_mac = hashlib.sha256(_key("2.0").encode() + payload).digest()
-    entry.write_bytes(fc._HEADER.pack(fc._MAGIC, len(payload), forged_mac) + payload)
+    source = b"int x;"
+    entry.write_bytes(fc._PROG_HEADER.pack(fc._PROG_MAGIC, len(payload), forged_mac, len(source),
+                                           hashlib.sha256(source).digest()) + payload + source)
     _forget()
     corrupt = fc.stats["corrupt"]
     again = _compile()

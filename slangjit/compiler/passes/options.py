@@ -122,6 +122,14 @@ class CpuOptions:
     # header and pays only where cores are idle during the front end (on 2 cores it delayed the cold compile);
     # `benchmarks/compile_time.py --mlp-cold N --early-pch` measures it on a machine with spare cores.
     early_pch: bool = False
+    # At the process's first front-end miss for the CPU, the daemon thread that finds the C++ compiler's facts
+    # then asks the kernel to read the toolchain's files (cc1plus, as, ld, their libraries, the headers the
+    # prelude includes: runtime/cpu_prepare.py, posix_fadvise WILLNEED) while the front end runs, where cc1plus
+    # is not in the page cache (the first process on a fresh machine).  Off: on the 2-core machine (virtio disk,
+    # ~340 MB/s) a cold compile with those files evicted took 600 ms without it and 620 with it (reading all
+    # ~50 MB ahead costs more than paging in what the compilers touch); `benchmarks/cold_start.py` measures it on
+    # a fresh machine, whose slower first reads (1.4 s first process) may favour it.
+    readahead: bool = False
 
 
 @dataclass(frozen=True)
