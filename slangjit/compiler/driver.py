@@ -96,6 +96,7 @@ def _compile(sources: Sequence, entry_points: Sequence[str], *, target: str = "c
     except EmitError as e:
         raise error("E9001", f"internal compiler error: {e}", entries[0][0].loc if entries else NO_LOC)
     timings["emit"] = time.perf_counter() - t5
+    refl.uses_call_shape = "_sj_csi_" in src
     prog = CompiledProgram(src, target, refl, timings)
     prog.warnings = program.warnings
     if target == "cuda":

@@ -92,6 +92,9 @@ class ProgramReflection:
     # The failure sites of the generated code's checks, "file:line: what", indexed by the error record's
     # `site` (runtime/kernel_errors.py).
     error_sites: list[str] = field(default_factory=list)
+    # The generated code reads slangpy's CallShapeInfo statics (`_sj_csi_*`, slang/slangpy.slang), which the
+    # functional API's calls set (functional/binding.py): known without reading the source.
+    uses_call_shape: bool = False
 
 
 @dataclass

@@ -358,7 +358,7 @@ class CallData(CallKernelGen):
 
     def _compile(self):
         compiled, self.kernel, self._kern = self._build(self.code)
-        if not self.uses_csi and "_sj_csi_" in compiled.source:
+        if not self.uses_csi and compiled.reflection.uses_call_shape:
             # CallShapeInfo reached through a module the call's module imports: set its statics too
             self.uses_csi = True
             self.unroll = 1

@@ -69,7 +69,7 @@ def raw_dispatch(node, thread_count, vars: dict, **kwargs):
                                                    name=mod.name)], ["_sj_raw"], target=mod.device._target,
                                        include_paths=mod._include_paths,
                                        options=device_compile_options(mod.device))
-            if "_sj_csi_" in compiled.source:
+            if compiled.reflection.uses_call_shape:
                 raise ValueError(f"dispatch: '{cand.name}' uses CallShapeInfo, which only calls set (a raw dispatch "
                                  "has no call shape: use the dispatch thread id parameter)")
             k = mod.device._create_kernel_from_compiled(compiled, "_sj_raw")
