@@ -214,6 +214,11 @@ def toolchain_files(cmd: tuple, gcc_major: Optional[int]) -> list:
     gccs = _gcc_dirs(drivers[-1], gcc_major)
     for _, d, _ in gccs:
         files += [os.path.join(d, n) for n in _GCC_FILES]
+    for prog in ("cc1plus", "collect2"):
+        if not any(os.path.isfile(os.path.join(d, prog)) for _, d, _ in gccs):
+            exe = shutil.which(prog)        # not in GCC's own folders: the driver runs it from PATH
+            if exe:
+                files.append(os.path.realpath(exe))
     for tool in ("as", "ld"):
         exe = shutil.which(tool)
         if exe:
