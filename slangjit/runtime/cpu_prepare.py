@@ -215,7 +215,10 @@ def toolchain_files(cmd: tuple, gcc_major: Optional[int]) -> list:
     for _, d, _ in gccs:
         files += [os.path.join(d, n) for n in _GCC_FILES]
     for prog in ("cc1plus", "collect2"):
-        if not any(os.path.isfile(os.path.join(d, prog)) for _, d, _ in gccs):
+        here = os.path.join(os.path.dirname(drivers[-1]), prog)
+        if os.path.isfile(here):
+            files.append(here)              # beside the driver (a wrapper script that passes -B its folder)
+        elif not any(os.path.isfile(os.path.join(d, prog)) for _, d, _ in gccs):
             exe = shutil.which(prog)        # not in GCC's own folders: the driver runs it from PATH
             if exe:
                 files.append(os.path.realpath(exe))
