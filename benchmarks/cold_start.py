@@ -3,7 +3,7 @@
     python benchmarks/cold_start.py [--rounds N] [--files LIST] [--no-readahead-ab]
 
 Run it first thing on a fresh machine: its first measurement is a new Python process with an empty cache folder
-before anything else ran (the "first process" of issue 20; readahead off, the default, unless --first-readahead),
+before anything else ran (the "first process" of issue 20; readahead on, the default, unless --first-no-readahead),
 then N rounds of
 
 * cached:  a cold compile (new process, empty cache folder) with the files it reads in the page cache;
@@ -142,13 +142,15 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--files", default=None, help="write the list of files evicted here")
     ap.add_argument("--no-readahead-ab", action="store_true", help="only CpuOptions.readahead on (the default)")
-    ap.add_argument("--first-readahead", action="store_true", help="the first process with CpuOptions.readahead on")
+    ap.add_argument("--first-readahead", action="store_true", help="(the default) the first process with CpuOptions.readahead on")
+    ap.add_argument("--first-no-readahead", action="store_true", help="the first process with CpuOptions.readahead off")
     ap.add_argument("--cached-only", action="store_true", help="no eviction: readahead on / off with cached files")
     args = ap.parse_args()
     src = mlp_source()
     t = time.perf_counter()
-    first = run(src, args.first_readahead)
-    print(f"first process (readahead {'on' if args.first_readahead else 'off, the default'}): import {first['import'] * 1e3:.0f} ms, device {first['device'] * 1e3:.1f} ms, "
+    first_on = not args.first_no_readahead
+    first = run(src, first_on)
+    print(f"first process (readahead {'on, the default' if first_on else 'off'}): import {first['import'] * 1e3:.0f} ms, device {first['device'] * 1e3:.1f} ms, "
           f"ready {first['ready'] * 1e3:.0f} ms  (wall of the whole child {1e3 * (time.perf_counter() - t):.0f} ms)")
     files = files_read(src)
     if args.files:

@@ -214,18 +214,14 @@ def toolchain_files(cmd: tuple, gcc_major: Optional[int]) -> list:
     gccs = _gcc_dirs(drivers[-1], gcc_major)
     for _, d, _ in gccs:
         files += [os.path.join(d, n) for n in _GCC_FILES]
-    for prog in ("cc1plus", "collect2"):
+    for prog in ("cc1plus", "collect2", "as", "ld"):
         here = os.path.join(os.path.dirname(drivers[-1]), prog)
         if os.path.isfile(here):
             files.append(here)              # beside the driver (a wrapper script that passes -B its folder)
-        elif not any(os.path.isfile(os.path.join(d, prog)) for _, d, _ in gccs):
-            exe = shutil.which(prog)        # not in GCC's own folders: the driver runs it from PATH
-            if exe:
+        elif prog in ("as", "ld") or not any(os.path.isfile(os.path.join(d, prog)) for _, d, _ in gccs):
+            exe = shutil.which(prog)        # the assembler and linker, or a program not in GCC's own folders:
+            if exe:                         # the driver runs it from PATH
                 files.append(os.path.realpath(exe))
-    for tool in ("as", "ld"):
-        exe = shutil.which(tool)
-        if exe:
-            files.append(os.path.realpath(exe))
     triples = sorted({t for t, _, _ in gccs})
     lib_dirs = [p for t in triples for p in (f"/lib/{t}", f"/usr/lib/{t}")] + ["/lib64", "/usr/lib64", "/usr/lib", "/lib"]
     i = 0

@@ -184,3 +184,27 @@ def test_first_front_end_miss_starts_the_readahead_per_option(fresh_cache, tmp_p
     assert len(started) == 1 and started[0][0] is on and isinstance(started[0][1], threading.Thread)
     started[0][1].join(60)
     assert (len(advised) == 1 and advised[0] > (20 if GCC else 0)) if on else advised == []
+
+
+@needs_gcc
+def test_programs_beside_a_wrapper_driver(tmp_path):
+    """A driver that is a wrapper script passing -B its own folder (a GCC installed under /opt, the GPU host's)
+    runs the cc1plus / as beside it: those are the ones listed, not the system's."""
+    cmd = cc.find_compiler()
+    real_cc1 = subprocess.run([*cmd, "-print-prog-name=cc1plus"], capture_output=True, text=True).stdout.strip()
+    real_as = shutil.which("as")
+    if not (os.path.isabs(real_cc1) and os.path.isfile(real_cc1) and real_as):
+        pytest.skip("no cc1plus path or assembler to link beside a wrapper")
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    (bin_ / "cc1plus").symlink_to(real_cc1)
+    (bin_ / "as").symlink_to(real_as)
+    drv = bin_ / "g++"
+    drv.write_text(f"#!/bin/sh\nexec {cmd[0]} -B{bin_}/ \"$@\"\n")
+    drv.chmod(0o755)
+    for prog in ("cc1plus", "as"):      # what the wrapper itself says it runs
+        got = subprocess.run([str(drv), f"-print-prog-name={prog}"], capture_output=True, text=True).stdout.strip()
+        assert got == str(bin_ / prog), (prog, got)
+    kind, major = cc._compiler_major(cc.compiler_version(cmd))
+    files = ra.toolchain_files((str(drv),), major)
+    assert str(bin_ / "cc1plus") in files and str(bin_ / "as") in files

@@ -125,11 +125,12 @@ class CpuOptions:
     # At the process's first front-end miss for the CPU, the daemon thread that finds the C++ compiler's facts
     # then asks the kernel to read the toolchain's files (cc1plus, as, ld, their libraries, the headers the
     # prelude includes: runtime/cpu_prepare.py, posix_fadvise WILLNEED) while the front end runs, where cc1plus
-    # is not in the page cache (the first process on a fresh machine).  Off: on the 2-core machine (virtio disk,
-    # ~340 MB/s) a cold compile with those files evicted took 600 ms without it and 620 with it (reading all
-    # ~50 MB ahead costs more than paging in what the compilers touch); `benchmarks/cold_start.py` measures it on
-    # a fresh machine, whose slower first reads (1.4 s first process) may favour it.
-    readahead: bool = False
+    # is not in the page cache (the first process on a fresh machine; nothing is listed where it is).  On: on
+    # three fresh 16-core GPU hosts (benchmarks/cold_start.py, alternating) a cold compile with those files evicted
+    # took 880 / 1056 / 1002 ms with it against 982 / 1222 / 1115 without, the same with them cached (994 / 997),
+    # and a first process with it 803 ms (others without it 1021, 1123); on the 2-core machine (virtio disk) 620
+    # with it against 600 without.
+    readahead: bool = True
 
 
 @dataclass(frozen=True)
