@@ -13,12 +13,14 @@ from disk by the compiler processes as they need them, one page fault or `open` 
 compiler's facts, this module asks the kernel to start reading them (`posix_fadvise(POSIX_FADV_WILLNEED)`: asynchronous, no extra process,
 a few microseconds a file when they are cached already), so the reads overlap the front end (~0.2 s).
 
-The list is found without running a process: the driver (realpath), the GCC program folder of the compiler's major
-version (cc1plus, collect2, the LTO plugin, crtbeginS.o ...), `as` and `ld` on PATH, the shared libraries those ELF
+The list is found without running a process: the driver (realpath); cc1plus, collect2, as and ld where the driver
+runs them from (beside it: a wrapper script passing -B its own folder, as a GCC installed under /opt; else cc1plus and
+collect2 from the GCC program folder of the compiler's major version, as and ld from PATH), that folder's LTO plugin,
+crtbeginS.o ...; the shared libraries those ELF
 files name (DT_NEEDED), the link's C runtime files, and the headers the prelude includes, followed through their own
 `#include` lines (a superset: conditionals are not evaluated).  It is kept beside the compiler's version in the cache
 folder (keyed by the executables' stat), so later cold compiles on the folder list nothing again.  Nothing is listed
-or read ahead where cc1plus is mostly in the page cache (mincore): the toolchain is warm.  GCC only.
+or read ahead where that cc1plus is mostly in the page cache (mincore): the toolchain is warm.  GCC only.
 """
 from __future__ import annotations
 
@@ -72,9 +74,8 @@ def toolchain_readahead(force: bool = False) -> int:
     kind, major = _compiler_major(compiler_version(cmd))
     if not force and kind == "gcc":
         drivers = [os.path.realpath(t) for t in cmd if os.path.isabs(t) and os.path.isfile(t)]
-        cc1 = [os.path.join(d, "cc1plus") for _, d, _ in _gcc_dirs(drivers[-1], major)] if drivers else []
-        cc1 = [p for p in cc1 if os.path.isfile(p)]
-        if cc1 and resident_fraction(cc1[0]) >= 0.5:
+        cc1 = _program(drivers[-1], _gcc_dirs(drivers[-1], major), "cc1plus") if drivers else None
+        if cc1 and resident_fraction(cc1) >= 0.5:
             return 0
     try:
         stamp = _exe_stamp(cmd) + "\0" + _VERSION
@@ -96,8 +97,8 @@ frontend_cache.first_miss_hooks.append(_prepare_on_miss)
 
 # ------------------------------------------------------------------------------------------ the toolchain's files
 
-_VERSION = "slangjit-readahead-v1"
-_GCC_FILES = ("cc1plus", "collect2", "lto-wrapper", "liblto_plugin.so", "crtbeginS.o", "crtendS.o", "libgcc.a",
+_VERSION = "slangjit-readahead-v2"
+_GCC_FILES = ("lto-wrapper", "liblto_plugin.so", "crtbeginS.o", "crtendS.o", "libgcc.a",
               "libgcc_s.so", "libstdc++.so")
 _LINK_FILES = ("crti.o", "crtn.o", "libc.so", "libc_nonshared.a", "libm.so", "libmvec.so", "libgcc_s.so.1",
                "libc.so.6", "libm.so.6", "libmvec.so.1")
@@ -119,6 +120,21 @@ def _gcc_dirs(driver: str, major: int) -> list:
                 if os.path.basename(d).split(".")[0] == str(major) and os.path.isdir(d):
                     out.append((os.path.basename(os.path.dirname(d)), d, pre))
     return out
+
+
+def _program(driver: str, gccs: list, prog: str) -> Optional[str]:
+    """The `prog` (cc1plus, collect2, as, ld) that the driver runs: beside it (a wrapper script that passes -B its
+    own folder), else in the GCC program folder of its version (cc1plus, collect2), else on PATH."""
+    here = os.path.join(os.path.dirname(driver), prog)
+    if os.path.isfile(here):
+        return here
+    if prog not in ("as", "ld"):
+        for _, d, _ in gccs:
+            p = os.path.join(d, prog)
+            if os.path.isfile(p):
+                return p
+    exe = shutil.which(prog)
+    return os.path.realpath(exe) if exe else None
 
 
 def elf_needed(path: str) -> list:
@@ -215,13 +231,9 @@ def toolchain_files(cmd: tuple, gcc_major: Optional[int]) -> list:
     for _, d, _ in gccs:
         files += [os.path.join(d, n) for n in _GCC_FILES]
     for prog in ("cc1plus", "collect2", "as", "ld"):
-        here = os.path.join(os.path.dirname(drivers[-1]), prog)
-        if os.path.isfile(here):
-            files.append(here)              # beside the driver (a wrapper script that passes -B its folder)
-        elif prog in ("as", "ld") or not any(os.path.isfile(os.path.join(d, prog)) for _, d, _ in gccs):
-            exe = shutil.which(prog)        # the assembler and linker, or a program not in GCC's own folders:
-            if exe:                         # the driver runs it from PATH
-                files.append(os.path.realpath(exe))
+        exe = _program(drivers[-1], gccs, prog)
+        if exe and exe not in files:
+            files.append(exe)
     triples = sorted({t for t, _, _ in gccs})
     lib_dirs = [p for t in triples for p in (f"/lib/{t}", f"/usr/lib/{t}")] + ["/lib64", "/usr/lib64", "/usr/lib", "/lib"]
     i = 0
