@@ -173,6 +173,20 @@ print(json.dumps({"created": t1 - t0, "ready": t2 - t0, "cpu": cpu, "file": spy.
 """
 
 
+def _mlp_child(root: Path, src: Path, cache: str, extra: dict) -> dict:
+    """One MLP_CHILD process of the tree at `root` on the cache folder `cache` (`extra`: more environment)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "SLANGJIT_NO_FRONTEND_CACHE",
+                                                            "SJ_BENCH_EARLY_PCH")}
+    env.update(SLANGJIT_CACHE_DIR=cache, PYTHONPATH=str(root), **extra)
+    p = subprocess.run([sys.executable, "-c", MLP_CHILD, str(src)], capture_output=True, text=True, env=env,
+                       cwd=str(root))
+    if p.returncode != 0:
+        raise SystemExit(f"child failed:\n{p.stderr}")
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    assert Path(r["file"]).resolve().is_relative_to(root), (r["file"], root)
+    return r
+
+
 def mlp_cold(n: int, against, early_pch: bool = False) -> None:
     sys.path.insert(0, str(HERE))
     import cpu_mlp
@@ -184,18 +198,10 @@ def mlp_cold(n: int, against, early_pch: bool = False) -> None:
         print("this: CpuOptions.early_pch on")
 
     def run(name, root, cache):
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "SLANGJIT_NO_FRONTEND_CACHE")}
-        env.update(SLANGJIT_CACHE_DIR=cache, PYTHONPYCACHEPREFIX=pycs[name], PYTHONPATH=str(root))
-        env.pop("SJ_BENCH_EARLY_PCH", None)
+        extra = dict(PYTHONPYCACHEPREFIX=pycs[name])
         if early_pch and name == "this":
-            env["SJ_BENCH_EARLY_PCH"] = "1"
-        p = subprocess.run([sys.executable, "-c", MLP_CHILD, str(src)], capture_output=True, text=True, env=env,
-                           cwd=str(root))
-        if p.returncode != 0:
-            raise SystemExit(f"child failed:\n{p.stderr}")
-        r = json.loads(p.stdout.strip().splitlines()[-1])
-        assert Path(r["file"]).resolve().is_relative_to(root), (r["file"], root)
-        return r
+            extra["SJ_BENCH_EARLY_PCH"] = "1"
+        return _mlp_child(root, src, cache, extra)
 
     for name, root in trees:            # bytecode written once per tree (not part of any figure)
         run(name, root, tempfile.mkdtemp(prefix="sj-mlp-warmup-"))
@@ -241,16 +247,7 @@ def mlp_hit(n: int, against) -> None:
     caches = {name: tempfile.mkdtemp(prefix=f"sj-mlp-hit-{name}-") for name, _ in trees}
 
     def run(name, root):
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "SLANGJIT_NO_FRONTEND_CACHE",
-                                                                "SJ_BENCH_EARLY_PCH")}
-        env.update(SLANGJIT_CACHE_DIR=caches[name], PYTHONPATH=str(root))
-        p = subprocess.run([sys.executable, "-c", MLP_CHILD, str(src)], capture_output=True, text=True, env=env,
-                           cwd=str(root))
-        if p.returncode != 0:
-            raise SystemExit(f"child failed:\n{p.stderr}")
-        r = json.loads(p.stdout.strip().splitlines()[-1])
-        assert Path(r["file"]).resolve().is_relative_to(root), (r["file"], root)
-        return r
+        return _mlp_child(root, src, caches[name], {})
 
     for name, root in trees:
         run(name, root)                 # cold: fills the folder (and writes the bytecode)
