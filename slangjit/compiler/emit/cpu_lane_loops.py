@@ -52,7 +52,7 @@ from .cpu_lane_values import (LACC_PRELUDE, LANE_LOOPS_PRELUDE, MAX_LANE_BYTES, 
                               _is_half, _loads, _prod, _root, _side_effects, _sub_type, _written_locals, components,
                               leaves, _fields)
 
-__all__ = ["LACC_PRELUDE", "LANE_LOOPS_PRELUDE", "LoopLaneKernel"]
+__all__ = ["LACC_PRELUDE", "LANE_LOOPS_PRELUDE", "LoopLaneKernel", "construct_part"]
 
 
 class LoopLaneKernel(LaneReductions):
@@ -408,40 +408,11 @@ class LoopLaneKernel(LaneReductions):
         if isinstance(t, (T.ScalarType, T.EnumType)):
             return self._convert(ir.Convert(t, e.args[0]), sel, pre) if e.args else \
                 ("0.0f" if _is_half(t) else f"{self.em.ctype(t)}{{}}")
-        if not e.args:
-            return "0.0f" if _is_half(self._comp_type(t, sel)) else f"{self.em.ctype(self._comp_type(t, sel))}{{}}"
-        if e.splat:
-            return self.lx(e.args[0], sel[1:] if not isinstance(e.args[0].type, T.ScalarType) else [], pre)
-        if not sel:
-            raise _Unsupported("a scalar view of an aggregate")
-        first, rest = sel[0], sel[1:]
-        if isinstance(t, T.StructType):
-            names = [n for n, _ in _fields(t)]
-            if not isinstance(first, tuple) or first[1] not in names or len(e.args) != len(names):
-                raise _Unsupported("a struct construction")
-            return self.lx(e.args[names.index(first[1])], rest, pre)
-        if isinstance(t, T.PairType) and isinstance(first, tuple) and first[1] in ("p", "d"):
-            if first[1] == "p":
-                return self.lx(e.args[0], rest, pre)
-            if len(e.args) > 1:
-                return self.lx(e.args[1], rest, pre)
+        part = construct_part(e, sel)
+        if part is None:
             st = self._comp_type(t, sel)
             return "0.0f" if _is_half(st) else f"{self.em.ctype(st)}{{}}"
-        if isinstance(first, tuple) or not first.isdigit():
-            raise _Unsupported("a construction read at a dynamic index")
-        k = int(first)
-        if isinstance(t, T.ArrayType):
-            if len(e.args) != t.n:
-                raise _Unsupported("an array construction")
-            return self.lx(e.args[k], rest, pre)
-        if isinstance(t, T.VectorType):
-            at = 0
-            for a in e.args:
-                n = a.type.n if isinstance(a.type, T.VectorType) else 1
-                if k < at + n:
-                    return self.lx(a, [str(k - at)] if isinstance(a.type, T.VectorType) else [], pre)
-                at += n
-        raise _Unsupported(f"a construction of {t}")
+        return self.lx(part[0], part[1], pre)
 
     def _intrinsic(self, e, sel, pre) -> str:
         em = self.em
@@ -753,3 +724,41 @@ class LoopLaneKernel(LaneReductions):
             if v.uid in written:
                 body += self._scatter_lines(v, alias[v.uid])
         self._guarded(d, lambda dd: self._lanewise(dd, masks, body))
+
+
+def construct_part(e: ir.Construct, sel: list):
+    """(argument, selector path) that the component at `sel` of an aggregate construction reads; None where that
+    component is zero (no arguments, a pair's missing derivative).  The row emitter's lx and the register
+    emitter's vx both read constructions through it."""
+    t = e.type
+    if not e.args:
+        return None
+    if e.splat:
+        return e.args[0], (sel[1:] if not isinstance(e.args[0].type, T.ScalarType) else [])
+    if not sel:
+        raise _Unsupported("a scalar view of an aggregate")
+    first, rest = sel[0], sel[1:]
+    if isinstance(t, T.StructType):
+        names = [n for n, _ in _fields(t)]
+        if not isinstance(first, tuple) or first[1] not in names or len(e.args) != len(names):
+            raise _Unsupported("a struct construction")
+        return e.args[names.index(first[1])], rest
+    if isinstance(t, T.PairType) and isinstance(first, tuple) and first[1] in ("p", "d"):
+        if first[1] == "p":
+            return e.args[0], rest
+        return (e.args[1], rest) if len(e.args) > 1 else None
+    if isinstance(first, tuple) or not first.isdigit():
+        raise _Unsupported("a construction read at a dynamic index")
+    k = int(first)
+    if isinstance(t, T.ArrayType):
+        if len(e.args) != t.n:
+            raise _Unsupported("an array construction")
+        return e.args[k], rest
+    if isinstance(t, T.VectorType):
+        at = 0
+        for a in e.args:
+            n = a.type.n if isinstance(a.type, T.VectorType) else 1
+            if k < at + n:
+                return a, ([str(k - at)] if isinstance(a.type, T.VectorType) else [])
+            at += n
+    raise _Unsupported(f"a construction of {t}")

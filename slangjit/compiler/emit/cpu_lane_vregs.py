@@ -30,9 +30,9 @@ import re
 from ..ir import nodes as ir
 from ..ir import walk as scan
 from .. import types as T
-from .cpu_lane_loops import LoopLaneKernel
+from .cpu_lane_loops import LoopLaneKernel, construct_part
 from .cpu_lane_rows import _trap_free
-from .cpu_lane_values import (_Lanewise, _Unsupported, _WAVE_CONST, _WAVE_IDENTITY, _fields, _iname, _is_half,
+from .cpu_lane_values import (_Lanewise, _Unsupported, _WAVE_CONST, _WAVE_IDENTITY, _iname, _is_half,
                               _side_effects, components)
 
 __all__ = ["VREG_PRELUDE", "VregLaneKernel"]
@@ -443,39 +443,10 @@ class VregLaneKernel(LoopLaneKernel):
             if e.args:
                 return self._vconvert(ir.Convert(t, e.args[0]), sel, pre, c)
             return f"{self._vt(c)}{{}}", c
-        if not e.args:
+        part = construct_part(e, sel)
+        if part is None:
             return f"{self._vt(c)}{{}}", c
-        if e.splat:
-            return self.vx(e.args[0], sel[1:] if not isinstance(e.args[0].type, T.ScalarType) else [], pre)
-        if not sel:
-            raise _Unsupported("a scalar view of an aggregate")
-        first, rest = sel[0], sel[1:]
-        if isinstance(t, T.StructType):
-            names = [n for n, _ in _fields(t)]
-            if not isinstance(first, tuple) or first[1] not in names or len(e.args) != len(names):
-                raise _Unsupported("a struct construction")
-            return self.vx(e.args[names.index(first[1])], rest, pre)
-        if isinstance(t, T.PairType) and isinstance(first, tuple) and first[1] in ("p", "d"):
-            if first[1] == "p":
-                return self.vx(e.args[0], rest, pre)
-            if len(e.args) > 1:
-                return self.vx(e.args[1], rest, pre)
-            return f"{self._vt(c)}{{}}", c
-        if isinstance(first, tuple) or not first.isdigit():
-            raise _Unsupported("a construction read at a dynamic index")
-        k = int(first)
-        if isinstance(t, T.ArrayType):
-            if len(e.args) != t.n:
-                raise _Unsupported("an array construction")
-            return self.vx(e.args[k], rest, pre)
-        if isinstance(t, T.VectorType):
-            at = 0
-            for a in e.args:
-                n = a.type.n if isinstance(a.type, T.VectorType) else 1
-                if k < at + n:
-                    return self.vx(a, [str(k - at)] if isinstance(a.type, T.VectorType) else [], pre)
-                at += n
-        raise _Unsupported(f"a construction of {t}")
+        return self.vx(part[0], part[1], pre)
 
     def _vintrinsic(self, e, sel, pre, c) -> tuple[str, str]:
         if e.name in _WAVE_CONST:
