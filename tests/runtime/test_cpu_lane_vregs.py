@@ -373,3 +373,63 @@ def test_known_zero_adds_skip_rounding_and_stay_exact(tmp_path):
                        opts, tmp_path, name=f"zero_{name}", count=n)
         np.testing.assert_array_equal(out["o"].view(np.uint16), want_o.view(np.uint16), err_msg=name)
         np.testing.assert_array_equal(out["f"].view(np.uint32), want_f.view(np.uint32), err_msg=name)
+
+
+UNIFORM_HALVES = r"""
+RWStructuredBuffer<half> w;
+RWStructuredBuffer<float> z;
+RWStructuredBuffer<float> o;
+RWStructuredBuffer<half> p;
+[numthreads(32, 1, 1)]
+void computeMain(uint3 tid : SV_DispatchThreadID, uniform uint count)
+{
+    if (tid.x >= count) return;
+    float zero = z[tid.x];                       // -0.0 in every lane
+    half q = p[tid.x];
+    for (int a = 0; a < 256; a++)
+        for (int b = 0; b < 256; b++)
+        {
+            // a uniform half load converted to float (sj::hbc), selected by a varying condition: no arithmetic
+            // touches its bits (an add would make a signalling NaN quiet whatever the conversion did)
+            float v = zero < 1.0 ? float(w[a * 256 + b]) : 2.0;
+            o[tid.x * 65536u + uint(a * 256 + b)] = v;
+        }
+    half acc = 0.0h;
+    for (int j = 0; j < 8; j++)
+        acc = acc + w[30000 + j] * q;            // a uniform half load in half arithmetic: sj::hbc
+    p[tid.x] = acc;
+}
+"""
+
+
+@pytest.mark.parametrize("isa", ["host", "v3", "portable"])
+def test_uniform_half_loads_convert_every_pattern_exactly(isa, monkeypatch, tmp_path):
+    """A thread-uniform half read from memory reaches the lanes as float through sj::hbc (integer conversion,
+    broadcast from memory): every one of the 65536 half patterns bit for bit (float)h, as the scalar kernel
+    converts it (subnormals, infinities, -0; a NaN keeps sign and payload and is quiet), and half arithmetic on
+    such values stays numpy's float16."""
+    if isa != "host":
+        monkeypatch.setenv("SLANGJIT_CPU_ISA", isa)
+    src = cpp_source(UNIFORM_HALVES, VREGS)
+    assert _is_vreg(src) and src.count("sj::hbc(") == 2
+    bits = np.arange(1 << 16, dtype=np.uint32)
+    w = bits.astype(np.uint16).view(np.float16)
+    with np.errstate(invalid="ignore"):
+        want = w.astype(np.float32).view(np.uint32).copy()
+    nan = ((bits >> 10) & 0x1F) == 0x1F
+    nan &= (bits & 0x3FF) != 0
+    want[nan] = ((bits[nan] & 0x8000) << 16) | 0x7FC00000 | ((bits[nan] & 0x3FF) << 13)
+    n = 32
+    pin = np.linspace(-3, 3, n).astype(np.float16)
+    acc = np.zeros(n, np.float16)
+    with np.errstate(all="ignore"):
+        for j in range(8):
+            acc = (acc + (w[30000 + j] * pin).astype(np.float16)).astype(np.float16)
+    for name, opts in (("vregs", VREGS), ("scalar", SCALAR)):
+        out = dispatch(UNIFORM_HALVES, (n, 1, 1), {"w": w, "z": np.full(n, -0.0, np.float32),
+                                                    "o": np.zeros(n * 65536, np.float32), "p": pin.copy()},
+                       opts, tmp_path, name=f"uh_{name}", count=n)
+        got = out["o"].view(np.uint32).reshape(n, 65536)
+        for lane in (0, 17, 31):
+            np.testing.assert_array_equal(got[lane], want, err_msg=f"{name} lane {lane}")
+        np.testing.assert_array_equal(out["p"].view(np.uint16), acc.view(np.uint16), err_msg=name)

@@ -303,13 +303,17 @@ class LoopLaneKernel(LaneReductions):
             return e.obj, [str(e.indices[int(sel[0])])] + sel[1:]
         return None
 
+    def _uniform_text(self, e, sel: list):
+        """C++ text of a thread-uniform e's component at selector path `sel`, and that component's type."""
+        text = f"({self.em.expr(e)}){self._cpath(sel)}" if sel else self.em.expr(e)
+        return text, self._comp_type(e.type, sel)
+
     def lx(self, e, sel: list, pre: list) -> str:
         """C++ text of the lane-domain scalar at selector path `sel` of e's value, for lane sj_l.  Uniform
         parts that load memory are computed once, into `pre` (lines before the lane loop)."""
         em = self.em
         if self._uniform(e):
-            text = f"({em.expr(e)}){self._cpath(sel)}" if sel else em.expr(e)
-            t = self._comp_type(e.type, sel)
+            text, t = self._uniform_text(e, sel)
             if isinstance(e, ir.Construct) and not e.args:
                 return "0.0f" if _is_half(t) else f"{self._lctype(t)}{{}}"
             if _loads(e):
