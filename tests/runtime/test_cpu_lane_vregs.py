@@ -404,10 +404,10 @@ void computeMain(uint3 tid : SV_DispatchThreadID, uniform uint count)
 
 @pytest.mark.parametrize("isa", ["host", "v3", "portable"])
 def test_uniform_half_loads_convert_every_pattern_exactly(isa, monkeypatch, tmp_path):
-    """A thread-uniform half read from memory reaches the lanes as float through sj::hbc (integer conversion,
-    broadcast from memory): every one of the 65536 half patterns bit for bit (float)h, as the scalar kernel
-    converts it (subnormals, infinities, -0; a NaN keeps sign and payload and is quiet), and half arithmetic on
-    such values stays numpy's float16."""
+    """A thread-uniform half read from memory reaches the lanes as float through sj::hbc (a normal half converted
+    in integer registers and broadcast from memory, the others by the conversion instruction): every one of the
+    65536 half patterns bit for bit (float)h, as the scalar kernel converts it (subnormals, infinities, -0; a NaN
+    keeps sign and payload and is quiet), and half arithmetic on such values stays numpy's float16."""
     if isa != "host":
         monkeypatch.setenv("SLANGJIT_CPU_ISA", isa)
     src = cpp_source(UNIFORM_HALVES, VREGS)

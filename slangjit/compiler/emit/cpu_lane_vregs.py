@@ -116,29 +116,23 @@ SJ_FN sj_vf rhf(sj_vf x) {
     r = a > 0x7f800000u ? ((a | 0x00400000u) & 0xffffe000u) : r;
     return (sj_vf)(r | (b & 0x80000000u));
 }
-// A uniform half from memory as a float in every lane (the seed MLP's weights): converted in integer registers
-// and broadcast from memory, so that neither step takes the vector unit that converts and shuffles, which
-// every rounding (rhv) needs; about 8% of learnGradient on a Zen 5 core.  Bit for bit (float)h, a signalling
-// NaN made quiet as vcvtph2ps makes it (checked over all 65536 halves).
-SJ_FN uint32_t h2f_bits(uint32_t h) {
-    const uint32_t sign = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-    if (__builtin_expect(e - 1u < 30u, 1)) return sign | ((e + 112u) << 23) | (m << 13);     // normal
-    if (e == 31u) return sign | 0x7f800000u | (m << 13) | (m ? 0x400000u : 0u);            // inf, NaN
-    if (m == 0u) return sign;
-    const uint32_t p = 31u - (uint32_t)__builtin_clz(m);                                     // subnormal
-    return sign | ((p + 103u) << 23) | ((m << (23u - p)) & 0x7fffffu);
-}
+// A uniform half from memory as a float in every lane (the seed MLP's weights).  A normal half is converted
+// in integer registers (its exponent rebiased) and broadcast from memory, so that neither step takes the
+// vector unit that converts and shuffles, which every rounding (rhv) needs: about 8% of learnGradient on a
+// Zen 5 core.  Zeros, subnormals, infinities and NaNs take the conversion instruction.  Bit for bit (float)h.
 SJ_FN sj_vf hbc(const half& h) {
 #if defined(__x86_64__) && defined(__AVX__) && (SJ_VL == 8 || SJ_VL == 16)
     uint16_t u;
     __builtin_memcpy(&u, &h, 2);
-    const uint32_t b = h2f_bits(u);
-    sj_vf r;
-    __asm__("vbroadcastss %1, %0" : "=v"(r) : "m"(b));
-    return r;
-#else
-    return vbc<sj_vf>((float)h);
+    const uint32_t a = u & 0x7fffu;
+    if (__builtin_expect(a - 0x400u < 0x7800u, 1)) {
+        const uint32_t b = ((uint32_t)(u & 0x8000u) << 16) | ((a << 13) + (112u << 23));
+        sj_vf r;
+        __asm__("vbroadcastss %1, %0" : "=v"(r) : "m"(b));
+        return r;
+    }
 #endif
+    return vbc<sj_vf>((float)h);
 }
 // Every lane rounded to the nearest half and back, in registers: the AVX-512 / F16C conversions where the
 // ISA has them (as rh_row), else sj::rh's integer arithmetic.  Equal to float(half(x)) in every case.
