@@ -503,6 +503,56 @@ def _verify(path: Path, folder: Path, key: str) -> bool:
     return mac_ok(folder, key, memoryview(data)[:n], mac)
 
 
+# emit/cpu_lane_split.py PARTS_MARK: a header line of a source whose long lane kernels are also in N parts, which
+# a machine with PARTS_MIN_CPUS cores or more builds as N compiler processes at once (-DSJ_PART=p -c) and a link.
+# The seed MLP's learnGradient: g++ 0.35 s of CPU in one process; elsewhere the source builds whole, as before.
+PARTS_MARK = "// slangjit: parts "
+PARTS_MIN_CPUS = 3
+
+
+def source_parts(source: str) -> int:
+    """N of the source's `// slangjit: parts N` header line (1 without one)."""
+    head = source[:600]
+    i = head.find("\n" + PARTS_MARK)
+    if i < 0:
+        return 1
+    j = head.find("\n", i + 1)
+    digits = head[i + 1 + len(PARTS_MARK):j if j >= 0 else len(head)]
+    return int(digits) if digits.isdigit() and int(digits) > 1 else 1
+
+
+def _compile(cmd: tuple[str, ...], flags: tuple[str, ...], extra: list, lib: str, src: str,
+             parts: int) -> "subprocess.CompletedProcess":
+    """The shared library `lib` from `src`: one compiler process, or `parts` at once (one object each) and a link."""
+    if parts < 2:
+        return _run_compiler([*cmd, *flags, *extra, "-o", lib, src, *link_libs()])
+    objs = [f"{lib}.p{k}.o" for k in range(parts)]
+    done: list = [None] * parts
+
+    def part(k: int) -> None:
+        try:
+            done[k] = _run_compiler([*cmd, *flags, f"-DSJ_PART={k}", "-c", *extra, "-o", objs[k], src])
+        except BaseException as e:          # raised again in the building thread
+            done[k] = e
+
+    try:
+        others = [threading.Thread(target=part, args=(k,), daemon=True) for k in range(1, parts)]
+        for t in others:
+            t.start()
+        part(0)                             # part 0 in this thread, the others beside it
+        for t in others:
+            t.join()
+        for p in done:
+            if isinstance(p, BaseException):
+                raise p
+            if p.returncode != 0:
+                return p
+        return _run_compiler([*cmd, *flags, "-o", lib, *objs, *link_libs()])
+    finally:
+        for o in objs:
+            _unlink(o)
+
+
 def _run_compiler(argv: list) -> "subprocess.CompletedProcess":
     try:
         return _run_process(argv)
@@ -522,15 +572,16 @@ def _build(source: str, cmd: tuple[str, ...], flags: tuple[str, ...], key: str, 
     os.close(fd)
     try:
         p = None
+        parts = source_parts(source) if (os.cpu_count() or 1) >= PARTS_MIN_CPUS else 1
         if pch is not None:
-            p = _run_compiler([*cmd, *flags, "-include", pch[0], "-o", lib_tmp, src_tmp, *link_libs()])
+            p = _compile(cmd, flags, ["-include", pch[0]], lib_tmp, src_tmp, parts)
             if p.returncode != 0 or os.path.getsize(lib_tmp) == 0:     # the header is not usable: without it
                 drop_pch(pch[0])
                 with open(src_tmp, "w", encoding="utf-8") as f:
                     f.write(source)
                 p = None
         if p is None:
-            p = _run_compiler([*cmd, *flags, "-o", lib_tmp, src_tmp, *link_libs()])
+            p = _compile(cmd, flags, [], lib_tmp, src_tmp, parts)
         if p.returncode != 0 or os.path.getsize(lib_tmp) == 0:
             keep = d / f"failed-{key[:16]}.cpp"
             try:

@@ -47,6 +47,7 @@ from ..passes.cpu_lanes import lane_shape
 from ..passes.red_slots import counted_loop, is_red_add
 from .cpu_lane_rows import (LaneReductions, LocalRefs, _assigned_before_read, _copy_aliases, _mentions, _trap_free,
                             counter_affine, round_in_place, selects_only)
+from .cpu_lane_split import parts_for, split_kernel
 from .cpu_lane_values import (LACC_PRELUDE, LANE_LOOPS_PRELUDE, MAX_LANE_BYTES, Classify, LaneRaw, _ELEMENTWISE,
                               _Lanewise, _Unsupported, _WAVE_CONST, _WAVE_IDENTITY, _counter_copies, _iname,
                               _is_half, _loads, _prod, _root, _side_effects, _sub_type, _written_locals, components,
@@ -86,10 +87,13 @@ class LoopLaneKernel(LaneReductions):
         self.hcount = 0                     # half-rounding rows of the statement being emitted (sj_h*)
         self.hmax = 0
         self.simd_init = False              # the lanes' start values computed in a vectorised loop
+        self.part_lines = 0                 # CpuOptions.lane_part_lines: a longer body is cut into parts
+        self.parts = 1                      # (emit/cpu_lane_split.py); how many it was cut into
+        self.cuts: list[int] = []           # indices into the body's lines where a top-level statement starts
 
     @classmethod
     def build(cls, em, fn, numthreads, sname, call_args, varying_params, slots_n, width,
-              half_rows: bool = False, unroll: int = 0) -> Optional["LoopLaneKernel"]:
+              half_rows: bool = False, unroll: int = 0, part_lines: int = 0) -> Optional["LoopLaneKernel"]:
         if lane_shape(fn) is not None:
             return None
         if not slots_n and not any(isinstance(n, ir.Loop) for n in scan.walk(fn.body)):
@@ -97,6 +101,7 @@ class LoopLaneKernel(LaneReductions):
         k = cls(em, fn, numthreads, sname, call_args, varying_params, slots_n, width)
         k.half_rows = half_rows
         k.unroll = unroll
+        k.part_lines = part_lines
         saved = (em.lane_alias, em.slot_base, dict(em.counter_ranges), em.site_ids.copy(), list(em.sites))
         try:
             return k if k._emit() else None
@@ -160,9 +165,9 @@ class LoopLaneKernel(LaneReductions):
                 nleaves += sum(_prod(dims) for _, dims, _ in lv)
                 self.lane_decl[v.uid] = lv
                 for suf, dims, st in lv:
-                    head.append("    " + self._leaf_decl(name + suf, dims, st))
+                    head.append((name + suf, "    " + self._leaf_decl(name + suf, dims, st)))
             else:
-                head.append(f"    {em.ctype(v.type)} {name}{{}};")
+                head.append((name, f"    {em.ctype(v.type)} {name}{{}};"))
         if nleaves * W * 8 > MAX_LANE_BYTES:
             raise _Unsupported("too many lane values")
         em.lane_alias = {}
@@ -188,17 +193,23 @@ class LoopLaneKernel(LaneReductions):
             self._out(d, "#pragma omp simd")
         self._out(d, f"for (int sj_l = 0; sj_l < {W}; ++sj_l) {{ {' '.join(init)} }}")
         self.lines[0:0] = uni
+        self.cuts = []
         self._stmt(fn.body, [], d)
-        self.lines = self._kernel_prefix() + self.red_apply + [
-            f"SJ_LANES_FN static void sj_lanes_{fn.slang_name}(const {self.sname}* sj_P, uint32_t sj_gx, uint32_t sj_gy, "
-            f"uint32_t sj_gz, uint32_t sj_t0, float* sj_acc, float* sj_lacc, uintptr_t* sj_tab, sj::LaneRed* sj_red)",
-            "{", "    (void)sj_P; (void)sj_gx; (void)sj_gy; (void)sj_gz; (void)sj_acc; (void)sj_lacc; (void)sj_tab; (void)sj_red;",
-            "    sj_Globals* const sj_g = ::sj_g;   // the thread-local once: no TLS lookup per lane",
-            "    (void)sj_g;",
-            f"    {self._mask_decl('sj_alive')}",
-            "    bool sj_live = true; (void)sj_live;"] + head + \
-            [f"    {self._mask_decl(f'sj_m{i}')}" for i in range(self.masks)] + \
-            self.lines + ["}"]
+        sig = (f"const {self.sname}* sj_P, uint32_t sj_gx, uint32_t sj_gy, uint32_t sj_gz, uint32_t sj_t0, "
+               f"float* sj_acc, float* sj_lacc, uintptr_t* sj_tab, sj::LaneRed* sj_red")
+        void_args = "(void)sj_P; (void)sj_gx; (void)sj_gy; (void)sj_gz; (void)sj_acc; (void)sj_lacc; (void)sj_tab; (void)sj_red;"
+        decls = [("sj_alive", f"    {self._mask_decl('sj_alive')}"), ("sj_live", "    bool sj_live = true; (void)sj_live;")] + \
+            head + [(f"sj_m{i}", f"    {self._mask_decl(f'sj_m{i}')}") for i in range(self.masks)]
+        whole = [f"SJ_LANES_FN static void sj_lanes_{fn.slang_name}({sig})",
+                 "{", f"    {void_args}",
+                 "    sj_Globals* const sj_g = ::sj_g;   // the thread-local once: no TLS lookup per lane",
+                 "    (void)sj_g;"] + [line for _, line in decls] + self.lines + ["}"]
+        split, self.parts = split_kernel(fn.slang_name, sig, "sj_P, sj_gx, sj_gy, sj_gz, sj_t0, sj_acc, sj_lacc, sj_tab, sj_red",
+                                         void_args, decls, self.lines, self.cuts,
+                                         parts_for(len(self.lines), self.part_lines))
+        if self.parts > 1:          # emit/cpu_lane_split.py: the parts for a parallel build, the whole otherwise
+            whole = ["#ifndef SJ_PART"] + whole + ["#else"] + split + ["#endif"]
+        self.lines = self._kernel_prefix() + self.red_apply + whole
         return True
 
     # representation hooks (emit/cpu_lane_vregs.py keeps lane values in vector registers instead)
@@ -482,6 +493,8 @@ class LoopLaneKernel(LaneReductions):
                         (x.init is None or not (self.cls.side_effects(x.init) or _loads(x.init))) and \
                         _assigned_before_read(x.var, s.stmts[i + 1:], self.refs):
                     continue        # no fill of lane rows that the next use overwrites whole
+                if s is self.fn.body:
+                    self.cuts.append(len(self.lines))    # where the kernel may be cut into parts
                 self._stmt(x, masks, d)
         elif isinstance(s, ir.VarDecl):
             rhs = s.init if s.init is not None else ir.Construct(s.var.type, [])

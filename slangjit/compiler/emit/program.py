@@ -23,6 +23,7 @@ from ..layout import block_layout
 from .cpp import CppEmitter, prelude_text
 from .cpu_adds import PACC_PRELUDE, CpuEmitter
 from .cpu_lane_loops import LACC_PRELUDE, LANE_LOOPS_PRELUDE, LoopLaneKernel
+from .cpu_lane_split import PARTS_MARK
 from .cpu_lane_vregs import VregLaneKernel
 from .cpu_lanes import LANES_PRELUDE, LaneKernel, vector_math_header
 
@@ -69,6 +70,11 @@ class Target:
         """The prelude for a translation unit whose other parts are `generated` (the whole prelude here;
         the CUDA target keeps only the sections the code uses: emit/cuda_prelude.py)."""
         return prelude_text()
+
+    def part0_code(self, lines: list[str]) -> list[str]:
+        """Code that only the first compiler process of a parallel build compiles (the C++ target's lane
+        kernels in parts: emit/cpu_lane_split.py)."""
+        return lines
 
     def check_offset(self, struct: str, member: str, offset: int, what: str) -> str:
         return f"static_assert(offsetof({struct}, {member}) == {offset}, \"layout of {what}\");"
@@ -121,15 +127,15 @@ def assemble(program: Program, target: Target) -> tuple[str, ProgramReflection]:
     body_lines = em.lines
 
     refl = ProgramReflection(globals=g_fields, globals_size=g_size)
-    launchers = []
+    launch_parts = []
     for fn, numthreads in program.entries:
         sname, call_args, p_fields, p_size, lines = entry_params(em, fn, numthreads, target.access)
         lines += [target.check_offset(sname, fl.name, fl.offset, fl.name) for fl in p_fields]
         lines += target.check_size(sname, p_size, "parameter block size")
         symbol = f"sj_entry_{fn.slang_name}"
-        lines += target.launcher(fn, numthreads, symbol, sname, call_args)
-        launchers.append("\n".join(lines))
+        launch_parts.append((lines, target.launcher(fn, numthreads, symbol, sname, call_args)))
         refl.entry_points[fn.slang_name] = target.entry_info(fn, numthreads, symbol, p_fields, p_size)
+    launchers = ["\n".join(lines + target.part0_code(code)) for lines, code in launch_parts]
 
     head, rest = target.header(), [
         *target.after_prelude(),
@@ -137,9 +143,9 @@ def assemble(program: Program, target: Target) -> tuple[str, ProgramReflection]:
         "\n".join(g_lines),
         "\n".join(s_lines),
         "\n".join(protos),
-        "\n".join(body_lines),
+        "\n".join(target.part0_code(body_lines)),
         "\n\n".join(launchers),
-        *target.trailer(),
+        *target.part0_code(target.trailer()),
     ]
     parts = [*head, target.prelude("\n".join(head + rest)), *rest]
     refl.error_sites = list(em.sites)       # "file:line: what" per failure site (runtime/kernel_errors.py)
@@ -192,6 +198,8 @@ class CppTarget(Target):
         self.simd_threads = bool(getattr(cpu_options, "simd_threads", False)) and not group_barrier
         self.half_rows = bool(getattr(cpu_options, "half_rows", False))
         self.lane_unroll = int(getattr(cpu_options, "lane_unroll", 0))
+        self.lane_part_lines = int(getattr(cpu_options, "lane_part_lines", 0))
+        self.parts = 1                  # the most parts a lane kernel was cut into (emit/cpu_lane_split.py)
         self.lane_vregs = bool(getattr(cpu_options, "lane_vregs", False))   # emit/cpu_lane_vregs.py
         self.used_lanes = False
         self.used_lane_loops = False
@@ -259,10 +267,26 @@ class CppTarget(Target):
             "    sj_finish_chunks(&sj_rc, 1, sizeof sj_rc);",
             "}"])]
 
+    def part0(self, lines: list[str]) -> list[str]:
+        if self.parts < 2 or not lines:
+            return lines
+        return ["#if !defined(SJ_PART) || SJ_PART == 0"] + lines + ["#endif"]
+
+    def part0_code(self, lines: list[str]) -> list[str]:
+        """All but the parts of the lane kernels, where a kernel is in parts (emit/cpu_lane_split.py); a kernel in
+        parts guards its own lines."""
+        return lines if "#ifndef SJ_PART" in lines else self.part0(lines)
+
+    def statics(self, others: list[ir.GlobalVar]) -> list[str]:
+        if any(g.kind != "const" for g in others):
+            self.lane_part_lines = 0    # a part in another process would have its own copy of a mutable static
+        return super().statics(others)
+
     def header(self) -> list[str]:
         only = self.lane_compile_flags and self.launchers and self.lane_loop_launchers == self.launchers
         return [*([LANE_KERNELS_ONLY] if only else []),
-                *([vector_math_header()] if self.used_lanes and self.vector_math else [])]
+                *([vector_math_header()] if self.used_lanes and self.vector_math else []),
+                *([f"{PARTS_MARK}{self.parts}"] if self.parts > 1 else [])]
 
     def after_prelude(self) -> list[str]:
         return ["#include <cstddef>", RANGE_PRELUDE, *([PACC_PRELUDE] if self.privatised else []),
@@ -403,16 +427,17 @@ class CppTarget(Target):
             varying = {i for i, a in enumerate(call_args) if not a.startswith("sj_P->")}
             for kernel in ([VregLaneKernel] if self.lane_vregs else []) + [LoopLaneKernel]:
                 loops = kernel.build(self.em, fn, numthreads, sname, call_args, varying, ns, self.lane_width,
-                                     self.half_rows, self.lane_unroll)
+                                     self.half_rows, self.lane_unroll, self.lane_part_lines)
                 if loops is not None:
                     break
         if loops is not None:
             self.used_lane_loops = True
             self.lane_loop_launchers += 1
+            self.parts = max(self.parts, loops.parts)
             W, nred = loops.W, len(loops.red_apply)
             if ns or nred:
-                return loops.lines + self._kept_lane_launcher(fn, symbol, sname, loops, ns)
-            return loops.lines + [
+                return loops.lines + self.part0(self._kept_lane_launcher(fn, symbol, sname, loops, ns))
+            return loops.lines + self.part0([
                 f'extern "C" SJ_EXPORT void {symbol}(void* sj_gp, void* sj_pp, const uint32_t* sj_gc, uint32_t sj_begin, uint32_t sj_end, void* sj_ep)',
                 "{",
                 "    sj_g = (sj_Globals*)sj_gp;",
@@ -434,7 +459,7 @@ class CppTarget(Target):
                 *[f"    if (sj_red[{k}].key) sj_redapply_{fn.slang_name}_{k}(sj_red[{k}]);" for k in range(nred)],
                 *self.launch_epilogue(),
                 "}",
-            ]
+            ])
         lanes = LaneKernel.build(self.em, fn, numthreads, sname, call_args) if self.lanes and not slot_args else None
         if lanes is not None:
             self.used_lanes = True

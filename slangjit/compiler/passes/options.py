@@ -96,6 +96,10 @@ class CpuOptions:
     # the rows their steps carry stay in registers.  Off by default: learnGradient 2.24 -> 2.19 ms with 4 (16 lanes
     # and 16: -6 %), but its C++ build takes 0.63 s of CPU instead of 0.50 (issue 20's cold compile is <= 1 s).
     lane_unroll: int = 0
+    # A lane-loop kernel whose body is longer than this many lines of C++ is also emitted in parts of about that
+    # length (emit/cpu_lane_split.py), which a machine with cores to spare builds in parallel compiler processes
+    # (runtime/cpu_compiler.py): the seed MLP's learnGradient is most of its module's cold compile.  0: never.
+    lane_part_lines: int = 250
     # Half rounding in those kernels: False = inline float arithmetic that stays in the lane loop's registers
     # (sj::rhf, bit for bit _Float16); True = a row in memory through the F16C / AVX-512 conversions (session 10).
     half_rows: bool = True
