@@ -433,7 +433,7 @@ class CudaComputeKernel(KernelBase):
                 return
             ctx, compiled = self._ctx, self.compiled
             t0 = time.perf_counter()
-            img = cuda_compiler.compile_cached(compiled.source, ctx.arch, compiled.source_sha256())
+            img = cuda_compiler.compile_cached(lambda: compiled.source, ctx.arch, compiled.source_sha256())
             t1 = time.perf_counter()
             with ctx.modules_lock:
                 ctx.make_current()
@@ -657,7 +657,7 @@ class CudaDevice(Device):
         prog = super()._compile(modules, entry_points, compile_options)
         # NVRTC starts now, in the background (cuda_compiler.compile_async): the kernel created from this
         # program waits for the image, and a module's next program goes through the front end meanwhile.
-        cuda_compiler.compile_async(prog.source, self._ctx.arch, prog.source_sha256())
+        cuda_compiler.compile_async(lambda: prog.source, self._ctx.arch, prog.source_sha256())
         return prog
 
     @property

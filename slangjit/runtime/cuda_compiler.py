@@ -283,10 +283,16 @@ _mem_cache: dict[str, bytes] = {}
 stats = {"memory_hits": 0, "disk_hits": 0, "compiles": 0, "stale": 0, "corrupt": 0}
 
 
-def cache_key(source: str, arch: str, opts: list, source_sha256: Optional[bytes] = None) -> str:
+def _text(source) -> str:
+    """The source: `source` itself, or what it returns when it is a callable (a program's lazily read source:
+    compiler/lazy_source.py), so that a cached image never reads it."""
+    return source() if callable(source) else source
+
+
+def cache_key(source, arch: str, opts: list, source_sha256: Optional[bytes] = None) -> str:
     """The image's key: the source (by its sha256, which a cached program carries), arch and options."""
     if source_sha256 is None:
-        source_sha256 = hashlib.sha256(source.encode("utf-8", "surrogatepass")).digest()
+        source_sha256 = hashlib.sha256(_text(source).encode("utf-8", "surrogatepass")).digest()
     h = hashlib.sha256()
     for part in (_FORMAT.encode(), arch.encode(), repr(opts).encode(), source_sha256):
         h.update(len(part).to_bytes(8, "little"))
@@ -393,9 +399,9 @@ def _disk_lookup(key: str, name: str) -> Optional[bytes]:
     return None
 
 
-def _build(source: str, arch: str, key: str, name: str) -> tuple[bytes, float]:
+def _build(source, arch: str, key: str, name: str) -> tuple[bytes, float]:
     t0 = time.perf_counter()
-    img, _log = compile_source(source, arch)
+    img, _log = compile_source(_text(source), arch)
     secs = time.perf_counter() - t0
     stats["compiles"] += 1
     try:
@@ -452,9 +458,10 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
 
 
-def compile_async(source: str, arch: str, source_sha256: Optional[bytes] = None) -> bool:
-    """Start building `source` for `arch` in the background unless the image is cached in memory or on disk
-    (or already being built).  True when a build was started.  compile_cached(source, arch) returns it."""
+def compile_async(source, arch: str, source_sha256: Optional[bytes] = None) -> bool:
+    """Start building `source` (the text, or a callable returning it, read only for a build) for `arch` in the
+    background unless the image is cached in memory or on disk (or already being built).  True when a build was
+    started.  compile_cached(source, arch) returns it."""
     key = cache_key(source, arch, default_options(arch), source_sha256)
     with _lock:
         if key in _mem_cache or key in _pending:
@@ -470,12 +477,12 @@ def compile_async(source: str, arch: str, source_sha256: Optional[bytes] = None)
     return True
 
 
-def compile_cached(source: str, arch: str, source_sha256: Optional[bytes] = None) -> CompiledImage:
-    """cubin (arch "sm_XX") or PTX ("compute_XX") for `source`, from memory, disk, a background build
-    (compile_async), or NVRTC.
+def compile_cached(source, arch: str, source_sha256: Optional[bytes] = None) -> CompiledImage:
+    """cubin (arch "sm_XX") or PTX ("compute_XX") for `source` (the text, or a callable returning it), from
+    memory, disk, a background build (compile_async), or NVRTC.
 
-    A memory or disk hit neither imports cuda.bindings.nvrtc nor loads libnvrtc.  `source_sha256`, when
-    given, must be the sha256 of `source` (CompiledProgram.source_sha256)."""
+    A memory or disk hit neither imports cuda.bindings.nvrtc nor loads libnvrtc, nor reads a callable source.
+    `source_sha256`, when given, must be the sha256 of the source (CompiledProgram.source_sha256)."""
     key = cache_key(source, arch, default_options(arch), source_sha256)
     img = _mem_cache.get(key)
     if img is not None:

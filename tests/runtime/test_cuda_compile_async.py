@@ -213,3 +213,26 @@ def test_gpu_kernels_built_in_the_background_run(device, tmp_path):
     np.testing.assert_allclose(got_a, np.sin(np.arange(256, dtype=np.float32)) * 2.0, rtol=1e-6, atol=1e-6)
     assert b.to_numpy().view(np.float32)[0] == float(sum(range(64)))
     assert all(k.timings["cache_hit"] == 0.0 and k.timings["nvrtc"] > 0 for k in ks)
+
+
+def test_a_cached_image_never_reads_a_lazy_source(cache):
+    """The source may be a callable (a cached program's lazily read text: runtime/cuda.py passes one); a memory or
+    disk hit, or a build already under way, never calls it; a build calls it once."""
+    _usable()
+    src = _src("other", "lazy")
+    sha = __import__("hashlib").sha256(src.encode()).digest()
+    calls = []
+
+    def lazy():
+        calls.append(1)
+        return src
+
+    def never():
+        raise AssertionError("the source was read for a cached image")
+    assert cc.compile_async(lazy, "sm_90", sha) is True
+    assert cc.compile_cached(never, "sm_90", sha).image == cc.compile_source(src, "sm_90")[0]
+    assert calls == [1]
+    assert cc.compile_cached(never, "sm_90", sha).cached                 # memory
+    cc._mem_cache.clear()
+    assert cc.compile_async(never, "sm_90", sha) is False                 # disk
+    assert cc.compile_cached(never, "sm_90", sha).cached
