@@ -10,7 +10,7 @@ import slangjit as spy
 from slangjit.compiler import SourceSpec, compile_program
 from slangjit.compiler.passes.options import PipelineOptions
 
-from cpu_dispatch import RW, cpp_source, dispatch   # tests/helpers (on sys.path through tests/conftest.py)
+from cpu_dispatch import RW, cpp_source, dispatch, mlp_grads   # tests/helpers (on sys.path through tests/conftest.py)
 
 pytestmark = pytest.mark.usefixtures("private_cache")
 
@@ -318,15 +318,7 @@ def test_mlp_learn_gradient_is_lane_blocked_and_matches_the_scalar_kernel(tmp_pa
     xy = np.random.default_rng(7).uniform(-1, 1, (3000, 2)).astype(np.float32)
     out = {}
     for name, opts in (("lanes", PipelineOptions()), ("scalar", SCALAR)):
-        dev = spy.create_device(type=spy.DeviceType.cpu, compile_options=opts)
-        old, T.SHADER = T.SHADER, shader
-        try:
-            tr = T.MLPTrainer(dev, params, len(xy))
-        finally:
-            T.SHADER = old
-        tr.set_inputs(xy)
-        tr.learn_gradient(0, len(xy), 0)
-        out[name] = tr.read_grads().astype(np.float64)
+        out[name] = mlp_grads(T, shader, opts, params, xy).astype(np.float64)
     # the same half arithmetic per sample; only the order of the float sums differs
     np.testing.assert_allclose(out["lanes"], out["scalar"], rtol=2e-3, atol=1e-3 * np.abs(out["scalar"]).max())
 

@@ -12,15 +12,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import slangjit as spy
 from slangjit.compiler import SourceSpec, compile_program
 from slangjit.compiler.passes.options import PipelineOptions
 from slangjit.runtime import cpu_compiler
 
-from cpu_dispatch import cpp_source, dispatch   # tests/helpers (on sys.path through tests/conftest.py)
+from cpu_dispatch import cpp_source, dispatch, dispatch_adds, mlp_grads   # tests/helpers (on sys.path through tests/conftest.py)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_cpu_lane_vregs import ADDS, HALF_MV, MIXED, _half_mv_ref, _mixed_ref   # noqa: E402
+from test_cpu_lane_vregs import ADDS, HALF_MV, MIXED, _half_mv_ref, _mixed_ref, half_mv_inputs   # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("private_cache")
 
@@ -87,12 +86,8 @@ def test_sources_in_parts_and_whole():
 def test_half_matvec_parts_equal_whole(builds, tmp_path):
     """Half products and sums in a kernel cut into parts: numpy's float16 bit for bit, as the whole build."""
     assert _parts(cpp_source(HALF_MV, SMALL)) >= 2
-    rng = np.random.default_rng(21)
     n = 1000
-    x = np.concatenate([rng.uniform(-4, 4, 3000), rng.uniform(-2e-5, 2e-5, 500),
-                        rng.uniform(-4e3, 4e3, 500)]).astype(np.float16)
-    w = (rng.uniform(0.1, 9.0, 32) * rng.choice([-1, 1], 32)).astype(np.float16)
-    b = np.concatenate([rng.uniform(-3e-6, 3e-6, 4), rng.uniform(-1, 1, 4)]).astype(np.float16)
+    x, w, b = half_mv_inputs(21)
     want = _half_mv_ref(x, w, b)
     for on in (True, False):
         builds.parallel(on)
@@ -136,17 +131,7 @@ def test_privatised_adds_in_parts(builds, monkeypatch, tmp_path):
     got = {}
     for on in (True, False):
         builds.parallel(on)
-        dev = spy.create_device(type=spy.DeviceType.cpu, compile_options=SMALL)
-        p = tmp_path / f"adds_{on}.slang"
-        p.write_text(ADDS)
-        k = dev.create_compute_kernel(dev.load_program(str(p), ["computeMain"]))
-        rw = spy.BufferUsage.shader_resource | spy.BufferUsage.unordered_access
-        arrays = {"x": x, "g": np.zeros(8, np.float32), "gh": np.zeros(4, np.float16)}
-        bufs = {nm: dev.create_buffer(element_count=a.size, struct_size=a.itemsize, usage=rw, data=a)
-                for nm, a in arrays.items()}
-        k.dispatch(thread_count=[-(-n // 32) * 32, 1, 1], vars={"x": bufs["x"]}, g=bufs["g"].device_address,
-                   gh=bufs["gh"].device_address, n=n)
-        got[on] = {nm: bufs[nm].to_numpy().view(arrays[nm].dtype)[: arrays[nm].size].copy() for nm in ("g", "gh")}
+        got[on] = dispatch_adds(ADDS, SMALL, tmp_path, f"adds_{on}", x, n)
         assert (len(builds.parts_built()) >= 2) if on else not builds.parts_built()
     h = np.float16
     p = [(x * h(k + 1)).astype(h).astype(np.float64) for k in range(4)]
@@ -173,15 +158,7 @@ def test_mlp_gradients_in_parts_equal_whole(builds, monkeypatch, tmp_path):
     grads = {}
     for on in (True, False):
         builds.parallel(on)
-        dev = spy.create_device(type=spy.DeviceType.cpu, compile_options=PipelineOptions())
-        old, T.SHADER = T.SHADER, shader
-        try:
-            tr = T.MLPTrainer(dev, params, len(xy))
-        finally:
-            T.SHADER = old
-        tr.set_inputs(xy)
-        tr.learn_gradient(0, len(xy), 0)
-        grads[on] = tr.read_grads()
+        grads[on] = mlp_grads(T, shader, PipelineOptions(), params, xy)
         assert builds.parts_built() == ({"0", "1", "2"} if on else set())
     np.testing.assert_array_equal(grads[True].view(np.uint16), grads[False].view(np.uint16))
     _, want = mlp_reference.loss_and_grad(T, params.astype(np.float64), xy.astype(np.float16).astype(np.float64))

@@ -11,7 +11,7 @@ import pytest
 from slangjit.compiler.passes.options import PipelineOptions
 from slangjit.runtime import cpu_compiler
 
-from cpu_dispatch import cpp_source, dispatch   # tests/helpers (on sys.path through tests/conftest.py)
+from cpu_dispatch import cpp_source, dispatch, dispatch_adds   # tests/helpers (on sys.path through tests/conftest.py)
 
 pytestmark = pytest.mark.usefixtures("private_cache")
 
@@ -81,6 +81,16 @@ def _half_mv_ref(x, w, b):
     return out.reshape(-1)
 
 
+def half_mv_inputs(seed: int):
+    """HALF_MV's x (1000 threads' 4 halves: normal, subnormal and large values), w and b (some subnormal)."""
+    rng = np.random.default_rng(seed)
+    x = np.concatenate([rng.uniform(-4, 4, 3000), rng.uniform(-2e-5, 2e-5, 500),
+                        rng.uniform(-4e3, 4e3, 500)]).astype(np.float16)
+    w = (rng.uniform(0.1, 9.0, 32) * rng.choice([-1, 1], 32)).astype(np.float16)
+    b = np.concatenate([rng.uniform(-3e-6, 3e-6, 4), rng.uniform(-1, 1, 4)]).astype(np.float16)
+    return x, w, b
+
+
 @pytest.mark.parametrize("isa", ["host", "v3", "portable"])
 def test_half_matvec_bit_for_bit(isa, monkeypatch, tmp_path):
     """Half products and sums, each rounded, in vector registers: numpy's float16 bit for bit (normal,
@@ -88,12 +98,8 @@ def test_half_matvec_bit_for_bit(isa, monkeypatch, tmp_path):
     partial block (8 of 32 lanes alive)."""
     if isa != "host":
         monkeypatch.setenv("SLANGJIT_CPU_ISA", isa)
-    rng = np.random.default_rng(20)
     n = 1000
-    x = np.concatenate([rng.uniform(-4, 4, 3000), rng.uniform(-2e-5, 2e-5, 500),
-                        rng.uniform(-4e3, 4e3, 500)]).astype(np.float16)
-    w = (rng.uniform(0.1, 9.0, 32) * rng.choice([-1, 1], 32)).astype(np.float16)
-    b = np.concatenate([rng.uniform(-3e-6, 3e-6, 4), rng.uniform(-1, 1, 4)]).astype(np.float16)
+    x, w, b = half_mv_inputs(20)
     want = _half_mv_ref(x, w, b)
     assert np.isinf(want).any() and ((np.abs(want) < 6.1e-5) & (want != 0)).any()
     threads = (-(-n // 32) * 32, 1, 1)
@@ -267,18 +273,7 @@ def test_privatised_adds_equal_the_row_emitter(workers, monkeypatch, tmp_path):
     x = np.random.default_rng(9).uniform(-1, 1, n).astype(np.float16)
     got = {}
     for name, opts in (("vregs", VREGS), ("rows", ROWS)):
-        import slangjit as spy
-        dev = spy.create_device(type=spy.DeviceType.cpu, compile_options=opts)
-        p = tmp_path / f"adds_{name}.slang"
-        p.write_text(ADDS)
-        k = dev.create_compute_kernel(dev.load_program(str(p), ["computeMain"]))
-        rw = spy.BufferUsage.shader_resource | spy.BufferUsage.unordered_access
-        arrays = {"x": x, "g": np.zeros(8, np.float32), "gh": np.zeros(4, np.float16)}
-        bufs = {nm: dev.create_buffer(element_count=a.size, struct_size=a.itemsize, usage=rw, data=a)
-                for nm, a in arrays.items()}
-        k.dispatch(thread_count=[-(-n // 32) * 32, 1, 1], vars={"x": bufs["x"]}, g=bufs["g"].device_address,
-                   gh=bufs["gh"].device_address, n=n)
-        got[name] = {nm: bufs[nm].to_numpy().view(arrays[nm].dtype)[: arrays[nm].size].copy() for nm in ("g", "gh")}
+        got[name] = dispatch_adds(ADDS, opts, tmp_path, f"adds_{name}", x, n)
     h = np.float16
     p = [(x * h(k + 1)).astype(h).astype(np.float64) for k in range(4)]
     want_g = [(pk * np.float64(np.float32(0.1))).sum() for pk in p] + \

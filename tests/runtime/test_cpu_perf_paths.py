@@ -8,6 +8,8 @@ import pytest
 import slangjit as spy
 from slangjit.runtime import cpu_compiler as cc
 
+from cpu_dispatch import mlp_grads   # tests/helpers (on sys.path through tests/conftest.py)
+
 pytestmark = pytest.mark.usefixtures("private_cache")
 
 RW = spy.BufferUsage.shader_resource | spy.BufferUsage.unordered_access
@@ -256,15 +258,7 @@ def test_mlp_native_add_gradients_match_float64(tmp_path):
     xy = np.random.default_rng(5).uniform(-1, 1, (1 << 12, 2)).astype(np.float32)
     grads = {}
     for name, opts in (("on", PipelineOptions()), ("off", OFF)):
-        dev = spy.create_device(type=spy.DeviceType.cpu, compile_options=opts)
-        old, T.SHADER = T.SHADER, shader
-        try:
-            tr = T.MLPTrainer(dev, params, len(xy))
-        finally:
-            T.SHADER = old
-        tr.set_inputs(xy)
-        tr.learn_gradient(0, len(xy), 0)
-        grads[name] = tr.read_grads().astype(np.float64) / cpu_mlp.LOSS_SCALE
+        grads[name] = mlp_grads(T, shader, opts, params, xy).astype(np.float64) / cpu_mlp.LOSS_SCALE
     _, want = mlp_reference.loss_and_grad(T, params.astype(np.float64), xy.astype(np.float16).astype(np.float64))
     rel = {k: np.linalg.norm(g - want) / np.linalg.norm(want) for k, g in grads.items()}
     # float sums per worker: closer to float64 than half-by-half sums of 4096 samples
