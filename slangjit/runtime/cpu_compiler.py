@@ -512,7 +512,7 @@ PARTS_MIN_CPUS = 3
 
 def source_parts(source: str) -> int:
     """N of the source's `// slangjit: parts N` header line (1 without one)."""
-    head = source[:600]
+    head = "\n" + source[:600]
     i = head.find("\n" + PARTS_MARK)
     if i < 0:
         return 1

@@ -81,6 +81,10 @@ def test_sources_in_parts_and_whole():
     whole = compile_program([SourceSpec(text=text, name="mlp.slang")], ["learnGradient"], target="cpp",
                             options=WHOLE).source
     assert _parts(whole) == 1 and "SJ_PART" not in whole and cpu_compiler.source_parts(whole) == 1
+    # the header line is found first or after others; a malformed or single count is no parts
+    sp = cpu_compiler.source_parts
+    assert sp("// slangjit: parts 3\n\nx") == 3 and sp("// slangjit: lane-loop kernels only\n\n// slangjit: parts 2\n") == 2
+    assert sp("// slangjit: parts 1\n") == sp("// slangjit: parts x\n") == sp("x // slangjit: parts 3\n") == 1
 
 
 def test_half_matvec_parts_equal_whole(builds, tmp_path):
@@ -177,3 +181,18 @@ def test_a_part_that_fails_to_compile_is_reported(builds, monkeypatch, tmp_path)
         cpu_compiler.load_library(broken)
     assert "this is not C++" in str(e.value) or "error" in str(e.value)
     assert "-DSJ_PART=1" in " ".join(" ".join(a) for a in builds.argv)
+
+
+def test_a_program_with_a_kernel_in_parts_and_others_links(builds):
+    """learnGradient (in parts) and adjustParameters (a lane kernel in one piece) in one program: the parallel build
+    links (every launcher and the trailer compiled once, by part 0) and exports both entry points."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import cpu_mlp
+    builds.parallel(True)
+    src = compile_program([SourceSpec(text=cpu_mlp.patched_source(True), name="mlp.slang")],
+                          ["learnGradient", "adjustParameters"], target="cpp").source
+    assert _parts(src) == 3
+    lib = cpu_compiler.load_library(src)
+    assert builds.parts_built() == {"0", "1", "2"}
+    for sym in ("sj_entry_learnGradient", "sj_entry_adjustParameters", "sj_run_chunks", "sj_finish_chunks"):
+        assert lib.symbol(sym) is not None
