@@ -560,7 +560,7 @@ def _run_compiler(argv: list) -> "subprocess.CompletedProcess":
         raise CompilerNotFoundError(f"C++ compiler {argv[0]!r} cannot be run: {e}") from None
 
 
-def _build(source: str, cmd: tuple[str, ...], flags: tuple[str, ...], key: str, final: Path) -> float:
+def _build(source: str, cmd: tuple[str, ...], flags: tuple[str, ...], key: str, final: Path, parts: int = 1) -> float:
     d = final.parent
     t0 = time.perf_counter()
     pch = precompiled_prefix(source, cmd, compiler_version(cmd), flags, d) if _is_gcc(cmd) else None
@@ -572,7 +572,6 @@ def _build(source: str, cmd: tuple[str, ...], flags: tuple[str, ...], key: str, 
     os.close(fd)
     try:
         p = None
-        parts = source_parts(source) if (os.cpu_count() or 1) >= PARTS_MIN_CPUS else 1
         if pch is not None:
             p = _compile(cmd, flags, ["-include", pch[0]], lib_tmp, src_tmp, parts)
             if p.returncode != 0 or os.path.getsize(lib_tmp) == 0:     # the header is not usable: without it
@@ -595,20 +594,47 @@ def _build(source: str, cmd: tuple[str, ...], flags: tuple[str, ...], key: str, 
                 f"(this is a slangjit bug; source kept at {keep}):\n"
                 f"$ {' '.join(cmd)} {' '.join(flags)}\n{head}", stderr=p.stderr, source_path=str(keep) if keep else None)
         seconds = time.perf_counter() - t0
-        with open(lib_tmp, "rb") as f:
-            image = f.read()
-        mac = entry_mac(d, key, image)
-        if mac is None:
-            raise PermissionError(f"slangjit cache folder {d} has no usable secret.key")
-        with open(lib_tmp, "ab") as f:
-            f.write(_TRAILER.pack(_TRAILER_MAGIC, len(image), mac))
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(lib_tmp, 0o700)
-        if os.path.lexists(final) and not os.path.isfile(final):
-            remove_entry(final)             # a directory where the library goes would block os.replace forever
-        os.replace(lib_tmp, final)
+        _install(lib_tmp, d, key, final)
         return seconds
+    finally:
+        _unlink(src_tmp)
+        _unlink(lib_tmp)
+
+
+def _install(lib_tmp: str, d: Path, key: str, final: Path) -> None:
+    """The built library `lib_tmp` with its trailer (length, HMAC) in place at `final`."""
+    with open(lib_tmp, "rb") as f:
+        image = f.read()
+    mac = entry_mac(d, key, image)
+    if mac is None:
+        raise PermissionError(f"slangjit cache folder {d} has no usable secret.key")
+    with open(lib_tmp, "ab") as f:
+        f.write(_TRAILER.pack(_TRAILER_MAGIC, len(image), mac))
+        f.flush()
+        os.fsync(f.fileno())
+    os.chmod(lib_tmp, 0o700)
+    if os.path.lexists(final) and not os.path.isfile(final):
+        remove_entry(final)             # a directory where the library goes would block os.replace forever
+    os.replace(lib_tmp, final)
+
+
+def _upgrade(source: str, cmd: tuple[str, ...], flags: tuple[str, ...], key: str, final: Path) -> None:
+    """After a build in parts (faster to make, its kernels a few % slower: function boundaries between the parts),
+    the same source built whole, in the background, over the cached library: the next process loads that one.  Its
+    compiler is stopped at exit (an `early` build: cpu_pch.stop_early), which leaves the parts build in place."""
+    _tls.early = True
+    d = final.parent
+    fd, src_tmp = tempfile.mkstemp(dir=str(d), prefix=f".upgrade-{key[:16]}-", suffix=".cpp")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(source)
+    fd, lib_tmp = tempfile.mkstemp(dir=str(d), prefix=f".upgrade-{key[:16]}-", suffix=_LIB_EXT)
+    os.close(fd)
+    try:
+        p = _compile(cmd, flags, [], lib_tmp, src_tmp, 1)
+        if p.returncode == 0 and os.path.getsize(lib_tmp) > 0 and os.path.isfile(final):
+            _install(lib_tmp, d, key, final)
+    except (OSError, CompilerNotFoundError):
+        pass
     finally:
         _unlink(src_tmp)
         _unlink(lib_tmp)
@@ -732,11 +758,18 @@ def _load(source, cmd: tuple[str, ...], flags: tuple[str, ...], key: str, t0: fl
                 remove_entry(path)
         if handle is None:
             final = cache_dir() / name
-            compile_seconds = _build(_text(source), cmd, flags, key, final)
+            text = _text(source)
+            parts = source_parts(text) if (os.cpu_count() or 1) >= PARTS_MIN_CPUS else 1
+            compile_seconds = _build(text, cmd, flags, key, final, parts)
             try:
                 handle = ctypes.CDLL(str(final))
             except OSError as e:
                 raise InternalCompilerError(f"cannot load the freshly built library {final}: {e}") from None
+            if parts > 1:
+                t = threading.Thread(target=_upgrade, args=(text, cmd, flags, key, final), name="slangjit-cxx-whole",
+                                     daemon=True)
+                _early_threads.append(t)
+                t.start()
         lib = CpuLibrary(handle, str(final), key, from_disk, compile_seconds,
                          time.perf_counter() - t0 - compile_seconds)
         _libs[key] = lib

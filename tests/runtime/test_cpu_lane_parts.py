@@ -196,3 +196,18 @@ def test_a_program_with_a_kernel_in_parts_and_others_links(builds):
     assert builds.parts_built() == {"0", "1", "2"}
     for sym in ("sj_entry_learnGradient", "sj_entry_adjustParameters", "sj_run_chunks", "sj_finish_chunks"):
         assert lib.symbol(sym) is not None
+
+
+def test_a_parts_build_is_replaced_by_the_whole_build_in_the_cache(builds, tmp_path):
+    """After a build in parts the same source is built whole in the background over the cached library (the next
+    process loads the faster kernel); the loaded library stays the one in use; the upgraded entry verifies."""
+    builds.parallel(True)
+    src = cpp_source(HALF_MV, SMALL) + "\n// a source no other test builds\n"
+    lib = cpu_compiler.load_library(src)
+    assert builds.parts_built() == {str(p) for p in range(_parts(src))}
+    for t in list(cpu_compiler._early_threads):
+        t.join(120)
+    data = Path(lib.path).read_bytes()
+    assert b"sj_lanes_computeMain_p1" not in data          # the whole build: no part functions
+    assert cpu_compiler._verify(Path(lib.path), Path(lib.path).parent, lib.key)
+    assert not list(Path(lib.path).parent.glob(".upgrade-*"))

@@ -58,7 +58,7 @@ def _member(decl: str) -> str:
     """A local's declaration line as a frame member."""
     d = decl.strip()
     if d.startswith("bool sj_live"):
-        return "bool sj_live;"
+        return "bool sj_live = true;"
     return d
 
 
@@ -80,8 +80,11 @@ def split_kernel(name: str, sig: str, args: str, void_args: str, decls: list[tup
     live_in = [{x for x in refs[p] if any(x in refs[q] for q in range(p))} for p in range(parts)]
     live_out = [{x for x in refs[p] if any(x in refs[q] for q in range(p + 1, parts))} for p in range(parts)]
     members = [n for n in order if any(n in s for s in live_out)]
+    # an array of lane values (more than one per lane) stays in the frame, each part reading and writing it there;
+    # a single lane value, a mask or a uniform value is copied in and out (registers within a part)
+    big = {n for n in members if decl_of[n].count("[") > 1}
     frame = f"sj_F_{name}"
-    psig = f"{sig}, sj_Globals* const sj_g, {frame}* sj_f"
+    psig = f"{sig}, sj_Globals* const sj_g, {frame}* __restrict sj_f"
     out = ["#ifndef SJ_PART_FN",
            "#define SJ_PART_FN SJ_LANES_FN __attribute__((visibility(\"hidden\")))",
            "#endif",
@@ -92,10 +95,10 @@ def split_kernel(name: str, sig: str, args: str, void_args: str, decls: list[tup
                 f"SJ_PART_FN void sj_lanes_{name}_p{p}({psig})",
                 "{",
                 f"    {void_args} (void)sj_g; (void)sj_f;",
-                *[decl_of[n] for n in order if n in refs[p]],
-                *[f"    __builtin_memcpy(&{n}, &sj_f->{n}, sizeof {n});" for n in order if n in live_in[p]],
+                *[f"    auto& {n} = sj_f->{n};" if n in big else decl_of[n] for n in order if n in refs[p]],
+                *[f"    __builtin_memcpy(&{n}, &sj_f->{n}, sizeof {n});" for n in order if n in live_in[p] and n not in big],
                 *body[a:b],
-                *[f"    __builtin_memcpy(&sj_f->{n}, &{n}, sizeof {n});" for n in order if n in live_out[p]],
+                *[f"    __builtin_memcpy(&sj_f->{n}, &{n}, sizeof {n});" for n in order if n in live_out[p] and n not in big],
                 "}",
                 "#endif"]
     out += ["#if SJ_PART == 0",
