@@ -20,7 +20,6 @@ before them.
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import Optional
 
 from ..ir import nodes as ir
@@ -219,6 +218,7 @@ def _stable_lvalue(e: ir.Expr) -> bool:
 
 
 _fresh = scan.fresh_var
+_IS_DATACLASS_INSTANCE = scan.IS_DATACLASS_INSTANCE
 
 
 def _clone(node, subst: Optional[dict]):
@@ -241,7 +241,7 @@ def _clone(node, subst: Optional[dict]):
         if v is None:
             v = subst[node.var.uid] = _fresh(node.var)
         return ir.VarDecl(v, _clone(node.init, subst), loc=node.loc)
-    if not dataclasses.is_dataclass(node) or isinstance(node, type):
+    if not _IS_DATACLASS_INSTANCE[type(node)]:     # not a node (a class object is not one either)
         return node
     return scan.rebuild(node, lambda v: _clone(v, subst))
 
