@@ -76,7 +76,7 @@ def _parse_uncached(text: str, path: str, include_paths, defines):
 
 # Core modules declared on demand (check/scope.py CoreEnv): the cooperative vectors.  A program that looks up
 # none of ON_DEMAND_TRIGGERS (every name they declare at top level, their plain enums' cases, the members of
-# their extensions; tests/compiler/test_lazy_core.py checks the list against the parsed modules) never parses
+# their extensions; tests/compiler/test_front_end_cold.py checks the list against the parsed modules) never parses
 # them (about 15 ms of the seed MLP's 150 ms front end).
 ON_DEMAND_CORE = ("coopvec.slang", "coopvec_matrix.slang")
 ON_DEMAND_TRIGGERS = frozenset("""

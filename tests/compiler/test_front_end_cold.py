@@ -1,8 +1,11 @@
-"""Core modules declared on demand (compiler/frontend.py ON_DEMAND_CORE, check/scope.py CoreEnv): the cooperative
+"""What keeps a cold compile's front end short (issue 20), and keeps it correct.
+
+Core modules declared on demand (compiler/frontend.py ON_DEMAND_CORE, check/scope.py CoreEnv): the cooperative
 vector modules are parsed and declared only when a program looks up a name they declare.  The trigger list must
 be exactly what they declare (else a program naming the missing one would not find it), a program that names
 none of it never loads them, and one that reaches them only through a member (`v.fill`, `V.load`) or an enum
-case still works (values: the reference compiler's)."""
+case still works (values: the reference compiler's).
+The cyclic garbage collector paused during a compile comes back as it was."""
 from __future__ import annotations
 
 import os
@@ -117,3 +120,27 @@ def test_members_and_cases_run(device, tmp_path):
     # The reference compiler's output (harness.py run --backend oracle): 6 4 1.5 1.5 1.5
     out = run_program(device, tmp_path, MEMBERS_ONLY, 5)
     assert np.allclose(out, [6.0, 4.0, 1.5, 1.5, 1.5])
+
+
+def test_a_compile_restores_the_cycle_collector():
+    """driver.py pauses Python's cyclic garbage collector while it compiles (and restores its state after,
+    also when the compile fails)."""
+    import gc
+    from slangjit.compiler import SourceSpec
+    from slangjit.compiler.driver import compile_uncached
+    from slangjit.compiler.source import CompileError
+    ok = """RWStructuredBuffer<float> outputBuffer;
+[numthreads(1, 1, 1)]
+void computeMain() { outputBuffer[0] = 1.0; }
+"""
+    was = gc.isenabled()
+    try:
+        for enabled in (True, False):
+            (gc.enable if enabled else gc.disable)()
+            prog = compile_uncached([SourceSpec(text=ok, name="ok")], ["computeMain"])
+            assert "computeMain" in prog.source and gc.isenabled() == enabled
+            with pytest.raises(CompileError):
+                compile_uncached([SourceSpec(text=ok.replace("1.0;", "nope;"), name="bad")], ["computeMain"])
+            assert gc.isenabled() == enabled
+    finally:
+        (gc.enable if was else gc.disable)()
