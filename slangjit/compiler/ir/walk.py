@@ -57,11 +57,12 @@ def walk(node) -> Iterator:
 def expr_children(e: ir.Expr) -> list:
     """The operand expressions of expression `e`, in field order."""
     out = []
-    for name in _child_fields(type(e)) or ():
+    expr = ir.Expr
+    for name in _CHILD_FIELDS[type(e)] or ():
         v = getattr(e, name)
         if isinstance(v, list):
-            out.extend(x for x in v if isinstance(x, ir.Expr))
-        elif isinstance(v, ir.Expr):
+            out.extend([x for x in v if isinstance(x, expr)])
+        elif isinstance(v, expr):
             out.append(v)
     return out
 

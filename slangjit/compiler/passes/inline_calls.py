@@ -168,9 +168,7 @@ class Inliner:
                 pre.extend(self._expand(e.func, e.args, tmp, depth))
                 return ir.LocalRef(e.type, tmp, loc=e.loc)
             return e
-        for name in e.__dataclass_fields__:
-            if name in ("type", "loc", "func", "var"):
-                continue
+        for name in scan._CHILD_FIELDS[type(e)]:      # the fields but type, loc, func and var, in order
             v = getattr(e, name)
             if isinstance(v, ir.Expr):
                 setattr(e, name, self._hoist_calls(v, pre, depth))
