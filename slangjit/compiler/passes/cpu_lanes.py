@@ -145,7 +145,12 @@ def propagate_copies(fn: ir.Function) -> int:
             if not (isinstance(n, ir.VarDecl) and isinstance(n.init, ir.LocalRef)):
                 continue
             v, w = n.var, n.init.var
-            if v.uid in escaped or w.uid in escaped or v.type != w.type or w.uid in subst or v.uid in subst:
+            # a copy of a copy substituted above reads the first one's source: what the next round would see
+            # (that copy's checks held for the source at an earlier position, so they hold here), one round
+            # for a whole chain instead of one per link
+            while w.uid in subst:
+                w = subst[w.uid]
+            if v.uid in escaped or w.uid in escaped or v.type != w.type or v.uid in subst:
                 continue
             if writes.get(v.uid) != [pos] or any(p > pos for p in writes.get(w.uid, [])):
                 continue
