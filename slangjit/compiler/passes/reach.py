@@ -19,6 +19,11 @@ class BodyNodes(dict):
         super().__init__()
         self._keep: list = []
 
+    def put(self, fn: ir.Function, nodes: list) -> None:
+        """fn's body nodes, walked by the caller (list(walk(fn.body)))."""
+        self[id(fn)] = nodes
+        self._keep.append(fn)
+
     def of(self, fn: ir.Function) -> list:
         k = id(fn)
         nodes = self.get(k)
