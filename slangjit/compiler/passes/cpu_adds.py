@@ -58,7 +58,7 @@ def plan_cpu_adds(entries: list[tuple[ir.Function, tuple[int, int, int]]], funct
     info = [(fn, excluded) for fn, _, _, excluded in info]
     if not sites:
         return plan
-    plan.slots = RedSlots(functions, sites)
+    plan.slots = RedSlots(functions, sites, memo)
     for fn, excluded in info:
         n = plan.slots.size.get(id(fn), 0)
         if 0 < n <= max_slots and not excluded:
