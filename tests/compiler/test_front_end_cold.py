@@ -18,7 +18,7 @@ from slangjit.compiler.check.program import check_program, make_checker
 from slangjit.compiler.parse import ast
 from slangjit.compiler.parse.parser import parse_module
 
-from lang_programs import run_program
+from lang_programs import nvrtc_compiles, run_program
 
 DEV = pytest.mark.parametrize("device", ["cpu", "cuda"], indirect=True)
 
@@ -112,6 +112,11 @@ void computeMain()
     outputBuffer[1] = float(int(CoopVecMatrixLayout.ColumnMajor)) + float(int(CoopVecComponentType.Float32));
 }
 """
+
+
+def test_members_and_cases_compile_with_nvrtc():
+    """The on-demand modules serve the CUDA target alike: the generated CUDA compiles (skips without NVRTC)."""
+    assert nvrtc_compiles(MEMBERS_ONLY, "members_only")
 
 
 @DEV
