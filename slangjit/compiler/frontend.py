@@ -74,17 +74,52 @@ def _parse_uncached(text: str, path: str, include_paths, defines):
     return mod, files, missed
 
 
+# Core modules declared on demand (check/scope.py CoreEnv): the cooperative vectors.  A program that looks up
+# none of ON_DEMAND_TRIGGERS (every name they declare at top level, their plain enums' cases, the members of
+# their extensions; tests/compiler/test_front_end_cold.py checks the list against the parsed modules) never parses
+# them (about 15 ms of the seed MLP's 150 ms front end).
+ON_DEMAND_CORE = ("coopvec.slang", "coopvec_matrix.slang")
+ON_DEMAND_TRIGGERS = frozenset("""
+    CoopVecComponentType FloatE4M3 FloatE5M2 Float16 Float32 Float64 SignedInt8 SignedInt16 SignedInt32
+    SignedInt64 SignedInt8Packed UnsignedInt8 UnsignedInt16 UnsignedInt32 UnsignedInt64 UnsignedInt8Packed
+    CoopVecMatrixLayout RowMajor ColumnMajor InferencingOptimal TrainingOptimal
+    coopVecLoad coopVecLoadGroupshared coopVecMatMul coopVecMatMulAdd coopVecOuterProductAccumulate
+    coopVecReduceSumAccumulate __fwd_coopVecMatMul __bwd_coopVecMatMul __fwd_coopVecMatMulAdd
+    __bwd_coopVecMatMulAdd __cvAccElementSize __cvAtomicAdd __cvBias __cvComponentTypeOf __cvDecodeFp8
+    __cvElementSize __cvElementSizeOf __cvMatMul __cvMatMulT __cvOffset __cvOuterProduct __cvRead __cvReadAny
+    __cvReadS
+    store load fill
+""".split())
+_on_demand_modules: Optional[list] = None
+
+
+def _core_files(on_demand: bool) -> list:
+    return [os.path.join(_CORE_DIR, f) for f in sorted(os.listdir(_CORE_DIR))
+            if f.endswith(".slang") and (f in ON_DEMAND_CORE) == on_demand]
+
+
+def _parse_files(paths: list) -> list:
+    mods = []
+    for p in paths:
+        with open(p, encoding="utf-8") as f:
+            mods.append(_parse(f.read(), p, [], {}))
+    return mods
+
+
 def core_modules() -> list:
+    """The core library's modules that every program declares (parsed once per process)."""
     global _core_modules
     if _core_modules is None:
-        mods = []
-        for fname in sorted(os.listdir(_CORE_DIR)):
-            if fname.endswith(".slang"):
-                p = os.path.join(_CORE_DIR, fname)
-                with open(p, encoding="utf-8") as f:
-                    mods.append(_parse(f.read(), p, [], {}))
-        _core_modules = mods
+        _core_modules = _parse_files(_core_files(False))
     return _core_modules
+
+
+def on_demand_core_modules() -> list:
+    """The core modules declared on demand (ON_DEMAND_CORE), parsed once per process when first needed."""
+    global _on_demand_modules
+    if _on_demand_modules is None:
+        _on_demand_modules = _parse_files(_core_files(True))
+    return _on_demand_modules
 
 
 
@@ -139,6 +174,7 @@ def new_checker(target: str, include_paths: Sequence[str], defines: dict, type_c
         raise error("E2002", f"cannot find module '{name}' (looked in: {', '.join(sorted(set(os.path.dirname(c) or '.' for c in cands)))})", loc)
 
     conformances = [(i, t, ident, parse_type_name(str(t))) for i, t, ident in (tuple(tc) for tc in type_conformances)]
-    checker = make_checker(core_modules(), target=target, type_conformances=conformances, module_loader=load)
+    checker = make_checker(core_modules(), target=target, type_conformances=conformances, module_loader=load,
+                           on_demand=(ON_DEMAND_TRIGGERS, on_demand_core_modules))
     checker.loaded_paths = loaded          # modules given as sources count as loaded
     return checker, search

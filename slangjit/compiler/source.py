@@ -32,12 +32,30 @@ class SourceFile:
         return self.text[begin:] if end < 0 else self.text[begin:end]
 
 
-@dataclass(frozen=True)
 class Loc:
-    """A position in a source file (1-based line and column)."""
-    file: SourceFile | None
-    line: int
-    col: int
+    """A position in a source file (1-based line and column); a value (compared and hashed by its three
+    fields; never changed after construction).  A plain slotted class rather than a frozen dataclass: the
+    lexer makes one per token, and a frozen dataclass's constructor costs three times as much."""
+    __slots__ = ("file", "line", "col")
+
+    def __init__(self, file: SourceFile | None, line: int, col: int):
+        self.file = file
+        self.line = line
+        self.col = col
+
+    def __eq__(self, other):
+        if other.__class__ is not Loc:
+            return NotImplemented
+        return (self.file, self.line, self.col) == (other.file, other.line, other.col)
+
+    def __hash__(self):
+        return hash((self.file, self.line, self.col))
+
+    def __repr__(self) -> str:
+        return f"Loc(file={self.file!r}, line={self.line!r}, col={self.col!r})"
+
+    def __reduce__(self):
+        return (Loc, (self.file, self.line, self.col))
 
     def __str__(self) -> str:
         name = self.file.path if self.file else "<unknown>"

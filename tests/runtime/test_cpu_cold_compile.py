@@ -21,8 +21,12 @@ import numpy as np
 import pytest
 
 import slangjit as spy
-from slangjit.compiler import frontend_cache as fc
+from slangjit.compiler import frontend, frontend_cache as fc
 from slangjit.runtime import cpu_compiler as cc
+
+# syntax trees a cold compile of KERNEL queues: the core library's files but the on-demand ones (a kernel that names
+# no cooperative-vector function never parses them), and slangpy.slang
+LIBRARY_TREES = len(frontend._core_files(False)) + 1
 
 ROOT = Path(__file__).resolve().parents[2]
 RW = spy.BufferUsage.shader_resource | spy.BufferUsage.unordered_access
@@ -176,7 +180,8 @@ def test_deferred_tree_writes_complete_and_valid(tmp_path, mode):
     src.write_text(KERNEL)
     cache = tmp_path / "cache"
     cold = _child(cache, mode, src)
-    assert cold["queued"] >= 5 and cold["stores_before_wait"] == 0     # core library (4 files) + slangpy.slang
+    # the core library's files this kernel uses (not the on-demand cooperative-vector ones) + slangpy.slang
+    assert cold["queued"] >= LIBRARY_TREES and cold["stores_before_wait"] == 0
     if mode == "wait":
         assert cold["pending_after_join"] == 0 and cold["stats"]["stores"] == cold["queued"]
     entries = sorted((cache / "cpu" / "ast").glob("*.pkl"))
@@ -247,7 +252,7 @@ def test_processes_sharing_an_empty_cache(tmp_path):
     import shutil
     shutil.rmtree(cache / "cpu" / "frontend")
     warm = _child(cache, "exit", src)
-    assert warm["stats"]["misses"] == 0 and warm["stats"]["corrupt"] == 0 and warm["stats"]["disk_hits"] >= 5
+    assert warm["stats"]["misses"] == 0 and warm["stats"]["corrupt"] == 0 and warm["stats"]["disk_hits"] >= LIBRARY_TREES
     assert warm["values"] == outs[0]["values"]
 
 

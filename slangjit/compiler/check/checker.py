@@ -25,8 +25,8 @@ from ..source import CompileError, Diagnostic, Loc, error
 from .. import types as T
 from .results import (BUFFER_KINDS, BuiltinIfaceRes, CBufferMemberSym, GenericRes, InterfaceInstance,
                       NamespaceRes, StructInstance, TypeRes, ValueRes, const_expr, describe, types_equal)
-from .scope import (AliasSym, AssocTypeSym, EnumSym, Env, FieldSym, FuncSym, GlobalSym, InterfaceSym,
-                    NamespaceSym, PropertySym, StructSym, SubscriptSym, TypeSym, ValueSym)
+from .scope import (AliasSym, AssocTypeSym, CoreEnv, EnumSym, Env, FieldSym, FuncSym, GlobalSym,
+                    InterfaceSym, NamespaceSym, PropertySym, StructSym, SubscriptSym, TypeSym, ValueSym)
 from .calls import CallsMixin
 from .nodiff import NoDiffMixin
 from .conflicts import admit, check_params
@@ -41,7 +41,7 @@ from .operators import OperatorsMixin
 
 class Checker(DynamicMixin, DiffsMixin, MembersMixin, CallsMixin, NoDiffMixin, ExprsMixin, OperatorsMixin, StmtsMixin):
     def __init__(self):
-        self.core_env = Env(kind="module")
+        self.core_env = CoreEnv()
         self.extensions: list[tuple[ast.ExtensionDecl, Env]] = []
         self.functions: list[ir.Function] = []     # instantiated, in creation order
         self.structs: list[StructInstance] = []

@@ -232,6 +232,19 @@ class DerivativeResolver:
         (which one is meant is decided by matching signatures); a method of a generic struct
         (`S<T>::m`) is looked up on the instantiation being matched (`owner`, the method's `this`)."""
         chk = self.chk
+        if owner is None and gsym.env is chk.core_env:
+            # the core library's rules (`[ForwardDerivativeOf(sin)]`, ...) are asked about for every function
+            # differentiated: their targets resolve in the core environment, alike every time (names of the
+            # on-demand core modules are declared by the lookup itself, before the answer is kept)
+            memo = self.__dict__.setdefault("_core_targets", {})
+            key = (id(gsym), id(target))
+            if key not in memo:
+                memo[key] = self._resolve_target(target, gsym, None)
+            return memo[key]
+        return self._resolve_target(target, gsym, owner)
+
+    def _resolve_target(self, target: ast.Expr, gsym, owner):
+        chk = self.chk
         try:
             return chk.resolve(target, chk.ctx_for_env(gsym.env))
         except CompileError:

@@ -134,6 +134,7 @@ class MembersMixin:
     def member_syms(self, t: T.Type, name: str) -> list:
         """Symbols named `name` declared in t's own body, its extensions, or (as defaults)
         the interfaces it conforms to."""
+        self.core_env.require(name)     # a core module declared on demand may extend t with `name`
         if isinstance(t, T.StructType) and t.info is not None and t.info.env is not None:
             found = t.info.env.lookup_local(name)
             if found:

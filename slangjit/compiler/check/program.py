@@ -21,10 +21,12 @@ from .stmts import FuncCtx
 
 
 def make_checker(core: list, *, target: str, type_conformances: Sequence = (),
-                 module_loader: Callable = None) -> Checker:
+                 module_loader: Callable = None, on_demand: tuple = None) -> Checker:
     """A checker with the core library (parsed ast.Modules) declared.  module_loader(name, is_path,
     loc) -> (key, ast.Module or None) finds an `import`ed module (the driver's search path).
-    type_conformances: (interface name, type name, id, parsed type expression or None)."""
+    type_conformances: (interface name, type name, id, parsed type expression or None).
+    on_demand: (trigger names, load) -- core modules declared when a trigger name is first looked up
+    (scope.py CoreEnv); load() -> their parsed ast.Modules, in the order an eager declaration would take."""
     checker = Checker()
     checker.core_env.module = "core"
     checker.target = target
@@ -34,7 +36,28 @@ def make_checker(core: list, *, target: str, type_conformances: Sequence = (),
     for m in core:
         checker.declare_module(m, checker.core_env)
     checker.module_loader = module_loader
+    if on_demand is not None:
+        triggers, load = on_demand
+        checker.core_env.triggers = frozenset(triggers)
+        checker.core_env.on_demand = lambda: _declare_first(checker, load())
     return checker
+
+
+def _declare_first(checker: Checker, modules: list) -> None:
+    """Declare core `modules` now, their symbols ahead of those already declared (names, extensions, derivative
+    attributes): lookups see what they would have seen had the modules been declared before the others."""
+    env = checker.core_env
+    before = {k: len(v) for k, v in env.names.items()}
+    n_ext, n_der = len(checker.extensions), len(checker.deriv_of)
+    for m in modules:
+        checker.declare_module(m, env)
+    for k, syms in env.names.items():
+        old = before.get(k, 0)
+        if old and len(syms) > old:
+            syms[:] = syms[old:] + syms[:old]
+    checker.extensions[:] = checker.extensions[n_ext:] + checker.extensions[:n_ext]
+    checker.deriv_of[:] = checker.deriv_of[n_der:] + checker.deriv_of[:n_der]
+    checker._ext_cache.clear()
 
 
 def check_program(checker: Checker, modules: list, entry_points: Sequence[str]) -> Program:

@@ -131,3 +131,26 @@ class Env:
                 return found
             env = env.parent
         return []
+
+
+class CoreEnv(Env):
+    """The core library's environment.  Some of its modules are declared on demand (`on_demand`): a program
+    that names none of what they declare (`triggers`: their top-level names, plain enums' cases and the
+    members of their extensions) never pays for parsing them.  The first lookup of a trigger name here, or of
+    a member of that name (check/members.py `member_syms`), declares them, ahead of the other core symbols,
+    as if they had been declared first (the order the eager core library had)."""
+
+    def __init__(self):
+        super().__init__(kind="module")
+        self.triggers: frozenset = frozenset()
+        self.on_demand = None           # callable() -> None that declares the modules; None once done
+
+    def require(self, name: str) -> None:
+        if name in self.triggers and self.on_demand is not None:
+            declare, self.on_demand = self.on_demand, None
+            declare()
+
+    def lookup_local(self, name: str) -> list[Sym]:
+        if name in self.triggers and self.on_demand is not None:
+            self.require(name)
+        return Env.lookup_local(self, name)

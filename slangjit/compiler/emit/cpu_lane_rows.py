@@ -12,6 +12,7 @@ from ..ir import nodes as ir
 from ..ir import walk as scan
 from .. import types as T
 from ..passes.add_aliasing import separate_sites
+from ..passes.reach import BodyNodes
 from .cpu_lane_values import LaneRaw, _ELEMENTWISE, _atomic_obj, _loads, _root, _side_effects, _written_locals
 
 
@@ -105,6 +106,15 @@ def _copy_aliases(fn: ir.Function, varying: set, refs: Optional[LocalRefs] = Non
                 _assigned_before_read(e.lhs.var, stmts[i + 1:], refs):
             skip.add(id(x))
             writes[i], reads[i] = set(), frozenset()
+    # the statements that write / read each local (positions, ascending)
+    write_pos: dict = {}
+    read_pos: dict = {}
+    for j, ws in enumerate(writes):
+        for u in ws:
+            write_pos.setdefault(u, []).append(j)
+    for j, rs in enumerate(reads):
+        for u in rs:
+            read_pos.setdefault(u, []).append(j)
     for i, x in enumerate(stmts):
         if id(x) in skip:
             continue
@@ -117,19 +127,18 @@ def _copy_aliases(fn: ir.Function, varying: set, refs: Optional[LocalRefs] = Non
             continue
         if d.uid == src.uid or d.uid not in varying or src.uid not in varying or d.type != src.type:
             continue
-        decl = None
-        ok = True
-        for j, y in enumerate(stmts):
-            if j == i:
-                continue
-            if isinstance(y, ir.VarDecl) and y.var.uid == d.uid and j < i and \
-                    (y.init is None or not (_side_effects(y.init) or _loads(y.init))):
-                decl = y
-                continue
-            if d.uid in writes[j] or (j < i and d.uid in reads[j]) or (j > i and src.uid in writes[j]):
-                ok = False
-                break
-        if not ok or (decl is None and not isinstance(x, ir.VarDecl)):
+        # d's declarations before the copy that compute nothing (read by nothing: they are left out too); any
+        # other statement that writes d, reads d before the copy or writes src after it keeps the copy
+        decls = [j for j in write_pos.get(d.uid, ()) if j < i and isinstance(stmts[j], ir.VarDecl) and
+                 stmts[j].var.uid == d.uid and (stmts[j].init is None or
+                                                not (_side_effects(stmts[j].init) or _loads(stmts[j].init)))]
+        blocking = set(write_pos.get(d.uid, ()))
+        blocking.update(j for j in read_pos.get(d.uid, ()) if j < i)
+        blocking.update(j for j in write_pos.get(src.uid, ()) if j > i)
+        blocking.discard(i)
+        blocking.difference_update(decls)
+        decl = stmts[decls[-1]] if decls else None
+        if blocking or (decl is None and not isinstance(x, ir.VarDecl)):
             continue
         alias[d.uid] = alias.get(src.uid, src)
         skip.add(id(x))
@@ -281,7 +290,9 @@ class LaneReductions:
                     sites.append((e, SimpleNamespace(args=[e.args[0]])))
         if not sites:
             return set()
-        ok = separate_sites(self.fn, [self.fn], [a for _, a in sites])
+        memo = BodyNodes()
+        memo.put(self.fn, self.nodes)       # the body's nodes, walked once by the kernel
+        ok = separate_sites(self.fn, [self.fn], [a for _, a in sites], memo)
         return {id(e) for e, a in sites if id(a) in ok}
 
     def _reduce(self, e, red, masks, d) -> None:

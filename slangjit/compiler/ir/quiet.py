@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 
 from . import nodes as ir
-from .walk import fresh_var, rebuild
+from .walk import IS_DATACLASS_INSTANCE, fresh_var, rebuild
 
 PRINTF = "sj::printf"
 QUIET = "sj::printf_quiet"
@@ -35,23 +35,35 @@ def _is_generated_bwd(fn: ir.Function) -> bool:
     return bool(g) and g[0] == "bwd"
 
 
+class _KidFields(dict):
+    """Dataclass -> its field names but type, loc, func and attrs (in order), on first sight of the class."""
+
+    def __missing__(self, cls):
+        f = self[cls] = tuple(x.name for x in dataclasses.fields(cls)
+                              if x.name not in ("type", "loc", "func", "attrs"))
+        return f
+
+
+_KID_FIELDS = _KidFields()
+
+
 def _nodes(x):
     """Every IR node under x (statements and expressions), parents first."""
+    is_node = IS_DATACLASS_INSTANCE
+    kid_fields = _KID_FIELDS
     stack = [x]
     while stack:
         n = stack.pop()
         if isinstance(n, (list, tuple)):
             stack.extend(reversed(n))
             continue
-        if not dataclasses.is_dataclass(n) or isinstance(n, type):
+        if not is_node[type(n)]:
             continue
         yield n
         kids = []
-        for f in dataclasses.fields(n):
-            if f.name in ("type", "loc", "func", "attrs"):
-                continue
-            v = getattr(n, f.name)
-            if isinstance(v, (list, tuple)) or (dataclasses.is_dataclass(v) and not isinstance(v, type)):
+        for name in kid_fields[type(n)]:
+            v = getattr(n, name)
+            if isinstance(v, (list, tuple)) or is_node[type(v)]:
                 kids.append(v)
         stack.extend(reversed(kids))
 
@@ -107,7 +119,7 @@ class _Quieter:
             return tuple(self.clone(x, subst) for x in node)
         if isinstance(node, ir.Var):
             return subst.get(node.uid) or self.fresh(node, subst)
-        if not dataclasses.is_dataclass(node) or isinstance(node, type):
+        if not IS_DATACLASS_INSTANCE[type(node)]:
             return node
         return rebuild(node, lambda v: self.clone(v, subst),
                        func=lambda f: self.quiet_of(f) if isinstance(f, ir.Function) and self.reaches(f) else f,

@@ -57,11 +57,12 @@ def walk(node) -> Iterator:
 def expr_children(e: ir.Expr) -> list:
     """The operand expressions of expression `e`, in field order."""
     out = []
-    for name in _child_fields(type(e)) or ():
+    expr = ir.Expr
+    for name in _CHILD_FIELDS[type(e)] or ():
         v = getattr(e, name)
         if isinstance(v, list):
-            out.extend(x for x in v if isinstance(x, ir.Expr))
-        elif isinstance(v, ir.Expr):
+            out.extend([x for x in v if isinstance(x, expr)])
+        elif isinstance(v, expr):
             out.append(v)
     return out
 
@@ -147,22 +148,46 @@ def rebuild(node, child, func=None, override: Optional[dict] = None):
     (kept, or `func(value)`), dicts (copied shallowly) and the fields named in `override`; attributes set
     after construction (type_args, ...) are carried over.  The one field-by-field copy the IR clones share."""
     kw = {}
-    names = set()
-    for f in dataclasses.fields(node):
-        names.add(f.name)
-        v = getattr(node, f.name)
-        if override is not None and f.name in override:
-            kw[f.name] = override[f.name]
-        elif f.name in ("type", "loc"):
-            kw[f.name] = v
-        elif f.name == "func":
-            kw[f.name] = v if func is None else func(v)
+    order, names = _FIELD_NAMES[type(node)]
+    for name in order:
+        v = getattr(node, name)
+        if override is not None and name in override:
+            kw[name] = override[name]
+        elif name == "type" or name == "loc":
+            kw[name] = v
+        elif name == "func":
+            kw[name] = v if func is None else func(v)
         elif isinstance(v, dict):
-            kw[f.name] = dict(v)
+            kw[name] = dict(v)
         else:
-            kw[f.name] = child(v)
+            kw[name] = child(v)
     copy = type(node)(**kw)
     for k, v in vars(node).items():
         if k not in names:
             setattr(copy, k, v)
     return copy
+
+
+class _FieldNames(dict):
+    """Dataclass -> (its field names in declaration order, the same as a set), computed on first sight of a
+    class (`dataclasses.fields` per copied node was most of a clone's time)."""
+
+    def __missing__(self, cls):
+        names = tuple(x.name for x in dataclasses.fields(cls))
+        f = self[cls] = (names, frozenset(names))
+        return f
+
+
+_FIELD_NAMES = _FieldNames()
+
+
+class _IsNode(dict):
+    """Class -> whether its instances are dataclass nodes (`dataclasses.is_dataclass` of an instance, as a
+    subscript)."""
+
+    def __missing__(self, cls):
+        f = self[cls] = dataclasses.is_dataclass(cls) and not issubclass(cls, type)
+        return f
+
+
+IS_DATACLASS_INSTANCE = _IsNode()

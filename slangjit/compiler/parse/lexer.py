@@ -63,22 +63,25 @@ _OPERATORS = sorted((o for o in _OPERATORS if o not in _ERROR_CHARS), key=len, r
 _FLOAT = r"(?:(?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+)(?:lf|LF|[fFhHlL])?"
 _INT = r"(?:0[xX][0-9a-fA-F]+|0[bB][01]+|\d+)(?:[uUlLzZ]|ll|LL)*"
 
+# Horizontal white space before a token is part of its match (the `sp` group), so most tokens take one
+# match, not two; line breaks, line continuations and comments are matches of their own.
 _MASTER = re.compile(
-    r"(?P<nl>\r?\n)"
+    r"(?P<sp>[ \t\f\v]+)?"
+    r"(?:(?P<id>[A-Za-z_][A-Za-z0-9_]*)"
+    r"|(?P<nl>\r?\n)"
     r"|(?P<ws>(?:[ \t\f\v\r]|\\\r?\n)+)"
     r"|(?P<lc>//[^\n]*)"
     r"|(?P<bc>/\*.*?\*/)"
     r"|(?P<bcu>/\*)"
     r"|(?P<float>" + _FLOAT + r")(?![A-Za-z0-9_])"
     r"|(?P<int>" + _INT + r")(?![A-Za-z0-9_.])"
-    r"|(?P<id>[A-Za-z_][A-Za-z0-9_]*)"
     r"|(?P<str>\"(?:[^\"\\\n]|\\.)*\")"
     r"|(?P<chr>'(?:[^'\\\n]|\\.)+')"
     r"|(?P<gtgt>>>=?)"
     r"|(?P<op>" + "|".join(re.escape(o) for o in _OPERATORS) + r")"
     r"|(?P<badstr>\"(?:[^\"\\\n]|\\.)*|'(?:[^'\\\n]|\\.)*'?)"
     r"|(?P<badnum>\d[A-Za-z0-9_.]*)"
-    r"|(?P<bad>.)",
+    r"|(?P<bad>.))",
     re.S,
 )
 
@@ -129,15 +132,23 @@ def tokenize(text: str, file: SourceFile | None = None, line: int = 1, col0: int
     space = False
     for m in _MASTER.finditer(text):
         kind = m.lastgroup
-        start = m.start()
+        if kind == "id" or kind == "op":           # most tokens: no conversion
+            s = m.group(kind)
+            start = m.end() - len(s)
+            append(Token(kind, s, None, "", Loc(file, line, start - line_start + 1), bol,
+                         space or start != m.start()))
+            bol = False
+            space = False
+            continue
         if kind == "nl":
             line += 1
             line_start = m.end()
             bol = True
             space = True
             continue
+        s = m.group(kind)
+        start = m.end() - len(s)
         if kind == "ws" or kind == "lc" or kind == "bc":
-            s = m.group()
             n = s.count("\n")
             if n:
                 line += n
@@ -146,13 +157,10 @@ def tokenize(text: str, file: SourceFile | None = None, line: int = 1, col0: int
                     bol = True
             space = True
             continue
+        if start != m.start():
+            space = True
         loc = Loc(file, line, start - line_start + 1)
-        s = m.group()
-        if kind == "id":
-            append(Token("id", s, None, "", loc, bol, space))
-        elif kind == "op":
-            append(Token("op", s, None, "", loc, bol, space))
-        elif kind == "int":
+        if kind == "int":
             v, suf = _int_value(s)
             append(Token("int", s, v, suf, loc, bol, space))
         elif kind == "float":

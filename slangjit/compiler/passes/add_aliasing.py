@@ -23,6 +23,7 @@ from __future__ import annotations
 from ..ir import nodes as ir
 from ..ir import walk as scan
 from .. import types as T
+from .reach import BodyNodes
 
 UNKNOWN = ("unknown",)
 
@@ -49,17 +50,19 @@ class _GiveUp(Exception):
 
 
 class Provenance:
-    def __init__(self, entry: ir.Function, functions: list[ir.Function]):
+    def __init__(self, entry: ir.Function, functions: list[ir.Function], memo: BodyNodes = None):
         self.var: dict[int, set] = {}
         for i, p in enumerate(entry.params):
             if _is_ref(p.type):
                 self.var[p.uid] = {("entry", i)}
-        bodies = [fn.body for fn in functions if fn.body is not None]
+        if memo is None:
+            memo = BodyNodes()
+        bodies = [memo.of(fn) for fn in functions if fn.body is not None]
         changed = True
         while changed:
             before = sum(len(v) for v in self.var.values())
-            for body in bodies:
-                for n in scan.walk(body):
+            for nodes in bodies:
+                for n in nodes:
                     self._flow(n)
             changed = sum(len(v) for v in self.var.values()) != before
 
@@ -120,10 +123,14 @@ class Provenance:
         return None
 
 
-def separate_sites(entry: ir.Function, functions: list[ir.Function], sites: list[ir.Intrinsic]) -> set:
-    """ids of the add `sites` whose memory nothing else in `functions` (what `entry` reaches) touches."""
+def separate_sites(entry: ir.Function, functions: list[ir.Function], sites: list[ir.Intrinsic],
+                   memo: BodyNodes = None) -> set:
+    """ids of the add `sites` whose memory nothing else in `functions` (what `entry` reaches) touches.
+    `memo`: the bodies' nodes, walked once (reach.py BodyNodes)."""
+    if memo is None:
+        memo = BodyNodes()
     try:
-        prov = Provenance(entry, functions)
+        prov = Provenance(entry, functions, memo)
     except _GiveUp:
         return set()
     dests = {id(s.args[0]) for s in sites}
@@ -131,7 +138,7 @@ def separate_sites(entry: ir.Function, functions: list[ir.Function], sites: list
     for fn in functions:
         if fn.body is None:
             continue
-        for n in scan.walk(fn.body):
+        for n in memo.of(fn):
             if id(n) not in dests:
                 touched |= prov.access(n) or set()
     if UNKNOWN in touched:

@@ -30,6 +30,7 @@ from ..ir import nodes as ir
 from ..ir import walk as scan
 from .add_aliasing import separate_sites
 from .fusion import inline_copy, reuse_and_prune
+from .reach import BodyNodes
 from .red_plan import uniform_add_sites
 from .red_slots import RedSlots
 
@@ -46,17 +47,18 @@ def plan_cpu_adds(entries: list[tuple[ir.Function, tuple[int, int, int]]], funct
     plan = CpuAddPlan()
     if group_barrier:
         return plan
-    found, sites = uniform_add_sites(entries)
+    memo = BodyNodes()              # nothing changes a body while this plan is made: each is walked once
+    found, sites = uniform_add_sites(entries, memo)
     info = [(fn, reach, reds, ordered or shared) for fn, _, reach, reds, ordered, shared in found]
     # a site whose memory something else of an entry that reaches it touches stays an atomic add
     for fn, reach, reds, _ in info:
         mine = [i for i in reds if id(i) in sites]
         if mine:
-            sites -= {id(i) for i in mine} - separate_sites(fn, reach, mine)
+            sites -= {id(i) for i in mine} - separate_sites(fn, reach, mine, memo)
     info = [(fn, excluded) for fn, _, _, excluded in info]
     if not sites:
         return plan
-    plan.slots = RedSlots(functions, sites)
+    plan.slots = RedSlots(functions, sites, memo)
     for fn, excluded in info:
         n = plan.slots.size.get(id(fn), 0)
         if 0 < n <= max_slots and not excluded:

@@ -24,6 +24,7 @@ from .effects import Effects
 from .inline_calls import Inliner, clone_body
 from .red_slots import counted_loop
 
+_CHILD_FIELDS = scan._CHILD_FIELDS     # node class -> its fields but type, loc, var and func
 MAX_LANE_NODES = 40000          # IR nodes of an inlined entry: beyond this, the scalar body stays
 
 
@@ -96,9 +97,7 @@ def _in_order(node, out: list) -> list:
         for x in node.body:
             _in_order(x, out)
     elif isinstance(node, (ir.Expr, ir.Stmt)):
-        for name in node.__dataclass_fields__:
-            if name in ("type", "loc", "var", "func"):
-                continue
+        for name in _CHILD_FIELDS[type(node)]:      # the fields but type, loc, var and func, in order
             val = getattr(node, name)
             if isinstance(val, (ir.Expr, ir.Stmt)):
                 _in_order(val, out)
@@ -146,7 +145,12 @@ def propagate_copies(fn: ir.Function) -> int:
             if not (isinstance(n, ir.VarDecl) and isinstance(n.init, ir.LocalRef)):
                 continue
             v, w = n.var, n.init.var
-            if v.uid in escaped or w.uid in escaped or v.type != w.type or w.uid in subst or v.uid in subst:
+            # a copy of a copy substituted above reads the first one's source: what the next round would see
+            # (that copy's checks held for the source at an earlier position, so they hold here), one round
+            # for a whole chain instead of one per link
+            while w.uid in subst:
+                w = subst[w.uid]
+            if v.uid in escaped or w.uid in escaped or v.type != w.type or v.uid in subst:
                 continue
             if writes.get(v.uid) != [pos] or any(p > pos for p in writes.get(w.uid, [])):
                 continue
@@ -166,9 +170,7 @@ def _rewrite(node, subst: dict, drop: set):
         w = subst.get(node.var.uid)
         return ir.LocalRef(node.type, w, loc=node.loc) if w is not None else node
     if isinstance(node, (ir.Expr, ir.Stmt)):
-        for name in node.__dataclass_fields__:
-            if name in ("type", "loc", "var", "func"):
-                continue
+        for name in _CHILD_FIELDS[type(node)]:
             val = getattr(node, name)
             if isinstance(val, (ir.Expr, ir.Stmt)):
                 setattr(node, name, _rewrite(val, subst, drop))

@@ -20,7 +20,6 @@ before them.
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import Optional
 
 from ..ir import nodes as ir
@@ -169,9 +168,7 @@ class Inliner:
                 pre.extend(self._expand(e.func, e.args, tmp, depth))
                 return ir.LocalRef(e.type, tmp, loc=e.loc)
             return e
-        for name in e.__dataclass_fields__:
-            if name in ("type", "loc", "func", "var"):
-                continue
+        for name in scan._CHILD_FIELDS[type(e)]:      # the fields but type, loc, func and var, in order
             v = getattr(e, name)
             if isinstance(v, ir.Expr):
                 setattr(e, name, self._hoist_calls(v, pre, depth))
@@ -219,6 +216,7 @@ def _stable_lvalue(e: ir.Expr) -> bool:
 
 
 _fresh = scan.fresh_var
+_IS_DATACLASS_INSTANCE = scan.IS_DATACLASS_INSTANCE
 
 
 def _clone(node, subst: Optional[dict]):
@@ -241,7 +239,7 @@ def _clone(node, subst: Optional[dict]):
         if v is None:
             v = subst[node.var.uid] = _fresh(node.var)
         return ir.VarDecl(v, _clone(node.init, subst), loc=node.loc)
-    if not dataclasses.is_dataclass(node) or isinstance(node, type):
+    if not _IS_DATACLASS_INSTANCE[type(node)]:     # not a node (a class object is not one either)
         return node
     return scan.rebuild(node, lambda v: _clone(v, subst))
 

@@ -12,7 +12,7 @@ from ..ir import nodes as ir
 from ..ir import walk as scan
 from .fusion import inline_copy, reuse_and_prune
 from .options import CudaOptions
-from .reach import intrinsic_calls, reachable, system_value_params
+from .reach import BodyNodes, intrinsic_calls, reachable, system_value_params
 from .red_slots import RedSlots, is_red_add
 from .slot_coverage import covering_early_returns
 from .slot_invariance import slot_addresses_invariant
@@ -154,24 +154,26 @@ def covered_kernels(entries, functions: list[ir.Function], plan: RedAddPlan, opt
     return out
 
 
-def uniform_add_sites(entries):
+def uniform_add_sites(entries, memo: BodyNodes = None):
     """The gradient-add sites of the entry points and which of them add to an address that is the same for
     every thread: ([(entry, numthreads, reachable functions, its add sites, orders memory?, uses groupshared?)],
     {id(site) whose address is uniform in every entry that reaches it}).  Shared by the CUDA plan (below) and the
-    CPU's privatised adds (cpu_adds.py)."""
+    CPU's privatised adds (cpu_adds.py).  `memo`: the bodies' nodes, walked once (reach.py BodyNodes)."""
     info = []
     uniform_ok: dict[int, bool] = {}
+    if memo is None:
+        memo = BodyNodes()
     for fn, numthreads in entries:
-        reach = reachable(fn)
-        calls = list(intrinsic_calls(reach))
+        reach = reachable(fn, memo)
+        calls = list(intrinsic_calls(reach, memo))
         reds = [i for i in calls if is_red_add(i)]
         if not reds:
             continue
-        u = Uniformity(fn, system_value_params(fn))
+        u = Uniformity(fn, system_value_params(fn), reach)
         for i in reds:
             uniform_ok[id(i)] = uniform_ok.get(id(i), True) and u.address_is_uniform(i.args[0])
         ordered = any(i.name in _ORDERING for i in calls)
         shared = any(isinstance(n, ir.GlobalRef) and n.var.kind == "groupshared"
-                     for f in reach if f.body is not None for n in scan.walk(f.body))
+                     for f in reach for n in memo.of(f))
         info.append((fn, numthreads, reach, reds, ordered, shared))
     return info, {k for k, ok in uniform_ok.items() if ok}

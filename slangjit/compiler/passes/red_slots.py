@@ -51,12 +51,17 @@ def is_red_add(i: ir.Intrinsic) -> bool:
 class RedSlots:
     """Slot layout of `functions` for the sites whose ids are in `sites` (uniform red adds)."""
 
-    def __init__(self, functions: list[ir.Function], sites: set[int]):
+    def __init__(self, functions: list[ir.Function], sites: set[int], memo=None):
+        """`memo`: the bodies' nodes (passes/reach.py BodyNodes) when the caller has them: a function from which
+        no site can be reached is then given 0 slots without being laid out (its layout records nothing)."""
         self.sites = sites
         self.size: dict[int, int] = {}          # id(Function) -> slots of one call (only > 0 kept)
         self.offset: dict[int, int] = {}        # id(site or Call) -> offset in its space (slotted items)
         self.loops: dict[int, CountedLoop] = {}  # id(Loop) -> layout, for counted loops with slots
         self._busy: set[int] = set()
+        if memo is not None:
+            for k in _without_sites(functions, sites, memo):
+                self.size[k] = 0
         for fn in functions:
             self.function_size(fn)
 
@@ -135,6 +140,35 @@ class RedSlots:
                 self.loops[id(s)] = counted
                 at += size * counted.trips
         return at
+
+
+def _without_sites(functions: list[ir.Function], sites: set[int], memo) -> set:
+    """ids of the functions (of `functions` and what they call) from which no site can be reached through calls."""
+    callers: dict[int, list] = {}
+    seen: dict[int, ir.Function] = {}
+    todo = list(functions)
+    reach_site: list = []
+    while todo:
+        fn = todo.pop()
+        if id(fn) in seen:
+            continue
+        seen[id(fn)] = fn
+        has_site = False
+        for n in memo.of(fn):
+            if isinstance(n, ir.Call):
+                callers.setdefault(id(n.func), []).append(id(fn))
+                todo.append(n.func)
+            elif id(n) in sites:
+                has_site = True
+        if has_site:
+            reach_site.append(id(fn))
+    reaching = set(reach_site)
+    while reach_site:                       # callers of a function that reaches a site reach it too
+        for c in callers.get(reach_site.pop(), ()):
+            if c not in reaching:
+                reaching.add(c)
+                reach_site.append(c)
+    return set(seen) - reaching
 
 
 def counted_loop(s: ir.Loop) -> Optional[CountedLoop]:

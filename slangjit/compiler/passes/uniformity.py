@@ -24,9 +24,10 @@ _VARYING_INTRINSIC_PREFIXES = ("sj::Wave", "sj::Interlocked", "sj::atomic", "sj:
 
 
 class Uniformity:
-    def __init__(self, entry: ir.Function, system_value_params: set[int]):
-        """`system_value_params`: indices of the entry's parameters bound to system values."""
-        self.functions = reach.reachable(entry)
+    def __init__(self, entry: ir.Function, system_value_params: set[int], functions: list = None):
+        """`system_value_params`: indices of the entry's parameters bound to system values; `functions`: what
+        the entry reaches (reach.reachable), when the caller has it."""
+        self.functions = functions if functions is not None else reach.reachable(entry)
         self.varying: set[int] = {entry.params[i].uid for i in system_value_params}
         self.varying_result: set[int] = set()          # id(Function) whose return value may vary
         changed = True
