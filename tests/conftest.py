@@ -33,6 +33,8 @@ from pathlib import Path
 import pytest
 
 import slangjit as spy
+from slangjit.compiler import frontend_cache
+from slangjit.runtime import cpu_compiler as cc
 from slangjit.runtime import cuda as sj_cuda
 
 TESTS = Path(__file__).resolve().parent
@@ -71,3 +73,19 @@ def private_cache(request, tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SLANGJIT_CACHE_DIR", str(d))
         yield d
+
+
+@pytest.fixture
+def fresh_cache(tmp_path, monkeypatch):
+    """A cache folder of the test's own, no $SLANGJIT_CXXFLAGS / $SLANGJIT_NO_PCH, and no library, precompiled
+    header or front-end result remembered in this process (the C++ build tests: cold compile, readahead, PCH)."""
+    d = tmp_path / "cache"
+    monkeypatch.setenv("SLANGJIT_CACHE_DIR", str(d))
+    monkeypatch.delenv("SLANGJIT_CXXFLAGS", raising=False)
+    monkeypatch.delenv("SLANGJIT_NO_PCH", raising=False)
+    cc.clear_memory_cache()
+    cc._pch_ok.clear()
+    frontend_cache.clear_memory_cache()
+    yield d
+    cc.clear_memory_cache()
+    cc._pch_ok.clear()

@@ -130,3 +130,9 @@ def source_head(prog) -> str:
     text = prog.source
     i = text.find("\n")
     return text if i < 0 else text[:i]
+
+
+def text_of(source) -> str:
+    """A source given to a compiler runtime: the text itself, or a callable returning it (a program's lazily kept
+    source: read only where a build needs it)."""
+    return source() if callable(source) else source

@@ -39,6 +39,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import shlex
 import shutil
 import struct
@@ -53,6 +54,7 @@ from typing import Optional
 from .. import cache_paths
 from ..compiler import frontend_cache
 from ..atomic_file import write_atomic
+from ..compiler.lazy_source import text_of as _text   # a callable source is read only for a build
 from .cpu_pch import PCH_END, _run_process, _tls, _unlink, drop_pch, precompiled_prefix, stop_early
 from .cpu_pch import _PCH_VERSION, _pch_ok, _pch_verify  # noqa: F401  (tests reach them through this module)
 from ..cache_paths import cache_dir, cache_dirs, entry_mac, mac_ok, remove_entry   # per-user folders + entry MACs
@@ -503,22 +505,21 @@ def _verify(path: Path, folder: Path, key: str) -> bool:
     return mac_ok(folder, key, memoryview(data)[:n], mac)
 
 
-# emit/cpu_lane_split.py PARTS_MARK: a header line of a source whose long lane kernels are also in N parts, which
-# a machine with PARTS_MIN_CPUS cores or more builds as N compiler processes at once (-DSJ_PART=p -c) and a link.
-# The seed MLP's learnGradient: g++ 0.35 s of CPU in one process; elsewhere the source builds whole, as before.
-PARTS_MARK = "// slangjit: parts "
-PARTS_MIN_CPUS = 3
+# emit/cpu_lane_split.py PARTS_MARK: the header line `// slangjit: parts N on M+ cores` of a source whose long lane
+# kernels are also in N parts (CpuOptions.lane_part_lines, lane_part_min_cpus), which a machine with M cores or more
+# builds as N compiler processes at once (-DSJ_PART=p -c) and a link; elsewhere the source builds whole, as before.
+# The seed MLP's learnGradient: g++ 0.35 s of CPU in one process, ~0.2 s in three.
+_PARTS_LINE = re.compile(r"^// slangjit: parts (\d+) on (\d+)\+ cores$", re.M)
 
 
-def source_parts(source: str) -> int:
-    """N of the source's `// slangjit: parts N` header line (1 without one)."""
-    head = "\n" + source[:600]
-    i = head.find("\n" + PARTS_MARK)
-    if i < 0:
+def source_parts(source: str, cpus: Optional[int] = None) -> int:
+    """How many compiler processes build `source` on a machine with `cpus` cores (this one's by default): N of its
+    `// slangjit: parts N on M+ cores` header line where cpus >= M, else 1."""
+    m = _PARTS_LINE.search(source[:600])
+    if m is None or int(m.group(1)) < 2:
         return 1
-    j = head.find("\n", i + 1)
-    digits = head[i + 1 + len(PARTS_MARK):j if j >= 0 else len(head)]
-    return int(digits) if digits.isdigit() and int(digits) > 1 else 1
+    n = (os.cpu_count() or 1) if cpus is None else cpus
+    return int(m.group(1)) if n >= int(m.group(2)) else 1
 
 
 def _compile(cmd: tuple[str, ...], flags: tuple[str, ...], extra: list, lib: str, src: str,
@@ -694,11 +695,6 @@ def _flags_for(source, head: Optional[str], cmd: tuple[str, ...]) -> tuple[str, 
     return source_flags(head + "\n", cmd, compile_flags())
 
 
-def _text(source) -> str:
-    """The source: `source` itself, or what it returns when it is a callable (a lazily read one)."""
-    return source() if callable(source) else source
-
-
 def load_library(source, source_sha256: Optional[bytes] = None, head: Optional[str] = None) -> CpuLibrary:
     """Compile `source` (C++) to a shared library, or find it in the cache (or a background build,
     load_library_async), and load it.  `source_sha256`, when given, must be the sha256 of `source`.  `source`
@@ -759,7 +755,7 @@ def _load(source, cmd: tuple[str, ...], flags: tuple[str, ...], key: str, t0: fl
         if handle is None:
             final = cache_dir() / name
             text = _text(source)
-            parts = source_parts(text) if (os.cpu_count() or 1) >= PARTS_MIN_CPUS else 1
+            parts = source_parts(text)
             compile_seconds = _build(text, cmd, flags, key, final, parts)
             try:
                 handle = ctypes.CDLL(str(final))

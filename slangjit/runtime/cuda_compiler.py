@@ -27,6 +27,7 @@ from typing import Optional
 
 from .. import cache_paths
 from ..atomic_file import write_atomic
+from ..compiler.lazy_source import text_of as _text   # a callable source is read only for a build
 
 
 class NvrtcError(RuntimeError):
@@ -281,12 +282,6 @@ _MAGIC = b"SJCUIMG3"
 _HEADER = struct.Struct("<8sIQ32s")       # magic, metadata length, image length, HMAC(secret, key, meta + image)
 _mem_cache: dict[str, bytes] = {}
 stats = {"memory_hits": 0, "disk_hits": 0, "compiles": 0, "stale": 0, "corrupt": 0}
-
-
-def _text(source) -> str:
-    """The source: `source` itself, or what it returns when it is a callable (a program's lazily read source:
-    compiler/lazy_source.py), so that a cached image never reads it."""
-    return source() if callable(source) else source
 
 
 def cache_key(source, arch: str, opts: list, source_sha256: Optional[bytes] = None) -> str:

@@ -39,14 +39,6 @@ def _glibc() -> bool:
         return False
 
 
-@pytest.fixture
-def fresh_cache(tmp_path, monkeypatch):
-    d = tmp_path / "cache"
-    monkeypatch.setenv("SLANGJIT_CACHE_DIR", str(d))
-    monkeypatch.delenv("SLANGJIT_CXXFLAGS", raising=False)
-    cc.clear_memory_cache()
-    yield d
-    cc.clear_memory_cache()
 
 
 # ------------------------------------------------------------------------------------------ the prelude's math

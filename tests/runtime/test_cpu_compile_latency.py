@@ -45,17 +45,6 @@ void computeMain(uint3 tid : SV_DispatchThreadID)
 """
 
 
-@pytest.fixture
-def fresh_cache(tmp_path, monkeypatch):
-    """A cache folder of the test's own, and no library or precompiled header remembered in this process."""
-    d = tmp_path / "cache"
-    monkeypatch.setenv("SLANGJIT_CACHE_DIR", str(d))
-    monkeypatch.delenv("SLANGJIT_NO_PCH", raising=False)
-    cc.clear_memory_cache()
-    cc._pch_ok.clear()
-    yield d
-    cc.clear_memory_cache()
-    cc._pch_ok.clear()
 
 
 def _program(dev, tmp_path, template, scale, offset, name=None):

@@ -24,15 +24,6 @@ GCC = cc._is_gcc(cc.find_compiler())
 needs_gcc = pytest.mark.skipif(not GCC, reason="the toolchain list is made for GCC")
 
 
-@pytest.fixture
-def fresh_cache(tmp_path, monkeypatch):
-    d = tmp_path / "cache"
-    monkeypatch.setenv("SLANGJIT_CACHE_DIR", str(d))
-    monkeypatch.delenv("SLANGJIT_CXXFLAGS", raising=False)
-    cc.clear_memory_cache()
-    frontend_cache.clear_memory_cache()
-    yield d
-    cc.clear_memory_cache()
 
 
 def _files():

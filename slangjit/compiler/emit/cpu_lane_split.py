@@ -16,10 +16,10 @@ The translation unit holds both forms:
                          and under SJ_PART == 0 the kernel that calls the parts in order
     #endif
 
-and the rest of the program (scalar functions, launchers) is compiled by part 0 only (emit/program.py).  The
-runtime (runtime/cpu_compiler.py) builds a source whose header says `// slangjit: parts N` as N compiler processes
-(`-DSJ_PART=p -c`) at once and links their objects, then builds the source whole in the background over the
-cached library (the parts' kernel is ~9% slower: the seed MLP's learnGradient, 1.63 vs 1.49 ms).  Which locals a
+and the rest of the program (scalar functions, launchers) is compiled by part 0 only (emit/program.py).  On a
+machine with M cores or more (CpuOptions.lane_part_min_cpus) the runtime (runtime/cpu_compiler.py) builds a source
+whose header says `// slangjit: parts N on M+ cores` as N compiler processes (`-DSJ_PART=p -c`) at once and links
+their objects, then builds the source whole in the background over the cached library (the parts' kernel is ~9% slower: the seed MLP's learnGradient, 1.63 vs 1.49 ms).  Which locals a
 part uses is read from its C++ text (the emitter's names are unique words); copying a local that a part only
 writes is harmless.
 """
@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import re
 
-PARTS_MARK = "// slangjit: parts "       # + N: the header line that asks the runtime for a parallel build
+PARTS_MARK = "// slangjit: parts "       # + "N on M+ cores": the header line that asks the runtime for a parallel
+                                         # build of N parts on machines with M cores or more
 MAX_PARTS = 4
 
 

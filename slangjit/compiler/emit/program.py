@@ -199,6 +199,7 @@ class CppTarget(Target):
         self.half_rows = bool(getattr(cpu_options, "half_rows", False))
         self.lane_unroll = int(getattr(cpu_options, "lane_unroll", 0))
         self.lane_part_lines = int(getattr(cpu_options, "lane_part_lines", 0))
+        self.lane_part_min_cpus = int(getattr(cpu_options, "lane_part_min_cpus", 3))
         self.parts = 1                  # the most parts a lane kernel was cut into (emit/cpu_lane_split.py)
         self.lane_vregs = bool(getattr(cpu_options, "lane_vregs", False))   # emit/cpu_lane_vregs.py
         self.used_lanes = False
@@ -286,7 +287,7 @@ class CppTarget(Target):
         only = self.lane_compile_flags and self.launchers and self.lane_loop_launchers == self.launchers
         return [*([LANE_KERNELS_ONLY] if only else []),
                 *([vector_math_header()] if self.used_lanes and self.vector_math else []),
-                *([f"{PARTS_MARK}{self.parts}"] if self.parts > 1 else [])]
+                *([f"{PARTS_MARK}{self.parts} on {self.lane_part_min_cpus}+ cores"] if self.parts > 1 else [])]
 
     def after_prelude(self) -> list[str]:
         return ["#include <cstddef>", RANGE_PRELUDE, *([PACC_PRELUDE] if self.privatised else []),

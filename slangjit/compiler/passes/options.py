@@ -100,6 +100,8 @@ class CpuOptions:
     # length (emit/cpu_lane_split.py), which a machine with cores to spare builds in parallel compiler processes
     # (runtime/cpu_compiler.py): the seed MLP's learnGradient is most of its module's cold compile.  0: never.
     lane_part_lines: int = 250
+    # ... on machines with at least this many cores (the source's header says so; elsewhere it builds whole).
+    lane_part_min_cpus: int = 3
     # Half rounding in those kernels: False = inline float arithmetic that stays in the lane loop's registers
     # (sj::rhf, bit for bit _Float16); True = a row in memory through the F16C / AVX-512 conversions (session 10).
     half_rows: bool = True
