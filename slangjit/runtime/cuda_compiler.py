@@ -114,9 +114,11 @@ def cuda_include_dirs() -> list[str]:
 
 
 def nvrtc_library_files() -> list[str]:
-    """The NVRTC shared libraries this process would load (libnvrtc*, libnvrtc-builtins*) where they can be
-    found without loading them: the nvidia wheels on sys.path, then $CUDA_HOME / /usr/local/cuda."""
-    dirs = []
+    """The NVRTC shared libraries this process loads (libnvrtc*, libnvrtc-builtins*): once NVRTC is loaded, those
+    beside the libnvrtc it mapped (a host may have several copies: a CUDA toolkit's and a wheel's); before, where they
+    can be found without loading them: the nvidia wheels on sys.path, then $CUDA_HOME / /usr/local/cuda."""
+    mapped = _loaded_nvrtc_libraries() or []
+    dirs = sorted({os.path.dirname(m) for m in mapped})
     for p in sys.path:
         r = os.path.join(p or ".", "nvidia")
         if p and os.path.isdir(r):

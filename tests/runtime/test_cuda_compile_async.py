@@ -141,6 +141,18 @@ def test_prefetch_names_the_loaded_libraries():
     assert not t.is_alive()
 
 
+
+def test_prefetch_lists_the_nvrtc_that_is_loaded(tmp_path, monkeypatch):
+    """Once NVRTC is mapped, the prefetch list is the libraries beside the one this process loaded, not another
+    copy found first on the search path (a GPU host with a CUDA toolkit and torch's wheel has two)."""
+    d = tmp_path / "toolkit" / "lib"
+    d.mkdir(parents=True)
+    for n in ("libnvrtc.so.13.0.88", "libnvrtc-builtins.so.13.0.88", "libother.so"):
+        (d / n).write_bytes(b"x")
+    monkeypatch.setattr(cc, "_loaded_nvrtc_libraries", lambda: [str(d / "libnvrtc.so.13.0.88")])
+    assert cc.nvrtc_library_files() == [str(d / "libnvrtc-builtins.so.13.0.88"), str(d / "libnvrtc.so.13.0.88")]
+
+
 CHILD = r"""
 import json, sys
 sys.path.insert(0, sys.argv[2])
